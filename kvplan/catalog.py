@@ -1,0 +1,166 @@
+"""Finding profiles: built-in names and aliases, user profile folders, and paths.
+
+Built-in profiles live once, in the repository's ``device_profiles/`` and
+``model_profiles/``; the wheel carries them as ``kvplan/_data/…`` and an editable
+install or a checkout reads the root folders directly. A name is found by its file
+name first (``pixel8`` → ``pixel8.yaml``); only an alias or a typo needs the small
+index of every file's ``name`` and ``aliases``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, Literal, TypeVar
+
+from kvplan.errors import NotFoundError
+
+Kind = Literal["device", "model"]
+KIND_DIRS: dict[str, str] = {"device": "device_profiles", "model": "model_profiles"}
+ENV_VAR = "KVPLAN_PROFILES"
+
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class Resolved(Generic[P]):
+    """A loaded profile and where it came from."""
+
+    profile: P
+    path: Path
+    origin: Literal["builtin", "user", "file"]
+    note: str | None = None  # e.g. a user profile shadowing a built-in one
+
+
+def builtin_dir(kind: Kind) -> Path:
+    """Folder of the built-in profiles of ``kind`` (wheel data, else the checkout's root folder)."""
+    from importlib.resources import files
+
+    packaged = Path(str(files("kvplan"))) / "_data" / KIND_DIRS[kind]
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / KIND_DIRS[kind]
+
+
+def user_dirs(profiles_dirs: list[str] | None = None) -> list[Path]:
+    """User folders searched before the built-ins: ``--profiles-dir`` options, then ``$KVPLAN_PROFILES``."""
+    dirs = [Path(d) for d in (profiles_dirs or [])]
+    env = os.environ.get(ENV_VAR, "")
+    dirs += [Path(d) for d in env.split(os.pathsep) if d]
+    for d in dirs:
+        if not d.is_dir():
+            raise NotFoundError(f"profiles folder {str(d)!r} does not exist")
+    return dirs
+
+
+def _looks_like_path(ref: str) -> bool:
+    return "/" in ref or os.sep in ref or ref.endswith((".yaml", ".yml"))
+
+
+class Catalog:
+    """Resolves ``--device`` / ``--model`` references to validated profiles."""
+
+    def __init__(self, profiles_dirs: list[str] | None = None):
+        self.user_dirs = user_dirs(profiles_dirs)
+
+    # --- public API ---
+
+    def device(self, ref: str):
+        from kvplan.profiles import Device
+
+        return self._resolve("device", Device, ref)
+
+    def model(self, ref: str):
+        from kvplan.profiles import Model
+
+        return self._resolve("model", Model, ref)
+
+    def entries(self, kind: Kind) -> list[tuple[str, list[str], Path, str]]:
+        """(name, aliases, path, origin) of every profile of ``kind``, user folders first."""
+        return [(name, aliases, path, origin) for name, aliases, path, origin in self._index(kind)]
+
+    # --- resolution ---
+
+    def _dirs(self, kind: Kind) -> list[tuple[Path, str]]:
+        dirs: list[tuple[Path, str]] = []
+        for d in self.user_dirs:
+            sub = d / KIND_DIRS[kind]
+            dirs.append((sub if sub.is_dir() else d, "user"))
+        dirs.append((builtin_dir(kind), "builtin"))
+        return dirs
+
+    def _resolve(self, kind: Kind, cls, ref: str) -> Resolved:
+        from kvplan.loading import load_model_file
+
+        ref = str(ref).strip()
+        if not ref:
+            raise NotFoundError(f"empty {kind} name")
+        if _looks_like_path(ref):
+            return Resolved(load_model_file(cls, ref, what=f"{kind} profile"), Path(ref), "file")
+        for folder, origin in self._dirs(kind):
+            path = folder / f"{ref}.yaml"
+            if path.is_file() and (origin == "builtin" or self._kind_of(path) in (kind, None)):
+                return self._loaded(kind, cls, path, origin)
+        for name, aliases, path, origin in self._index(kind):
+            if ref.lower() == name or ref.lower() in aliases:
+                return self._loaded(kind, cls, path, origin)
+        raise NotFoundError(self._not_found_message(kind, ref))
+
+    def _loaded(self, kind: Kind, cls, path: Path, origin: str) -> Resolved:
+        from kvplan.loading import load_model_file
+
+        profile = load_model_file(cls, path, what=f"{kind} profile")
+        note = None
+        if origin == "user":
+            builtin = builtin_dir(kind) / f"{profile.name}.yaml"
+            if builtin.is_file():
+                note = f"using user {kind} profile {path} (shadows the built-in {profile.name!r})"
+        return Resolved(profile, path, origin, note)
+
+    def _not_found_message(self, kind: Kind, ref: str) -> str:
+        names = [n for name, aliases, _, _ in self._index(kind) for n in [name, *aliases]]
+        guesses = difflib.get_close_matches(ref.lower(), names, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(guesses)}?" if guesses else ""
+        return f"unknown {kind} {ref!r}{hint} (see 'kvplan profiles list --kind {kind}', or pass a YAML path)"
+
+    # --- index of names and aliases (read only when a direct file-name lookup fails) ---
+
+    @staticmethod
+    def _kind_of(path: Path) -> Kind | None:
+        data = _quick_load(path)
+        if not isinstance(data, dict):
+            return None
+        if "ram" in data or "memory_bandwidth" in data:
+            return "device"
+        if "layers" in data or "attention_heads" in data:
+            return "model"
+        return None
+
+    def _index(self, kind: Kind):
+        cache = self.__dict__.setdefault("_index_cache", {})
+        if kind not in cache:
+            rows = []
+            for folder, origin in self._dirs(kind):
+                for path in sorted(folder.glob("*.yaml")):
+                    data = _quick_load(path)
+                    if not isinstance(data, dict) or self._kind_of(path) not in (kind, None):
+                        continue
+                    name = str(data.get("name", path.stem))
+                    aliases = [str(a).lower() for a in data.get("aliases") or [] if isinstance(a, (str, int))]
+                    rows.append((name, aliases, path, origin))
+            cache[kind] = rows
+        return cache[kind]
+
+
+def _quick_load(path: Path):
+    """Parse a profile for the name index only (validation happens when it is used)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        with open(path, "rb") as handle:
+            return yaml.load(handle, Loader=loader)
+    except (OSError, yaml.YAMLError, ValueError):
+        return None

@@ -1,0 +1,71 @@
+"""``kvplan check``: does this model, at this context, fit on this device, and how fast will it decode?"""
+
+from __future__ import annotations
+
+from kvplan.cli import options as o
+
+HELP = """Check one configuration: memory against the device budget, decode speed, max context.
+
+Prints the memory breakdown (weights, KV cache, overhead, total, headroom), the verdict
+(fit / tight / over), KV bytes per token, decode tokens/s, the largest context that fits
+and, when over, the flash cost and the simplest changes that would make it fit.
+Exit code 0 when it fits (fit or tight), 1 when over, 2 on bad input."""
+
+
+def check(
+    device: o.DeviceOpt,
+    model: o.ModelOpt,
+    ctx: o.CtxOpt,
+    sequences: o.SequencesOpt = 1,
+    pinned_prefix: o.PinnedOpt = "0",
+    weight_bits: o.WeightBitsOpt = None,
+    kv_bits: o.KvBitsOpt = None,
+    k_bits: o.KBitsOpt = None,
+    v_bits: o.VBitsOpt = None,
+    kv_group_size: o.GroupOpt = None,
+    kv_type: o.KvTypeOpt = None,
+    k_type: o.KTypeOpt = None,
+    v_type: o.VTypeOpt = None,
+    os_reserve: o.OsReserveOpt = None,
+    margin: o.MarginOpt = "10%",
+    target_tok_s: o.TargetOpt = None,
+    output_format: o.FormatOpt = o.OutputFormat.table,
+    units: o.UnitsOpt = o.Units.si,
+    profiles_dir: o.ProfilesDirOpt = None,
+) -> None:
+    import typer
+
+    from kvplan.advice import changes_to_fit
+    from kvplan.catalog import Catalog
+    from kvplan.cli import terminal
+    from kvplan.cli.terminal import ExitCode
+    from kvplan.errors import UsageError
+    from kvplan.plan import Scenario, evaluate
+    from kvplan.render import check as render
+
+    ctx_tokens = o.parse_ctx(ctx)
+    pinned_tokens = o.parse_ctx(pinned_prefix, "--pinned-prefix") if pinned_prefix not in ("0", "") else 0
+    if weight_bits is not None and not 0 < weight_bits <= 32:
+        raise UsageError(f"--weight-bits: must be above 0 and at most 32, got {weight_bits:g}")
+    k_format, v_format = o.element_formats(kv_bits, k_bits, v_bits, kv_group_size, kv_type, k_type, v_type)
+    catalog = Catalog(profiles_dir)
+    dev, mod = catalog.device(device), catalog.model(model)
+    for resolved in (dev, mod):
+        if resolved.note:
+            terminal.display_note(resolved.note)
+    reserve = o.parse_size_option(os_reserve, "--os-reserve")
+    if reserve is not None and reserve >= dev.profile.ram:
+        raise UsageError(f"--os-reserve: must be less than the device's RAM ({dev.profile.ram:,} bytes)")
+    scenario = Scenario(dev.profile, mod.profile, ctx_tokens, sequences=sequences,
+                        pinned_prefix_tokens=pinned_tokens, weight_bits=weight_bits, k_format=k_format,
+                        v_format=v_format, os_reserve_bytes=reserve, margin_fraction=o.parse_margin(margin),
+                        target_tokens_per_s=target_tok_s or None)
+    ev = evaluate(scenario)
+    changes = changes_to_fit(ev) if not ev.fits else None
+    if output_format is o.OutputFormat.json:
+        document = render.format_json(ev)
+        document["changes_to_fit"] = [render.change_json(c) for c in changes or []]
+        terminal.display_json(document)
+    else:
+        terminal.display_tables(render.check_tables(ev, changes, units.value), output_format.value)
+    raise typer.Exit(ExitCode.OK if ev.fits else ExitCode.FAILED)

@@ -1,0 +1,108 @@
+"""Options shared by every command that describes a configuration, and turning them into a Scenario."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from kvplan.errors import KvplanError, QuantityError, UsageError
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+class Units(str, Enum):
+    si = "si"
+    iec = "iec"
+
+
+DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="Device: built-in name, alias, or YAML path.")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model: built-in name, alias, or YAML path.")]
+CtxOpt = Annotated[str, typer.Option("--ctx", "-c", help="Context length in tokens per sequence: 8192, 8k, 32K.")]
+SequencesOpt = Annotated[int, typer.Option("--sequences", "-n", min=1, max=1_000_000,
+                                           help="Concurrent sequences, each with its own cache.")]
+PinnedOpt = Annotated[str, typer.Option("--pinned-prefix", help="Tokens of a shared prefix (system prompt) "
+                                        "whose cache stays resident, counted once.")]
+WeightBitsOpt = Annotated[float | None, typer.Option("--weight-bits", help="Bits per weight (may be "
+                                                     "fractional, q4_0 is 4.5); default: the model's.")]
+KvBitsOpt = Annotated[int | None, typer.Option("--kv-bits", help="Bits per cached K and V value (1-32).")]
+KBitsOpt = Annotated[int | None, typer.Option("--k-bits", help="Bits per cached key value (overrides --kv-bits).")]
+VBitsOpt = Annotated[int | None, typer.Option("--v-bits", help="Bits per cached value (overrides --kv-bits).")]
+GroupOpt = Annotated[int | None, typer.Option("--kv-group-size", help="Group-quantize the cache: one fp16 "
+                                              "scale per this many values.")]
+KvTypeOpt = Annotated[str | None, typer.Option("--kv-type", help="Cache type by runtime name: f32, f16, bf16, "
+                                               "fp8, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl.")]
+KTypeOpt = Annotated[str | None, typer.Option("--k-type", help="Key cache type (overrides --kv-type).")]
+VTypeOpt = Annotated[str | None, typer.Option("--v-type", help="Value cache type (overrides --kv-type).")]
+OsReserveOpt = Annotated[str | None, typer.Option("--os-reserve", help="Override the device's OS reserve: "
+                                                  "'3 GB', '2.5 GiB'.")]
+MarginOpt = Annotated[str, typer.Option("--margin", help="Headroom under which a fit is 'tight': a "
+                                        "fraction of the budget (0.1) or a percentage (10%).")]
+TargetOpt = Annotated[float | None, typer.Option("--target-tok-s", min=0.0,
+                                                 help="Decode target: also report the largest context at "
+                                                 "or above this many tokens/s.")]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+UnitsOpt = Annotated[Units, typer.Option("--units", help="Sizes in SI (GB = 10^9) or IEC (GiB = 2^30).")]
+ProfilesDirOpt = Annotated[list[str] | None, typer.Option("--profiles-dir", help="Folder of your own "
+                                                          "profiles, searched before the built-ins "
+                                                          "(repeatable; also $KVPLAN_PROFILES).")]
+
+
+def parse_ctx(text: str, option: str = "--ctx") -> int:
+    from kvplan.units import parse_tokens
+
+    try:
+        return parse_tokens(text)
+    except QuantityError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+def parse_margin(text: str) -> float:
+    raw = str(text).strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise UsageError(f"--margin: expected a fraction like 0.1 or a percentage like 10%, got {text!r}") from None
+    if not 0 <= value < 1:
+        raise UsageError(f"--margin: must be at least 0 and below 100 %, got {text!r}")
+    return value
+
+
+def element_formats(kv_bits, k_bits, v_bits, group_size, kv_type, k_type, v_type):
+    """The (K, V) formats the options ask for; ``None`` keeps the model's default for that side."""
+    from kvplan.formats import format_from_bits, format_from_name
+
+    if kv_type and kv_bits:
+        raise UsageError("give --kv-bits or --kv-type, not both")
+
+    def one(bits, type_name):
+        if type_name:
+            return format_from_name(type_name)
+        if bits:
+            try:
+                return format_from_bits(bits, group_size or 0)
+            except KvplanError as exc:
+                raise UsageError(f"--kv-bits: {exc}") from None
+        return None
+
+    k = one(k_bits, k_type) or one(kv_bits, kv_type)
+    v = one(v_bits, v_type) or one(kv_bits, kv_type)
+    if group_size and not (kv_bits or k_bits or v_bits):
+        raise UsageError("--kv-group-size needs --kv-bits (or --k-bits / --v-bits)")
+    return k, v
+
+
+def parse_size_option(text: str | None, option: str) -> int | None:
+    from kvplan.units import parse_size_bytes
+
+    if text is None:
+        return None
+    try:
+        return parse_size_bytes(text)
+    except QuantityError as exc:
+        raise UsageError(f"{option}: {exc}") from None

@@ -1,0 +1,29 @@
+"""The closed-form engine: pure math on plain numbers and numpy arrays, base units only.
+
+Every function takes numbers (int/float) or numpy arrays and returns the same kind;
+nothing here reads files, prints, or knows about profiles or the CLI.
+"""
+
+from kvplan.engine.decode import bytes_per_token, decode_tokens_per_s, mean_decode_tokens_per_s
+from kvplan.engine.flash import overflow_bytes, streamed_seconds_per_token, swap_in_seconds
+from kvplan.engine.kv import kv_bytes, kv_bytes_per_token, kv_bytes_sum_over_generation
+from kvplan.engine.maxctx import NO_CONTEXT_FITS, kv_allowance_bytes, max_context_tokens
+from kvplan.engine.memory import (
+    DEFAULT_MARGIN_FRACTION,
+    VERDICTS,
+    Verdict,
+    budget_bytes,
+    embedding_bytes,
+    headroom_bytes,
+    total_bytes,
+    verdict_code,
+    weights_bytes,
+)
+
+__all__ = [
+    "DEFAULT_MARGIN_FRACTION", "NO_CONTEXT_FITS", "VERDICTS", "Verdict", "budget_bytes",
+    "bytes_per_token", "decode_tokens_per_s", "embedding_bytes", "headroom_bytes", "kv_allowance_bytes",
+    "kv_bytes", "kv_bytes_per_token", "kv_bytes_sum_over_generation", "max_context_tokens",
+    "mean_decode_tokens_per_s", "overflow_bytes", "streamed_seconds_per_token", "swap_in_seconds",
+    "total_bytes", "verdict_code", "weights_bytes",
+]

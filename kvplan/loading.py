@@ -1,0 +1,80 @@
+"""Turning a YAML document into a validated pydantic object, with ``file:line: field: message`` errors."""
+
+from __future__ import annotations
+
+import difflib
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from kvplan.errors import ProfileError
+from kvplan.yamlio import YamlDocument, load_yaml
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate_document(cls: type[M], doc: YamlDocument, *, what: str = "profile") -> M:
+    """Validate ``doc.data`` as ``cls``; every problem of the file is reported at once."""
+    if not isinstance(doc.data, dict):
+        kind = "a list" if isinstance(doc.data, list) else f"a {type(doc.data).__name__}"
+        raise ProfileError([f"{doc.where(())}: expected a mapping of {what} fields, got {kind}"])
+    bad_keys = [k for k in doc.data if not isinstance(k, str)]
+    if bad_keys:
+        raise ProfileError([f"{doc.where((bad_keys[0],))}: {bad_keys[0]!r}: field names must be strings"])
+    try:
+        return cls.model_validate(doc.data)
+    except ValidationError as exc:
+        raise ProfileError(format_validation_errors(exc, doc, cls)) from None
+
+
+def load_model_file(cls: type[M], path, *, what: str = "profile") -> M:
+    return validate_document(cls, load_yaml(path), what=what)
+
+
+def format_validation_errors(exc: ValidationError, doc: YamlDocument, cls: type[BaseModel]) -> list[str]:
+    problems: list[str] = []
+    seen: set[tuple] = set()
+    for error in exc.errors(include_url=False):
+        loc = _clean_loc(error["loc"])
+        message = _message(error, loc, cls)
+        key = (loc, message)
+        if key in seen:
+            continue
+        seen.add(key)
+        field = ".".join(str(part) for part in loc) or "(document)"
+        problems.append(f"{doc.where(loc)}: {field}: {message}")
+    return problems
+
+
+def _clean_loc(loc: tuple) -> tuple:
+    # pydantic adds union-member and validator names ("list[...]", "function-before[...]") to locs.
+    return tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in {"str", "int"})))
+
+
+def _message(error: dict, loc: tuple, cls: type[BaseModel]) -> str:
+    kind = error["type"]
+    msg = error["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    if kind == "extra_forbidden":
+        names = list(_fields_at(cls, loc[:-1]))
+        guess = difflib.get_close_matches(str(loc[-1]), names, n=1)
+        hint = f"; did you mean {guess[0]!r}?" if guess else f"; known fields: {', '.join(names)}"
+        return f"unknown field{hint}"
+    if kind == "missing":
+        return "required field is missing"
+    return msg
+
+
+def _fields_at(cls: type[BaseModel], loc: tuple):
+    model = cls
+    for part in loc:
+        info = model.model_fields.get(part) if isinstance(part, str) else None
+        annotation = getattr(info, "annotation", None)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+        else:
+            for arg in getattr(annotation, "__args__", ()):
+                if isinstance(arg, type) and issubclass(arg, BaseModel):
+                    model = arg
+    return model.model_fields.keys()

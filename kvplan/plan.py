@@ -1,0 +1,208 @@
+"""One configuration (device × model × context × options) evaluated with the engine.
+
+This is the bridge between profiles and the pure engine: it picks the figures a
+configuration uses (profile defaults, then overrides), groups the model's layers
+into global and windowed ones, and returns every number as a frozen dataclass. It
+does no I/O and holds no display strings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from kvplan import engine
+from kvplan.engine.memory import VERDICTS, Verdict
+from kvplan.formats import ElementFormat
+from kvplan.profiles import Device, Model
+
+
+@dataclass(frozen=True)
+class CacheLayout:
+    """A model's cache as the engine sees it: bytes/token of global layers and of each window."""
+
+    k_format: ElementFormat
+    v_format: ElementFormat
+    global_bytes_per_token: int
+    windows: tuple[tuple[int, int], ...]  # (window tokens, bytes/token of the layers using it)
+    global_layers: int
+    windowed_layers: int
+
+    @property
+    def bytes_per_token(self) -> int:
+        """K+V bytes one token adds to every layer (the growth rate below the smallest window)."""
+        return self.global_bytes_per_token + sum(b for _, b in self.windows)
+
+    def kv_bytes(self, ctx):
+        return engine.kv_bytes(ctx, self.global_bytes_per_token, self.windows)
+
+
+def layer_bytes_per_token(model: Model, layer: int, k_format: ElementFormat, v_format: ElementFormat) -> int:
+    """Bytes one token takes in one layer: its K row plus its V row (or one latent row for MLA)."""
+    if model.mla is not None:
+        return k_format.row_bytes(model.mla.kv_lora_rank + model.mla.qk_rope_head_dim)
+    n_kv = model.kv_heads_of(layer)
+    return k_format.row_bytes(n_kv * model.head_dim) + v_format.row_bytes(n_kv * model.v_dim)
+
+
+def cache_layout(model: Model, k_format: ElementFormat | None = None, v_format: ElementFormat | None = None,
+                 sliding_window: int | None = None) -> CacheLayout:
+    """Group the model's layers by window; ``sliding_window`` (tokens) puts every layer behind one."""
+    k_format = k_format or model.k_format()
+    v_format = v_format or model.v_format()
+    if sliding_window is not None:
+        model = model.model_copy(update={"sliding_window": sliding_window, "sliding_window_pattern": "all"})
+    global_bpt = 0
+    windowed: dict[int, int] = {}
+    global_layers = 0
+    for layer in range(model.layers):
+        b = layer_bytes_per_token(model, layer, k_format, v_format)
+        if model.is_local(layer):
+            windowed[model.sliding_window] = windowed.get(model.sliding_window, 0) + b
+        else:
+            global_bpt += b
+            global_layers += 1
+    return CacheLayout(k_format, v_format, global_bpt, tuple(sorted(windowed.items())),
+                       global_layers, model.layers - global_layers)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything that defines one configuration; ``None`` means "the profile's default"."""
+
+    device: Device
+    model: Model
+    ctx: int
+    sequences: int = 1
+    pinned_prefix_tokens: int = 0
+    weight_bits: float | None = None
+    k_format: ElementFormat | None = None
+    v_format: ElementFormat | None = None
+    sliding_window: int | None = None
+    os_reserve_bytes: int | None = None
+    margin_fraction: float = engine.DEFAULT_MARGIN_FRACTION
+    target_tokens_per_s: float | None = None
+
+    def with_changes(self, **changes) -> Scenario:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Flash:
+    """What the overflow costs when it lives on flash (all zero when the configuration fits)."""
+
+    overflow_bytes: int
+    swap_in_s: float
+    streamed_decode_tokens_per_s: float
+    slowdown: float
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Every figure of one configuration, in base units."""
+
+    scenario: Scenario
+    layout: CacheLayout
+    weight_bits: float
+    kv_bytes_per_token: int
+    kv_bytes_per_sequence: int
+    kv_bytes: int
+    pinned_prefix_bytes: int
+    weights_bytes: int
+    weights_read_bytes: int
+    overhead_bytes: int
+    total_bytes: int
+    budget_bytes: int
+    headroom_bytes: int
+    margin_bytes: int
+    verdict: Verdict
+    bytes_per_step: int
+    decode_tokens_per_s: float
+    decode_tokens_per_s_roofline: float
+    mean_decode_tokens_per_s: float
+    max_ctx: int | None
+    max_ctx_limited_by: str
+    max_ctx_at_target: int | None
+    flash: Flash
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def fits(self) -> bool:
+        return self.verdict is not Verdict.OVER
+
+
+def weights_of(model: Model, weight_bits: float | None) -> tuple[int, int, float]:
+    """(weights, weights read per decode step, bits used) [bytes, bytes, bits/param]."""
+    bits = model.weight_bits if weight_bits is None else weight_bits
+    if model.weights is not None and weight_bits is None:
+        weights = model.weights
+    else:
+        weights = engine.weights_bytes(model.params, bits)
+    read = weights
+    if model.vocab_size and model.hidden_size and not model.tie_embeddings:
+        read = max(weights - engine.embedding_bytes(model.vocab_size, model.hidden_size, bits), 0)
+    return int(weights), int(read), bits
+
+
+def evaluate(s: Scenario) -> Evaluation:
+    """Evaluate one configuration with the closed-form engine."""
+    device, model = s.device, s.model
+    layout = cache_layout(model, s.k_format, s.v_format, s.sliding_window)
+    weights, weights_read, bits = weights_of(model, s.weight_bits)
+    overhead = device.runtime_overhead
+    reserve = device.os_reserve if s.os_reserve_bytes is None else s.os_reserve_bytes
+    budget = engine.budget_bytes(device.ram, reserve)
+
+    kv_seq = layout.kv_bytes(s.ctx)
+    kv = kv_seq * s.sequences
+    pinned = layout.kv_bytes(s.pinned_prefix_tokens)
+    total = engine.total_bytes(weights, kv_seq, s.sequences, pinned, overhead)
+    headroom = engine.headroom_bytes(budget, total)
+    verdict = VERDICTS[engine.verdict_code(headroom, budget, s.margin_fraction)]
+
+    step = engine.bytes_per_token(weights_read, kv + pinned)
+    bandwidth, efficiency = device.memory_bandwidth, device.bandwidth_efficiency
+    rate = engine.decode_tokens_per_s(bandwidth, step, efficiency)
+    roofline = engine.decode_tokens_per_s(bandwidth, step, 1.0)
+    n = max(s.ctx, 1)
+    read_over_generation = (s.sequences * engine.kv_bytes_sum_over_generation(
+        n, layout.global_bytes_per_token, layout.windows) + n * pinned)
+    mean_rate = engine.mean_decode_tokens_per_s(n, weights_read, read_over_generation, bandwidth, efficiency)
+
+    ctx_limit = model.max_context if model.max_context and layout.global_bytes_per_token == 0 else math.inf
+    allowance = engine.kv_allowance_bytes(budget - weights - overhead - pinned, s.sequences)
+    max_ctx = engine.max_context_tokens(allowance, layout.global_bytes_per_token, layout.windows, ctx_limit)
+    limited_by = "memory"
+    if max_ctx == engine.NO_CONTEXT_FITS:
+        limited_by = "weights"
+    elif layout.global_bytes_per_token == 0 and max_ctx >= max(w for w, _ in layout.windows):
+        limited_by = "model" if ctx_limit != math.inf else "unbounded"
+
+    at_target = None
+    if s.target_tokens_per_s:
+        step_allowance = math.floor(bandwidth * efficiency / s.target_tokens_per_s) - weights_read - pinned
+        speed_ctx = engine.max_context_tokens(engine.kv_allowance_bytes(step_allowance, s.sequences),
+                                              layout.global_bytes_per_token, layout.windows, ctx_limit)
+        at_target = min(max_ctx, speed_ctx)
+
+    overflow = int(engine.overflow_bytes(total, budget))
+    effective = bandwidth * efficiency
+    if overflow:
+        per_token_s = engine.streamed_seconds_per_token(step, overflow, effective, device.flash_read)
+        flash = Flash(overflow, engine.swap_in_seconds(kv + pinned, device.flash_read),
+                      1.0 / per_token_s, per_token_s / (step / effective))
+    else:
+        flash = Flash(0, engine.swap_in_seconds(kv + pinned, device.flash_read), rate, 1.0)
+
+    return Evaluation(
+        scenario=s, layout=layout, weight_bits=bits,
+        kv_bytes_per_token=layout.bytes_per_token, kv_bytes_per_sequence=int(kv_seq), kv_bytes=int(kv),
+        pinned_prefix_bytes=int(pinned), weights_bytes=weights, weights_read_bytes=weights_read,
+        overhead_bytes=overhead, total_bytes=int(total), budget_bytes=budget, headroom_bytes=int(headroom),
+        margin_bytes=math.ceil(s.margin_fraction * budget), verdict=verdict, bytes_per_step=int(step),
+        decode_tokens_per_s=rate, decode_tokens_per_s_roofline=roofline, mean_decode_tokens_per_s=mean_rate,
+        max_ctx=None if max_ctx in (math.inf, engine.NO_CONTEXT_FITS) else int(max_ctx),
+        max_ctx_limited_by=limited_by,
+        max_ctx_at_target=None if at_target is None or at_target in (math.inf, -1) else int(at_target),
+        flash=flash,
+    )

@@ -1,0 +1,218 @@
+"""Device and model profiles: pydantic models of the YAML files, all quantities in base units.
+
+Every quantity field accepts a string with units (``8 GB``, ``51.2 GB/s``, ``6.74B``)
+or a plain number in base units, and holds the base-unit value once validated. Unknown
+keys are errors (``extra="forbid"``), and cross-field checks report the field at fault.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+
+from kvplan.formats import ElementFormat, format_from_bits, format_from_name
+from kvplan.units import parse_count, parse_flop_per_s, parse_rate_bytes_per_s, parse_size_bytes, parse_tokens
+
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+_SLUG_RE = re.compile(SLUG_PATTERN)
+
+
+def _whole(value: object) -> object:
+    """Counts must be whole numbers: refuse booleans and fractions that lax parsing would accept."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a whole number, got a boolean ({str(value).lower()})")
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            raise ValueError(f"expected a whole number, got {value}")
+        return int(value)
+    if isinstance(value, str):
+        raise ValueError(f"expected a whole number, got a string {value!r}")
+    return value
+
+
+def _real(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got a boolean ({str(value).lower()})")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {value}")
+    if isinstance(value, str):
+        raise ValueError(f"expected a number, got a string {value!r}")
+    return value
+
+
+def _slug(value: object) -> object:
+    if isinstance(value, str) and not _SLUG_RE.match(value):
+        raise ValueError(f"{value!r} is not a valid name: use lowercase letters, digits, '.', '_' and '-'")
+    return value
+
+
+def _strict_bool(value: object) -> object:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
+PositiveInt = Annotated[int, BeforeValidator(_whole), Field(gt=0, le=10**12)]
+Bits = Annotated[int, BeforeValidator(_whole), Field(ge=1, le=32)]
+Slug = Annotated[str, BeforeValidator(_slug)]
+SizeBytes = Annotated[int, BeforeValidator(parse_size_bytes)]
+PositiveSizeBytes = Annotated[int, BeforeValidator(lambda v: parse_size_bytes(v, positive=True))]
+RateBytesPerS = Annotated[float, BeforeValidator(parse_rate_bytes_per_s)]
+FlopPerS = Annotated[float, BeforeValidator(parse_flop_per_s)]
+Count = Annotated[int, BeforeValidator(parse_count)]
+Tokens = Annotated[int, BeforeValidator(parse_tokens)]
+StrictBool = Annotated[bool, BeforeValidator(_strict_bool)]
+Fraction01 = Annotated[float, BeforeValidator(_real), Field(gt=0, le=1)]
+WeightBits = Annotated[float, BeforeValidator(_real), Field(gt=0, le=32)]
+Sources = dict[str, str]
+
+Platform = Literal["android", "ios", "macos", "linux", "windows"]
+
+
+class _Profile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+    name: Slug
+    aliases: list[Slug] = []
+    description: str = ""
+    sources: Sources = {}
+
+
+class Device(_Profile):
+    """A device: memory, bandwidth and storage, each figure with its source."""
+
+    platform: Platform | None = None
+    ram: PositiveSizeBytes = Field(description="installed RAM [bytes]")
+    os_reserve: SizeBytes = Field(description="memory the OS and other apps keep [bytes]")
+    memory_bandwidth: RateBytesPerS = Field(description="peak DRAM bandwidth [bytes/s]")
+    flash_read: RateBytesPerS = Field(description="sequential flash read [bytes/s]")
+    flash_write: RateBytesPerS | None = Field(None, description="sequential flash write [bytes/s]")
+    bandwidth_efficiency: Fraction01 = Field(1.0, description="fraction of the roofline decode reaches")
+    compute: FlopPerS | None = Field(None, description="sustained FLOP/s for prefill")
+    runtime_overhead: SizeBytes = Field(0, description="runtime memory beyond weights and cache [bytes]")
+
+    @field_validator("os_reserve")
+    @classmethod
+    def _reserve_below_ram(cls, value: int, info: ValidationInfo) -> int:
+        ram = info.data.get("ram")
+        if ram is not None and value >= ram:
+            raise ValueError(f"must be less than ram ({value:,} ≥ {ram:,} bytes)")
+        return value
+
+
+class Mla(BaseModel):
+    """Multi-head latent attention: the cache holds one latent row per token per layer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kv_lora_rank: PositiveInt
+    qk_rope_head_dim: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=10**6)]
+
+
+WindowPattern = Literal["all", "alternating"] | Annotated[str, Field(pattern=r"^\d+:1$")] | list[
+    Annotated[int, BeforeValidator(_whole), Field(ge=0)]]
+
+
+class Model(_Profile):
+    """A model's shape and deployment precision."""
+
+    family: Slug | None = None
+    architecture: str | None = None
+    params: Count = Field(description="parameter count")
+    layers: PositiveInt
+    attention_heads: PositiveInt
+    kv_heads: PositiveInt | list[PositiveInt]
+    head_dim: PositiveInt
+    v_head_dim: PositiveInt | None = None
+    hidden_size: PositiveInt | None = None
+    intermediate_size: PositiveInt | None = None
+    vocab_size: PositiveInt | None = None
+    tie_embeddings: StrictBool = False
+    max_context: Tokens | None = Field(None, description="trained context length [tokens]")
+    sliding_window: Tokens | None = Field(None, description="attention window [tokens]")
+    sliding_window_pattern: WindowPattern = "all"
+    mla: Mla | None = None
+    weight_bits: WeightBits = 16.0
+    weights: PositiveSizeBytes | None = Field(None, description="explicit weight size [bytes]")
+    kv_bits: Bits | None = None
+    k_bits: Bits | None = None
+    v_bits: Bits | None = None
+    kv_group_size: PositiveInt | None = None
+    kv_type: str | None = None
+    k_type: str | None = None
+    v_type: str | None = None
+
+    @field_validator("kv_heads")
+    @classmethod
+    def _kv_heads_divide(cls, value, info: ValidationInfo):
+        heads, layers = info.data.get("attention_heads"), info.data.get("layers")
+        values = value if isinstance(value, list) else [value]
+        if isinstance(value, list) and layers is not None and len(value) != layers:
+            raise ValueError(f"a per-layer list needs {layers} entries (one per layer), got {len(value)}")
+        for n in values:
+            if heads is not None and heads % n:
+                raise ValueError(f"{n} does not divide attention_heads ({heads})")
+        return value
+
+    @field_validator("sliding_window_pattern")
+    @classmethod
+    def _pattern_in_range(cls, value, info: ValidationInfo):
+        layers = info.data.get("layers")
+        if isinstance(value, list) and layers is not None:
+            bad = [i for i in value if i >= layers]
+            if bad:
+                raise ValueError(f"layer index {bad[0]} out of range (the model has {layers} layers, 0-based)")
+        return value
+
+    @field_validator("kv_type", "k_type", "v_type")
+    @classmethod
+    def _known_type(cls, value):
+        if value is not None:
+            format_from_name(value)
+        return value
+
+    @field_validator("kv_type", "k_type", "v_type")
+    @classmethod
+    def _not_both(cls, value, info: ValidationInfo):
+        bits_field = info.field_name.replace("_type", "_bits")
+        if value is not None and info.data.get(bits_field) is not None:
+            raise ValueError(f"give {bits_field} or {info.field_name}, not both")
+        return value
+
+    # --- derived figures (pure; no I/O) ---
+
+    @property
+    def v_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    def kv_heads_of(self, layer: int) -> int:
+        return self.kv_heads[layer] if isinstance(self.kv_heads, list) else self.kv_heads
+
+    def is_local(self, layer: int) -> bool:
+        """Whether a layer attends through the sliding window (not the whole context)."""
+        if self.sliding_window is None:
+            return False
+        pattern = self.sliding_window_pattern
+        if pattern == "all":
+            return True
+        if pattern == "alternating":
+            return layer % 2 == 0
+        if isinstance(pattern, str):
+            period = int(pattern.split(":")[0]) + 1
+            return layer % period < period - 1
+        return layer in pattern
+
+    def k_format(self) -> ElementFormat:
+        return _element_format(self.k_type or self.kv_type, self.k_bits or self.kv_bits, self.kv_group_size)
+
+    def v_format(self) -> ElementFormat:
+        return _element_format(self.v_type or self.kv_type, self.v_bits or self.kv_bits, self.kv_group_size)
+
+
+def _element_format(type_name: str | None, bits: int | None, group_size: int | None) -> ElementFormat:
+    if type_name is not None:
+        return format_from_name(type_name)
+    return format_from_bits(bits or 16, group_size or 0)

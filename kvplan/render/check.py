@@ -1,0 +1,181 @@
+"""What ``kvplan check`` shows: the JSON document and the tables of one evaluation."""
+
+from __future__ import annotations
+
+import math
+
+from kvplan.advice import Change
+from kvplan.plan import Evaluation
+from kvplan.render import fmt
+from kvplan.render.tables import Table
+
+JSON_SCHEMA_VERSION = 1
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else x
+
+
+def format_json(ev: Evaluation) -> dict:
+    s = ev.scenario
+    return {
+        "device": s.device.name,
+        "model": s.model.name,
+        "ctx": s.ctx,
+        "sequences": s.sequences,
+        "pinned_prefix_tokens": s.pinned_prefix_tokens,
+        "weight_bits": ev.weight_bits,
+        "k_format": ev.layout.k_format.name,
+        "v_format": ev.layout.v_format.name,
+        "kv_bytes_per_token": ev.kv_bytes_per_token,
+        "verdict": ev.verdict.value,
+        "margin_fraction": s.margin_fraction,
+        "memory": memory_json(ev),
+        "decode_tokens_per_s": ev.decode_tokens_per_s,
+        "decode_tokens_per_s_roofline": ev.decode_tokens_per_s_roofline,
+        "mean_decode_tokens_per_s": ev.mean_decode_tokens_per_s,
+        "bytes_per_step": ev.bytes_per_step,
+        "max_ctx": ev.max_ctx,
+        "max_ctx_limited_by": ev.max_ctx_limited_by,
+        "max_ctx_at_target": ev.max_ctx_at_target,
+        "target_tokens_per_s": s.target_tokens_per_s,
+        "flash": {
+            "overflow_bytes": ev.flash.overflow_bytes,
+            "swap_in_s": ev.flash.swap_in_s,
+            "streamed_decode_tokens_per_s": _finite(ev.flash.streamed_decode_tokens_per_s),
+            "slowdown": ev.flash.slowdown,
+        },
+    }
+
+
+def memory_json(ev: Evaluation) -> dict:
+    s = ev.scenario
+    reserve = s.device.os_reserve if s.os_reserve_bytes is None else s.os_reserve_bytes
+    return {
+        "ram_bytes": s.device.ram,
+        "os_reserve_bytes": reserve,
+        "budget_bytes": ev.budget_bytes,
+        "weights_bytes": ev.weights_bytes,
+        "weights_read_bytes": ev.weights_read_bytes,
+        "kv_bytes": ev.kv_bytes,
+        "kv_bytes_per_sequence": ev.kv_bytes_per_sequence,
+        "pinned_prefix_bytes": ev.pinned_prefix_bytes,
+        "overhead_bytes": ev.overhead_bytes,
+        "total_bytes": ev.total_bytes,
+        "headroom_bytes": ev.headroom_bytes,
+        "margin_bytes": ev.margin_bytes,
+    }
+
+
+def change_json(change: Change) -> dict:
+    ev = change.evaluation
+    return {
+        "change": change.kind,
+        "value": change.value,
+        "verdict": ev.verdict.value,
+        "ctx": ev.scenario.ctx,
+        "total_bytes": ev.total_bytes,
+        "headroom_bytes": ev.headroom_bytes,
+        "decode_tokens_per_s": ev.decode_tokens_per_s,
+        "max_ctx": ev.max_ctx,
+    }
+
+
+def describe_change(change: Change) -> str:
+    return {
+        "ctx": f"context {change.value:,} tokens",
+        "kv_bits": f"KV cache at {change.value} bits",
+        "weight_bits": f"weights at {change.value} bits",
+        "sequences": f"{change.value} concurrent sequence{'s' if change.value != 1 else ''}",
+        "sliding_window": f"sliding window of {change.value:,} tokens on every layer",
+        "model": f"model {change.value}",
+    }.get(change.kind, f"{change.kind} = {change.value}")
+
+
+def _kv_format_label(ev: Evaluation) -> str:
+    k, v = ev.layout.k_format.name, ev.layout.v_format.name
+    return k if k == v else f"K {k} / V {v}"
+
+
+def memory_table(ev: Evaluation, units: str = "si") -> Table:
+    s = ev.scenario
+    b = ev.budget_bytes
+    title = f"{s.device.name} × {s.model.name} at {s.ctx:,} tokens — {ev.verdict.value.upper()}"
+    t = Table(title, ["memory", "bytes", "size", "of budget"])
+
+    def row(label, n, style=None):
+        t.add(label, fmt.exact_bytes(n), fmt.bytes_(n, units), fmt.percent(n / b) if b else "", style=style)
+
+    row(f"weights ({fmt.bits(ev.weight_bits)}-bit, {s.model.params / 1e9:.2f}B params)", ev.weights_bytes)
+    seq = f" × {s.sequences} sequences" if s.sequences > 1 else ""
+    row(f"KV cache ({_kv_format_label(ev)}, {s.ctx:,} tokens{seq})", ev.kv_bytes)
+    if s.pinned_prefix_tokens:
+        row(f"pinned prefix ({s.pinned_prefix_tokens:,} tokens)", ev.pinned_prefix_bytes)
+    row("runtime overhead", ev.overhead_bytes)
+    row("total", ev.total_bytes, "bold")
+    reserve = ev.scenario.device.os_reserve if s.os_reserve_bytes is None else s.os_reserve_bytes
+    row(f"budget ({fmt.bytes_(s.device.ram, units)} RAM − {fmt.bytes_(reserve, units)} OS reserve)", b)
+    style = {"fit": "green", "tight": "yellow", "over": "red"}[ev.verdict.value]
+    row(f"headroom → {ev.verdict.value.upper()}", ev.headroom_bytes, f"bold {style}")
+    if ev.verdict.value == "tight":
+        t.notes.append(f"tight: headroom under the {fmt.percent(s.margin_fraction)} margin "
+                       f"({fmt.bytes_(ev.margin_bytes, units)}) kept for activations and fragmentation")
+    return t
+
+
+def speed_table(ev: Evaluation, units: str = "si") -> Table:
+    s, d = ev.scenario, ev.scenario.device
+    t = Table("speed and limits", ["figure", "value"])
+    t.add("KV bytes per token", f"{ev.kv_bytes_per_token:,} B")
+    if ev.layout.windows:
+        windows = ", ".join(f"{w:,}" for w, _ in ev.layout.windows)
+        t.add("layers (global / windowed)", f"{ev.layout.global_layers} / {ev.layout.windowed_layers} (window {windows})")
+    t.add("bytes read per decode step", f"{fmt.bytes_(ev.bytes_per_step, units)}")
+    t.add(f"decode at {s.ctx:,} tokens ({fmt.percent(d.bandwidth_efficiency)} of "
+          f"{fmt.rate(d.memory_bandwidth, units)})", f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
+    t.add("decode at roofline (100 % bandwidth)", f"{fmt.per_s(ev.decode_tokens_per_s_roofline)} tok/s")
+    t.add(f"mean decode over a {s.ctx:,}-token generation", f"{fmt.per_s(ev.mean_decode_tokens_per_s)} tok/s")
+    t.add("max context that fits", _max_ctx_text(ev))
+    if ev.max_ctx_at_target is not None:
+        t.add(f"max context at ≥ {s.target_tokens_per_s:g} tok/s", f"{ev.max_ctx_at_target:,} tokens")
+    if s.model.max_context:
+        t.add("model's trained context", f"{s.model.max_context:,} tokens")
+    return t
+
+
+def _max_ctx_text(ev: Evaluation) -> str:
+    if ev.max_ctx is None:
+        return "none: the weights alone exceed the budget" if ev.max_ctx_limited_by == "weights" else "unbounded"
+    suffix = {"model": " (all layers windowed; capped at the trained context)"}.get(ev.max_ctx_limited_by, "")
+    return f"{ev.max_ctx:,} tokens{suffix}"
+
+
+def flash_table(ev: Evaluation, units: str = "si") -> Table:
+    d = ev.scenario.device
+    t = Table("if the overflow lives on flash", ["figure", "value"])
+    t.add("overflow beyond the budget", fmt.bytes_(ev.flash.overflow_bytes, units))
+    t.add(f"swap the cache in at {fmt.rate(d.flash_read, units)}", fmt.seconds(ev.flash.swap_in_s))
+    t.add("decode with the overflow streamed from flash",
+          f"{fmt.per_s(ev.flash.streamed_decode_tokens_per_s)} tok/s "
+          f"({ev.flash.slowdown:.1f}× the time per token)")
+    return t
+
+
+def changes_table(changes: list[Change], units: str = "si") -> Table:
+    t = Table("what would make it fit", ["change", "verdict", "headroom", "decode tok/s"])
+    for change in changes:
+        ev = change.evaluation
+        t.add(describe_change(change), ev.verdict.value, fmt.bytes_(ev.headroom_bytes, units),
+              fmt.per_s(ev.decode_tokens_per_s))
+    if not changes:
+        t.add("no single change fits", "", "", "")
+    return t
+
+
+def check_tables(ev: Evaluation, changes: list[Change] | None, units: str = "si") -> list[Table]:
+    tables = [memory_table(ev, units), speed_table(ev, units)]
+    if ev.flash.overflow_bytes:
+        tables.append(flash_table(ev, units))
+    if changes is not None:
+        tables.append(changes_table(changes, units))
+    return tables

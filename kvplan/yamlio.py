@@ -1,0 +1,215 @@
+"""Reading YAML safely, keeping where every value stood in the file.
+
+Safety: only the YAML core types are built (SafeLoader; any other tag, such as
+``!!python/object/apply``, is an error and constructs nothing). Aliases are bounded
+both in number and in the size they expand to, so a "billion laughs" document is
+refused at once instead of being expanded. Nesting depth and file size are bounded
+too. Duplicate keys, which YAML would silently resolve to the last one, are errors.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from kvplan.errors import ProfileError
+
+MAX_FILE_BYTES = 1 << 20
+MAX_ALIASES = 200
+MAX_EXPANDED_NODES = 200_000
+MAX_DEPTH = 64
+
+Loc = tuple
+
+
+@dataclass(frozen=True)
+class YamlDocument:
+    """Plain data from one YAML file plus the 1-based line of every key and value."""
+
+    data: object
+    path: str
+    lines: dict[Loc, int] = field(default_factory=dict)
+
+    def line_of(self, loc: Loc) -> int | None:
+        """Line of the deepest known prefix of ``loc`` (a missing key points at its mapping)."""
+        loc = tuple(loc)
+        while True:
+            if loc in self.lines:
+                return self.lines[loc]
+            if not loc:
+                return None
+            loc = loc[:-1]
+
+    def where(self, loc: Loc = ()) -> str:
+        line = self.line_of(loc)
+        return f"{self.path}:{line}" if line else self.path
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that counts aliases and nesting while composing."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise _Refused(self.peek_event().start_mark, f"more than {MAX_ALIASES} aliases")
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _Refused(self.peek_event().start_mark, f"nested deeper than {MAX_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+class _Refused(Exception):
+    def __init__(self, mark, message):
+        self.mark, self.message = mark, message
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """Read a small UTF-8 text file, turning every OS and encoding failure into a ProfileError."""
+    name = str(path)
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise ProfileError([f"{name}: is a directory, not a YAML file"])
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ProfileError([f"{name}: file is too large ({size:,} bytes; the limit is {MAX_FILE_BYTES:,})"])
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ProfileError([f"{name}: no such file"]) from None
+    except PermissionError:
+        raise ProfileError([f"{name}: permission denied"]) from None
+    except OSError as exc:
+        raise ProfileError([f"{name}: cannot read: {exc.strerror or exc}"]) from None
+    if b"\x00" in raw:
+        raise ProfileError([f"{name}: binary file, not YAML text"])
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ProfileError([f"{name}: not UTF-8 text (bad byte at offset {exc.start})"]) from None
+
+
+def load_yaml(path: str | os.PathLike) -> YamlDocument:
+    """Load one YAML document from ``path`` with line positions; every failure is a ProfileError."""
+    return parse_yaml(read_text(path), str(path))
+
+
+def parse_yaml(text: str, name: str = "<string>") -> YamlDocument:
+    """Parse YAML text (see :func:`load_yaml`)."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
+        raise ProfileError([f"{name}: document is too large (limit {MAX_FILE_BYTES:,} bytes)"])
+    loader = _BoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise ProfileError([f"{name}: empty file, expected a YAML mapping"])
+        _check_size(node, name)
+        problems = _duplicate_keys(node, name)
+        if problems:
+            raise ProfileError(problems)
+        data = loader.construct_document(node)
+    except _Refused as exc:
+        raise ProfileError([f"{name}:{exc.mark.line + 1}: refused: {exc.message}"]) from None
+    except yaml.MarkedYAMLError as exc:
+        raise ProfileError([_yaml_message(exc, name)]) from None
+    except yaml.YAMLError as exc:
+        raise ProfileError([f"{name}: invalid YAML: {exc}"]) from None
+    except RecursionError:
+        raise ProfileError([f"{name}: refused: nested too deeply"]) from None
+    finally:
+        loader.dispose()
+    lines: dict[Loc, int] = {}
+    _record_lines(node, (), lines)
+    return YamlDocument(data, name, lines)
+
+
+def _yaml_message(exc: yaml.MarkedYAMLError, name: str) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    where = f"{name}:{mark.line + 1}" if mark else name
+    problem = exc.problem or exc.context or "invalid YAML"
+    if "expected a single document" in str(exc.context or "") or "expected a single document" in str(problem):
+        return f"{where}: several YAML documents in one file; expected exactly one"
+    if "could not determine a constructor" in str(problem) or "constructor" in str(problem):
+        tag = getattr(getattr(exc, "problem_mark", None), "name", "")
+        return f"{where}: unsupported YAML tag ({problem.split('tag')[-1].strip() or tag}); only plain YAML is allowed"
+    return f"{where}: invalid YAML: {problem}"
+
+
+def _check_size(root: yaml.Node, name: str) -> None:
+    memo: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in memo:
+            return memo[key]
+        memo[key] = 1  # a self-referencing alias counts once rather than looping forever
+        if isinstance(node, yaml.MappingNode):
+            total = 1 + sum(size(k) + size(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total = 1 + sum(size(v) for v in node.value)
+        else:
+            total = 1
+        memo[key] = min(total, MAX_EXPANDED_NODES + 1)
+        return memo[key]
+
+    if size(root) > MAX_EXPANDED_NODES:
+        raise ProfileError([f"{name}: refused: aliases expand to more than {MAX_EXPANDED_NODES:,} values"])
+
+
+def _duplicate_keys(node: yaml.Node, name: str, seen: set[int] | None = None) -> list[str]:
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return []
+    seen.add(id(node))
+    problems: list[str] = []
+    if isinstance(node, yaml.MappingNode):
+        keys: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                line = key_node.start_mark.line + 1
+                if key_node.value in keys:
+                    problems.append(f"{name}:{line}: {key_node.value}: duplicate key "
+                                    f"(first given on line {keys[key_node.value]})")
+                else:
+                    keys[key_node.value] = line
+            problems += _duplicate_keys(value_node, name, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            problems += _duplicate_keys(item, name, seen)
+    return problems
+
+
+def _record_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        return
+    lines.setdefault(loc, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                key = _scalar_key(key_node)
+                lines[loc + (key,)] = key_node.start_mark.line + 1
+                _record_lines(value_node, loc + (key,), lines, depth + 1)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _record_lines(item, loc + (index,), lines, depth + 1)
+
+
+def _scalar_key(node: yaml.ScalarNode):
+    # Keys are looked up by the value pydantic reports in an error's loc: str or int.
+    if node.tag == "tag:yaml.org,2002:int":
+        try:
+            return int(node.value)
+        except ValueError:
+            return node.value
+    return node.value
