@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from kvplan import engine
 from kvplan.engine.memory import VERDICTS, Verdict
@@ -17,9 +18,31 @@ from kvplan.formats import ElementFormat
 from kvplan.profiles import Device, Model
 
 
+class CacheModel(Protocol):
+    """What :func:`evaluate` needs to know about a cache; :class:`CacheLayout` is the ideal one.
+
+    Alternative cache models (runtime-exact allocations, compression policies) implement
+    the same methods and are chosen by :func:`cache_model_for`.
+    """
+
+    k_format: ElementFormat
+    v_format: ElementFormat
+
+    @property
+    def bytes_per_token(self) -> int: ...
+
+    def kv_bytes(self, ctx, sequences=1): ...
+
+    def kv_peak_bytes(self, ctx, sequences=1): ...
+
+    def kv_bytes_read_over_generation(self, n_tokens, sequences=1): ...
+
+    def max_ctx(self, allowance_bytes, sequences=1, ctx_limit=math.inf): ...
+
+
 @dataclass(frozen=True)
 class CacheLayout:
-    """A model's cache as the engine sees it: bytes/token of global layers and of each window."""
+    """The ideal cache (the contract's closed form): bytes/token of global layers and of each window."""
 
     k_format: ElementFormat
     v_format: ElementFormat
@@ -33,8 +56,24 @@ class CacheLayout:
         """K+V bytes one token adds to every layer (the growth rate below the smallest window)."""
         return self.global_bytes_per_token + sum(b for _, b in self.windows)
 
-    def kv_bytes(self, ctx):
-        return engine.kv_bytes(ctx, self.global_bytes_per_token, self.windows)
+    def kv_bytes(self, ctx, sequences=1):
+        """Resident cache of ``sequences`` sequences of ``ctx`` tokens each [bytes]."""
+        return engine.kv_bytes(ctx, self.global_bytes_per_token, self.windows) * sequences
+
+    def kv_peak_bytes(self, ctx, sequences=1):
+        return self.kv_bytes(ctx, sequences)
+
+    def kv_bytes_read_over_generation(self, n_tokens, sequences=1):
+        return engine.kv_bytes_sum_over_generation(n_tokens, self.global_bytes_per_token, self.windows) * sequences
+
+    def max_ctx(self, allowance_bytes, sequences=1, ctx_limit=math.inf):
+        per_sequence = engine.kv_allowance_bytes(allowance_bytes, sequences)
+        return engine.max_context_tokens(per_sequence, self.global_bytes_per_token, self.windows, ctx_limit)
+
+    @property
+    def unbounded(self) -> bool:
+        """True when every layer is windowed, so the cache stops growing."""
+        return self.global_bytes_per_token == 0 and bool(self.windows)
 
 
 def layer_bytes_per_token(model: Model, layer: int, k_format: ElementFormat, v_format: ElementFormat) -> int:
@@ -82,6 +121,8 @@ class Scenario:
     os_reserve_bytes: int | None = None
     margin_fraction: float = engine.DEFAULT_MARGIN_FRACTION
     target_tokens_per_s: float | None = None
+    kv_policy: object | None = None  # a compression policy (kvplan.policies), None: plain cache
+    runtime: object | None = None  # runtime-exact rules (kvplan.runtimes), None: the ideal formula
 
     def with_changes(self, **changes) -> Scenario:
         return replace(self, **changes)
@@ -102,11 +143,12 @@ class Evaluation:
     """Every figure of one configuration, in base units."""
 
     scenario: Scenario
-    layout: CacheLayout
+    layout: CacheModel  # the cache model used (CacheLayout for the ideal formula)
     weight_bits: float
     kv_bytes_per_token: int
     kv_bytes_per_sequence: int
-    kv_bytes: int
+    kv_bytes: int  # steady-state cache of all sequences
+    kv_peak_bytes: int  # the most the cache holds at any moment (equals kv_bytes for the ideal cache)
     pinned_prefix_bytes: int
     weights_bytes: int
     weights_read_bytes: int
@@ -144,19 +186,24 @@ def weights_of(model: Model, weight_bits: float | None) -> tuple[int, int, float
     return int(weights), int(read), bits
 
 
+def cache_model_for(s: Scenario) -> CacheModel:
+    """The cache model a scenario asks for: the ideal layout unless a policy or runtime is set."""
+    return cache_layout(s.model, s.k_format, s.v_format, s.sliding_window)
+
+
 def evaluate(s: Scenario) -> Evaluation:
     """Evaluate one configuration with the closed-form engine."""
     device, model = s.device, s.model
-    layout = cache_layout(model, s.k_format, s.v_format, s.sliding_window)
+    cache = cache_model_for(s)
     weights, weights_read, bits = weights_of(model, s.weight_bits)
     overhead = device.runtime_overhead
     reserve = device.os_reserve if s.os_reserve_bytes is None else s.os_reserve_bytes
     budget = engine.budget_bytes(device.ram, reserve)
 
-    kv_seq = layout.kv_bytes(s.ctx)
-    kv = kv_seq * s.sequences
-    pinned = layout.kv_bytes(s.pinned_prefix_tokens)
-    total = engine.total_bytes(weights, kv_seq, s.sequences, pinned, overhead)
+    kv = cache.kv_bytes(s.ctx, s.sequences)
+    kv_peak = cache.kv_peak_bytes(s.ctx, s.sequences)
+    pinned = cache.kv_bytes(s.pinned_prefix_tokens, 1)
+    total = engine.total_bytes(weights, kv_peak, 1, pinned, overhead)
     headroom = engine.headroom_bytes(budget, total)
     verdict = VERDICTS[engine.verdict_code(headroom, budget, s.margin_fraction)]
 
@@ -165,24 +212,22 @@ def evaluate(s: Scenario) -> Evaluation:
     rate = engine.decode_tokens_per_s(bandwidth, step, efficiency)
     roofline = engine.decode_tokens_per_s(bandwidth, step, 1.0)
     n = max(s.ctx, 1)
-    read_over_generation = (s.sequences * engine.kv_bytes_sum_over_generation(
-        n, layout.global_bytes_per_token, layout.windows) + n * pinned)
+    read_over_generation = cache.kv_bytes_read_over_generation(n, s.sequences) + n * pinned
     mean_rate = engine.mean_decode_tokens_per_s(n, weights_read, read_over_generation, bandwidth, efficiency)
 
-    ctx_limit = model.max_context if model.max_context and layout.global_bytes_per_token == 0 else math.inf
-    allowance = engine.kv_allowance_bytes(budget - weights - overhead - pinned, s.sequences)
-    max_ctx = engine.max_context_tokens(allowance, layout.global_bytes_per_token, layout.windows, ctx_limit)
+    unbounded = getattr(cache, "unbounded", False)
+    ctx_limit = model.max_context if model.max_context and unbounded else math.inf
+    max_ctx = cache.max_ctx(budget - weights - overhead - pinned, s.sequences, ctx_limit)
     limited_by = "memory"
     if max_ctx == engine.NO_CONTEXT_FITS:
         limited_by = "weights"
-    elif layout.global_bytes_per_token == 0 and max_ctx >= max(w for w, _ in layout.windows):
+    elif unbounded and max_ctx >= max(w for w, _ in cache.windows):
         limited_by = "model" if ctx_limit != math.inf else "unbounded"
 
     at_target = None
     if s.target_tokens_per_s:
         step_allowance = math.floor(bandwidth * efficiency / s.target_tokens_per_s) - weights_read - pinned
-        speed_ctx = engine.max_context_tokens(engine.kv_allowance_bytes(step_allowance, s.sequences),
-                                              layout.global_bytes_per_token, layout.windows, ctx_limit)
+        speed_ctx = cache.max_ctx(step_allowance, s.sequences, ctx_limit)
         at_target = min(max_ctx, speed_ctx)
 
     overflow = int(engine.overflow_bytes(total, budget))
@@ -195,8 +240,9 @@ def evaluate(s: Scenario) -> Evaluation:
         flash = Flash(0, engine.swap_in_seconds(kv + pinned, device.flash_read), rate, 1.0)
 
     return Evaluation(
-        scenario=s, layout=layout, weight_bits=bits,
-        kv_bytes_per_token=layout.bytes_per_token, kv_bytes_per_sequence=int(kv_seq), kv_bytes=int(kv),
+        scenario=s, layout=cache, weight_bits=bits,
+        kv_bytes_per_token=cache.bytes_per_token, kv_bytes_per_sequence=int(cache.kv_bytes(s.ctx, 1)),
+        kv_bytes=int(kv), kv_peak_bytes=int(kv_peak),
         pinned_prefix_bytes=int(pinned), weights_bytes=weights, weights_read_bytes=weights_read,
         overhead_bytes=overhead, total_bytes=int(total), budget_bytes=budget, headroom_bytes=int(headroom),
         margin_bytes=math.ceil(s.margin_fraction * budget), verdict=verdict, bytes_per_step=int(step),

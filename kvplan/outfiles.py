@@ -1,0 +1,61 @@
+"""Writing output files whole: a temporary file in the same folder, renamed into place.
+
+A failure at any point (a full disk, an exception while rendering, Ctrl-C) leaves the
+previous file, or none, never a partial one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from kvplan.errors import OutputError
+
+
+def check_extension(path: str | os.PathLike, allowed: Iterable[str], what: str = "output") -> str:
+    """Return the lower-case extension of ``path`` (without the dot) or raise OutputError."""
+    allowed = tuple(allowed)
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in allowed:
+        shown = ", ".join(f".{a}" for a in allowed)
+        raise OutputError(f"{path}: unknown {what} extension {('.' + suffix) if suffix else '(none)'!s}; use {shown}")
+    return suffix
+
+
+def check_writable(path: str | os.PathLike) -> Path:
+    """Fail early, before any work, when ``path`` cannot be written."""
+    p = Path(path)
+    folder = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise OutputError(f"{path}: is a directory")
+    if not folder.is_dir():
+        raise OutputError(f"{path}: folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise OutputError(f"{path}: folder {str(folder)!r} is not writable")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise OutputError(f"{path}: file is not writable")
+    return p
+
+
+def write_atomic(path: str | os.PathLike, produce: Callable[[Path], None]) -> Path:
+    """Call ``produce(tmp_path)`` to write a temporary file, then rename it to ``path``."""
+    target = check_writable(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        produce(tmp)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return target
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
