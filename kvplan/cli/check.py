@@ -39,27 +39,23 @@ def check(
     from kvplan.catalog import Catalog
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
-    from kvplan.errors import UsageError
-    from kvplan.plan import Scenario, evaluate
+    from kvplan.configure import Knobs, build_scenario
+    from kvplan.plan import evaluate
     from kvplan.render import check as render
 
     ctx_tokens = o.parse_ctx(ctx)
-    pinned_tokens = o.parse_ctx(pinned_prefix, "--pinned-prefix") if pinned_prefix not in ("0", "") else 0
-    if weight_bits is not None and not 0 < weight_bits <= 32:
-        raise UsageError(f"--weight-bits: must be above 0 and at most 32, got {weight_bits:g}")
-    k_format, v_format = o.element_formats(kv_bits, k_bits, v_bits, kv_group_size, kv_type, k_type, v_type)
+    knobs = Knobs(
+        sequences=sequences, pinned_prefix_tokens=o.parse_ctx(pinned_prefix, "--pinned-prefix") if pinned_prefix
+        not in ("0", "") else 0, weight_bits=weight_bits, kv_bits=kv_bits, k_bits=k_bits, v_bits=v_bits,
+        kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type, v_type=v_type,
+        os_reserve_bytes=o.parse_size_option(os_reserve, "--os-reserve"), margin_fraction=o.parse_margin(margin),
+        target_tokens_per_s=target_tok_s or None)
     catalog = Catalog(profiles_dir)
     dev, mod = catalog.device(device), catalog.model(model)
     for resolved in (dev, mod):
         if resolved.note:
             terminal.display_note(resolved.note)
-    reserve = o.parse_size_option(os_reserve, "--os-reserve")
-    if reserve is not None and reserve >= dev.profile.ram:
-        raise UsageError(f"--os-reserve: must be less than the device's RAM ({dev.profile.ram:,} bytes)")
-    scenario = Scenario(dev.profile, mod.profile, ctx_tokens, sequences=sequences,
-                        pinned_prefix_tokens=pinned_tokens, weight_bits=weight_bits, k_format=k_format,
-                        v_format=v_format, os_reserve_bytes=reserve, margin_fraction=o.parse_margin(margin),
-                        target_tokens_per_s=target_tok_s or None)
+    scenario = build_scenario(dev.profile, mod.profile, ctx_tokens, knobs)
     ev = evaluate(scenario)
     changes = changes_to_fit(ev) if not ev.fits else None
     if output_format is o.OutputFormat.json:

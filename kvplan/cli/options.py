@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kvplan.errors import KvplanError, QuantityError, UsageError
+from kvplan.errors import QuantityError, UsageError
 
 
 class OutputFormat(str, Enum):
@@ -71,30 +71,6 @@ def parse_margin(text: str) -> float:
     if not 0 <= value < 1:
         raise UsageError(f"--margin: must be at least 0 and below 100 %, got {text!r}")
     return value
-
-
-def element_formats(kv_bits, k_bits, v_bits, group_size, kv_type, k_type, v_type):
-    """The (K, V) formats the options ask for; ``None`` keeps the model's default for that side."""
-    from kvplan.formats import format_from_bits, format_from_name
-
-    if kv_type and kv_bits:
-        raise UsageError("give --kv-bits or --kv-type, not both")
-
-    def one(bits, type_name):
-        if type_name:
-            return format_from_name(type_name)
-        if bits:
-            try:
-                return format_from_bits(bits, group_size or 0)
-            except KvplanError as exc:
-                raise UsageError(f"--kv-bits: {exc}") from None
-        return None
-
-    k = one(k_bits, k_type) or one(kv_bits, kv_type)
-    v = one(v_bits, v_type) or one(kv_bits, kv_type)
-    if group_size and not (kv_bits or k_bits or v_bits):
-        raise UsageError("--kv-group-size needs --kv-bits (or --k-bits / --v-bits)")
-    return k, v
 
 
 def parse_size_option(text: str | None, option: str) -> int | None:

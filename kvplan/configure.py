@@ -1,0 +1,82 @@
+"""From the knobs a user sets (CLI options or a configuration file) to a :class:`~kvplan.plan.Scenario`.
+
+The CLI and the files (gate, report) fill the same :class:`Knobs`, so a configuration
+means the same thing wherever it is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from kvplan.engine import DEFAULT_MARGIN_FRACTION
+from kvplan.errors import KvplanError, UsageError
+from kvplan.formats import ElementFormat, format_from_bits, format_from_name
+from kvplan.plan import Scenario
+from kvplan.profiles import Device, Model
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """Everything besides device, model and ctx that a configuration may set (None: the profile's)."""
+
+    sequences: int = 1
+    pinned_prefix_tokens: int = 0
+    weight_bits: float | None = None
+    kv_bits: int | None = None
+    k_bits: int | None = None
+    v_bits: int | None = None
+    kv_group_size: int | None = None
+    kv_type: str | None = None
+    k_type: str | None = None
+    v_type: str | None = None
+    sliding_window: int | None = None
+    os_reserve_bytes: int | None = None
+    margin_fraction: float = DEFAULT_MARGIN_FRACTION
+    target_tokens_per_s: float | None = None
+
+    def merged(self, other: Knobs) -> Knobs:
+        """``other``'s settings over these, field by field (for defaults + per-configuration overrides)."""
+        defaults = Knobs()
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        for f in fields(other):
+            value = getattr(other, f.name)
+            if value != getattr(defaults, f.name):
+                values[f.name] = value
+        return Knobs(**values)
+
+
+def element_formats(k: Knobs) -> tuple[ElementFormat | None, ElementFormat | None]:
+    """The (K, V) formats the knobs ask for; ``None`` keeps the model's default for that side."""
+    if k.kv_type and k.kv_bits:
+        raise UsageError("give kv_bits or kv_type, not both")
+    if k.kv_group_size and not (k.kv_bits or k.k_bits or k.v_bits):
+        raise UsageError("kv_group_size needs kv_bits (or k_bits / v_bits)")
+
+    def one(bits, type_name):
+        if type_name:
+            return format_from_name(type_name)
+        if bits:
+            try:
+                return format_from_bits(bits, k.kv_group_size or 0)
+            except KvplanError as exc:
+                raise UsageError(f"kv_bits: {exc}") from None
+        return None
+
+    return one(k.k_bits, k.k_type) or one(k.kv_bits, k.kv_type), one(k.v_bits, k.v_type) or one(k.kv_bits, k.kv_type)
+
+
+def build_scenario(device: Device, model: Model, ctx: int, knobs: Knobs = Knobs()) -> Scenario:
+    """Check the knobs against the profiles and assemble the Scenario."""
+    if knobs.weight_bits is not None and not 0 < knobs.weight_bits <= 32:
+        raise UsageError(f"weight_bits: must be above 0 and at most 32, got {knobs.weight_bits:g}")
+    if knobs.sequences < 1:
+        raise UsageError(f"sequences: must be at least 1, got {knobs.sequences}")
+    if knobs.os_reserve_bytes is not None and knobs.os_reserve_bytes >= device.ram:
+        raise UsageError(f"os_reserve: must be less than the device's RAM ({device.ram:,} bytes)")
+    if not 0 <= knobs.margin_fraction < 1:
+        raise UsageError(f"margin: must be at least 0 and below 100 %, got {knobs.margin_fraction}")
+    k_format, v_format = element_formats(knobs)
+    return Scenario(device, model, ctx, sequences=knobs.sequences, pinned_prefix_tokens=knobs.pinned_prefix_tokens,
+                    weight_bits=knobs.weight_bits, k_format=k_format, v_format=v_format,
+                    sliding_window=knobs.sliding_window, os_reserve_bytes=knobs.os_reserve_bytes,
+                    margin_fraction=knobs.margin_fraction, target_tokens_per_s=knobs.target_tokens_per_s)
