@@ -167,6 +167,8 @@ class Evaluation:
     max_ctx_at_target: int | None
     flash: Flash
     notes: tuple[str, ...] = field(default=())
+    prefill_s: float | None = None  # time to prefill ctx prompt tokens (None: device compute unknown)
+    pinned_prefix_recompute_s: float | None = None  # recomputing the pinned prefix instead of keeping it
 
     @property
     def fits(self) -> bool:
@@ -189,6 +191,19 @@ def weights_of(model: Model, weight_bits: float | None) -> tuple[int, int, float
 def cache_model_for(s: Scenario) -> CacheModel:
     """The cache model a scenario asks for: the ideal layout unless a policy or runtime is set."""
     return cache_layout(s.model, s.k_format, s.v_format, s.sliding_window)
+
+
+def prefill_seconds_of(device: Device, model: Model, tokens):
+    """Seconds to prefill ``tokens`` prompt tokens, or None when the device gives no ``compute``.
+
+    ``2 · params · T + 2 · layers · T² · heads · head_dim`` FLOPs over ``compute``
+    (:mod:`kvplan.engine.prefill`); ``params_active`` when a profile gives it (MoE).
+    """
+    if not device.compute:
+        return None
+    params = getattr(model, "params_active", None) or model.params
+    flops = engine.prefill_flops(tokens, params, model.layers, model.attention_heads, model.head_dim)
+    return engine.prefill_seconds(flops, device.compute)
 
 
 def evaluate(s: Scenario) -> Evaluation:
@@ -251,4 +266,6 @@ def evaluate(s: Scenario) -> Evaluation:
         max_ctx_limited_by=limited_by,
         max_ctx_at_target=None if at_target is None or at_target in (math.inf, -1) else int(at_target),
         flash=flash,
+        prefill_s=prefill_seconds_of(device, model, s.ctx),
+        pinned_prefix_recompute_s=prefill_seconds_of(device, model, s.pinned_prefix_tokens),
     )

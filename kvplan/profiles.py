@@ -11,9 +11,10 @@ import math
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
 
 from kvplan.formats import ElementFormat, format_from_bits, format_from_name
+from kvplan import schema as js
 from kvplan.units import parse_count, parse_flop_per_s, parse_rate_bytes_per_s, parse_size_bytes, parse_tokens
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
@@ -55,18 +56,24 @@ def _strict_bool(value: object) -> object:
     return value
 
 
-PositiveInt = Annotated[int, BeforeValidator(_whole), Field(gt=0, le=10**12)]
-Bits = Annotated[int, BeforeValidator(_whole), Field(ge=1, le=32)]
-Slug = Annotated[str, BeforeValidator(_slug)]
-SizeBytes = Annotated[int, BeforeValidator(parse_size_bytes)]
-PositiveSizeBytes = Annotated[int, BeforeValidator(lambda v: parse_size_bytes(v, positive=True))]
-RateBytesPerS = Annotated[float, BeforeValidator(parse_rate_bytes_per_s)]
-FlopPerS = Annotated[float, BeforeValidator(parse_flop_per_s)]
-Count = Annotated[int, BeforeValidator(parse_count)]
-Tokens = Annotated[int, BeforeValidator(parse_tokens)]
-StrictBool = Annotated[bool, BeforeValidator(_strict_bool)]
-Fraction01 = Annotated[float, BeforeValidator(_real), Field(gt=0, le=1)]
-WeightBits = Annotated[float, BeforeValidator(_real), Field(gt=0, le=32)]
+# WithJsonSchema: what the YAML may say (strings with units), for `kvplan profiles schema`.
+PositiveInt = Annotated[int, BeforeValidator(_whole), Field(gt=0, le=10**12),
+                        WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 10**12})]
+Bits = Annotated[int, BeforeValidator(_whole), Field(ge=1, le=32),
+                 WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 32})]
+Slug = Annotated[str, BeforeValidator(_slug), WithJsonSchema({"type": "string", "pattern": SLUG_PATTERN})]
+SizeBytes = Annotated[int, BeforeValidator(parse_size_bytes), WithJsonSchema(js.SIZE_SCHEMA)]
+PositiveSizeBytes = Annotated[int, BeforeValidator(lambda v: parse_size_bytes(v, positive=True)),
+                              WithJsonSchema(js.POSITIVE_SIZE_SCHEMA)]
+RateBytesPerS = Annotated[float, BeforeValidator(parse_rate_bytes_per_s), WithJsonSchema(js.RATE_SCHEMA)]
+FlopPerS = Annotated[float, BeforeValidator(parse_flop_per_s), WithJsonSchema(js.FLOPS_SCHEMA)]
+Count = Annotated[int, BeforeValidator(parse_count), WithJsonSchema(js.COUNT_SCHEMA)]
+Tokens = Annotated[int, BeforeValidator(parse_tokens), WithJsonSchema(js.TOKENS_SCHEMA)]
+StrictBool = Annotated[bool, BeforeValidator(_strict_bool), WithJsonSchema({"type": "boolean"})]
+Fraction01 = Annotated[float, BeforeValidator(_real), Field(gt=0, le=1),
+                       WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 1})]
+WeightBits = Annotated[float, BeforeValidator(_real), Field(gt=0, le=32),
+                       WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 32})]
 Sources = dict[str, str]
 
 Platform = Literal["android", "ios", "macos", "linux", "windows"]
@@ -109,11 +116,12 @@ class Mla(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kv_lora_rank: PositiveInt
-    qk_rope_head_dim: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=10**6)]
+    qk_rope_head_dim: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=10**6),
+                                WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 10**6})]
 
 
 WindowPattern = Literal["all", "alternating"] | Annotated[str, Field(pattern=r"^\d+:1$")] | list[
-    Annotated[int, BeforeValidator(_whole), Field(ge=0)]]
+    Annotated[int, BeforeValidator(_whole), Field(ge=0), WithJsonSchema({"type": "integer", "minimum": 0})]]
 
 
 class Model(_Profile):

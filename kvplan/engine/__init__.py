@@ -19,11 +19,13 @@ from kvplan.engine.memory import (
     verdict_code,
     weights_bytes,
 )
+from kvplan.engine.prefill import prefill_flops, prefill_seconds
 
 __all__ = [
     "DEFAULT_MARGIN_FRACTION", "NO_CONTEXT_FITS", "VERDICTS", "Verdict", "budget_bytes",
     "bytes_per_token", "decode_tokens_per_s", "embedding_bytes", "headroom_bytes", "kv_allowance_bytes",
     "kv_bytes", "kv_bytes_per_token", "kv_bytes_sum_over_generation", "max_context_tokens",
-    "mean_decode_tokens_per_s", "overflow_bytes", "streamed_seconds_per_token", "swap_in_seconds",
+    "mean_decode_tokens_per_s", "overflow_bytes", "prefill_flops", "prefill_seconds",
+    "streamed_seconds_per_token", "swap_in_seconds",
     "total_bytes", "verdict_code", "weights_bytes",
 ]

@@ -39,6 +39,8 @@ def format_json(ev: Evaluation) -> dict:
         "max_ctx_limited_by": ev.max_ctx_limited_by,
         "max_ctx_at_target": ev.max_ctx_at_target,
         "target_tokens_per_s": s.target_tokens_per_s,
+        "prefill_s": ev.prefill_s,
+        "pinned_prefix_recompute_s": ev.pinned_prefix_recompute_s,
         "flash": {
             "overflow_bytes": ev.flash.overflow_bytes,
             "swap_in_s": ev.flash.swap_in_s,
@@ -107,8 +109,12 @@ def memory_table(ev: Evaluation, units: str = "si") -> Table:
         t.add(label, fmt.exact_bytes(n), fmt.bytes_(n, units), fmt.percent(n / b) if b else "", style=style)
 
     row(f"weights ({fmt.bits(ev.weight_bits)}-bit, {s.model.params / 1e9:.2f}B params)", ev.weights_bytes)
-    seq = f" × {s.sequences} sequences" if s.sequences > 1 else ""
-    row(f"KV cache ({_kv_format_label(ev)}, {s.ctx:,} tokens{seq})", ev.kv_bytes)
+    if s.sequences > 1:  # concurrency on its own line: one sequence's cache, then the others'
+        row(f"KV cache ({_kv_format_label(ev)}, {s.ctx:,} tokens, 1 sequence)", ev.kv_bytes_per_sequence)
+        row(f"KV cache of {s.sequences - 1} more concurrent sequence{'s' if s.sequences > 2 else ''}",
+            ev.kv_bytes - ev.kv_bytes_per_sequence)
+    else:
+        row(f"KV cache ({_kv_format_label(ev)}, {s.ctx:,} tokens)", ev.kv_bytes)
     if s.pinned_prefix_tokens:
         row(f"pinned prefix ({s.pinned_prefix_tokens:,} tokens)", ev.pinned_prefix_bytes)
     row("runtime overhead", ev.overhead_bytes)
@@ -135,6 +141,11 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
           f"{fmt.rate(d.memory_bandwidth, units)})", f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
     t.add("decode at roofline (100 % bandwidth)", f"{fmt.per_s(ev.decode_tokens_per_s_roofline)} tok/s")
     t.add(f"mean decode over a {s.ctx:,}-token generation", f"{fmt.per_s(ev.mean_decode_tokens_per_s)} tok/s")
+    if ev.prefill_s is not None:
+        t.add(f"prefill {s.ctx:,} prompt tokens at {d.compute / 1e12:g} TFLOP/s", fmt.seconds(ev.prefill_s))
+    if ev.pinned_prefix_recompute_s is not None and s.pinned_prefix_tokens:
+        t.add(f"recompute the {s.pinned_prefix_tokens:,}-token pinned prefix instead of keeping it",
+              fmt.seconds(ev.pinned_prefix_recompute_s))
     t.add("max context that fits", _max_ctx_text(ev))
     if ev.max_ctx_at_target is not None:
         t.add(f"max context at ≥ {s.target_tokens_per_s:g} tok/s", f"{ev.max_ctx_at_target:,} tokens")

@@ -1,0 +1,110 @@
+"""Parsing the value lists of a sweep: ``1k,4k,8k``, ``1k..32k:1k``, ``16,8,4``.
+
+A list item is a single value or an inclusive range ``START..STOP[:STEP]`` (``STEP``
+defaults to 1), and items are joined with commas; an option may also be repeated
+(``--kv-bits 8 --kv-bits 4``). Token items take the token units of
+:func:`kvplan.units.parse_tokens` (``8k`` = 8,192). Mistakes raise
+:class:`~kvplan.errors.UsageError` naming the option.
+
+Context grids can be large (``1..1000000`` is a million points), so they come back as a
+numpy ``int64`` array built with ``numpy.arange``; numpy is imported only when one is
+parsed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kvplan.errors import QuantityError, UsageError
+from kvplan.units import parse_tokens
+
+# A grid larger than this is a typo (and would not fit in memory as rows).
+MAX_GRID_POINTS = 20_000_000
+
+
+def _items(values: str | Iterable[str], option: str) -> list[str]:
+    texts = [values] if isinstance(values, str) else list(values)
+    items = [item.strip() for text in texts for item in str(text).split(",")]
+    if not items or any(not item for item in items):
+        raise UsageError(f"{option}: empty value in {', '.join(map(repr, texts)) or 'nothing'}; "
+                         f"write values like 1k,4k,8k or a range like 1k..32k:1k")
+    return items
+
+
+def _tokens(text: str, option: str, what: str) -> int:
+    try:
+        return parse_tokens(text)
+    except QuantityError as exc:
+        raise UsageError(f"{option}: {what} {text!r}: {exc}") from None
+
+
+def parse_ctx_grid(values: str | Iterable[str], option: str = "--ctx"):
+    """Token counts of ``1k,4k,8k`` / ``1k..32k:1k`` / repeated options, in the order given.
+
+    Returns
+    -------
+    numpy.ndarray of int64 [tokens]
+    """
+    import numpy as np
+
+    parts = []
+    count = 0
+    for item in _items(values, option):
+        if ".." in item:
+            start_text, _, rest = item.partition("..")
+            stop_text, _, step_text = rest.partition(":")
+            start = _tokens(start_text, option, "range start")
+            stop = _tokens(stop_text, option, "range stop")
+            step = _tokens(step_text, option, "range step") if step_text.strip() else 1
+            if stop < start:
+                raise UsageError(f"{option}: range {item!r} ends before it starts ({stop:,} < {start:,})")
+            n = (stop - start) // step + 1
+            count += n
+            if count > MAX_GRID_POINTS:
+                break
+            parts.append(np.arange(start, start + n * step, step, dtype=np.int64))
+        else:
+            count += 1
+            parts.append(np.array([_tokens(item, option, "value")], dtype=np.int64))
+    if count > MAX_GRID_POINTS:
+        raise UsageError(f"{option}: more than {MAX_GRID_POINTS:,} values; use a coarser step")
+    return np.concatenate(parts)
+
+
+def parse_int_list(values: str | Iterable[str], option: str, lo: int = 1, hi: int = 10**6) -> list[int]:
+    """Whole numbers from ``16,8,4``, ``1..4`` or repeated options, each within ``[lo, hi]``."""
+    out: list[int] = []
+    for item in _items(values, option):
+        start_text, dots, rest = item.partition("..")
+        stop_text, _, step_text = rest.partition(":")
+        try:
+            if dots:
+                start, stop = int(start_text), int(stop_text)
+                step = int(step_text) if step_text.strip() else 1
+                if step < 1 or stop < start:
+                    raise ValueError
+                out.extend(range(start, stop + 1, step))
+            else:
+                out.append(int(item))
+        except ValueError:
+            raise UsageError(f"{option}: expected whole numbers like 16,8,4 or a range like 1..4, got {item!r}") from None
+        if len(out) > MAX_GRID_POINTS:
+            raise UsageError(f"{option}: more than {MAX_GRID_POINTS:,} values")
+    bad = [v for v in out if not lo <= v <= hi]
+    if bad:
+        raise UsageError(f"{option}: {bad[0]} is out of range ({lo}-{hi})")
+    return out
+
+
+def parse_float_list(values: str | Iterable[str], option: str, lo: float = 0.0, hi: float = 32.0) -> list[float]:
+    """Numbers from ``4,8`` or ``4.5,8`` or repeated options, each in ``(lo, hi]``."""
+    out: list[float] = []
+    for item in _items(values, option):
+        try:
+            value = float(item)
+        except ValueError:
+            raise UsageError(f"{option}: expected numbers like 4,8 or 4.5, got {item!r}") from None
+        if not lo < value <= hi:
+            raise UsageError(f"{option}: {item} is out of range (above {lo:g}, at most {hi:g})")
+        out.append(value)
+    return out

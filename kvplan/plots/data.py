@@ -1,0 +1,257 @@
+"""The numbers behind every plot: arrays of context → bytes and tokens/s, computed with the engine.
+
+Pure and testable without matplotlib: every function takes a :class:`~kvplan.plan.Scenario`
+(or its :class:`~kvplan.plan.Evaluation`) and returns frozen dataclasses of numpy arrays in
+base units (tokens, bytes, tokens/s). The cache model is the one the scenario asks for
+(:func:`kvplan.plan.cache_model_for`), so runtime- or policy-specific caches carry into the
+plots unchanged. Display strings are made by the drawing modules, not here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kvplan import engine
+from kvplan.formats import NAMED_FORMATS
+from kvplan.plan import Evaluation, Scenario, cache_model_for, evaluate
+
+GRID_POINTS = 512  # points per curve, besides the exact marks (ctx, max_ctx, window edges)
+MIN_CTX_AXIS_TOKENS = 4096
+GQA_KV_HEADS = (8, 4, 2)  # GQA variants drawn when they divide the model's attention heads
+QUANT_FORMATS = ("q8_0", "q4_0")  # quantized-cache variants (llama.cpp block layouts)
+DEFAULT_WINDOW_TOKENS = 2048
+
+
+def nice_ctx_ceil(tokens: float) -> int:
+    """Round a context up to a multiple of a quarter of its power of two (9011 → 10240) [tokens]."""
+    tokens = max(float(tokens), 1.0)
+    step = max(2 ** (math.floor(math.log2(tokens)) - 2), 1)
+    return int(math.ceil(tokens / step) * step)
+
+
+def ctx_grid(ctx_max_tokens: int, marks=(), points: int = GRID_POINTS):
+    """Integer contexts 0 … ctx_max, evenly spaced, plus the exact ``marks`` inside the range [tokens]."""
+    import numpy as np
+
+    base = np.linspace(0, ctx_max_tokens, points + 1).round().astype(np.int64)
+    extra = np.array([int(m) for m in marks if m is not None and 0 <= m <= ctx_max_tokens], dtype=np.int64)
+    return np.unique(np.concatenate([base, extra]))
+
+
+def _windows(cache) -> tuple[int, ...]:
+    return tuple(w for w, _ in getattr(cache, "windows", ()))
+
+
+def cache_bytes(cache, ctx_tokens, sequences: int = 1, peak: bool = False):
+    """``cache.kv_bytes`` (or ``kv_peak_bytes``) over an array of contexts [bytes].
+
+    Cache models take numpy arrays; one that only takes integers is evaluated point by point.
+    """
+    import numpy as np
+
+    fn = cache.kv_peak_bytes if peak else cache.kv_bytes
+    try:
+        out = np.asarray(fn(ctx_tokens, sequences))
+        if out.shape == np.shape(ctx_tokens):
+            return out
+    except (TypeError, ValueError):
+        pass
+    return np.array([fn(int(c), sequences) for c in ctx_tokens])
+
+
+def default_ctx_max(ev: Evaluation, show_ctx: bool = True) -> int:
+    """Context axis end: past the max-context crossing, the scenario's ctx and any window [tokens]."""
+    want = MIN_CTX_AXIS_TOKENS
+    if ev.max_ctx is not None:
+        want = max(want, 1.25 * ev.max_ctx)
+    windows = _windows(ev.layout)
+    if windows and ev.max_ctx is None:
+        want = max(want, 2 * max(windows))
+    if show_ctx:
+        want = max(want, 1.1 * ev.scenario.ctx)
+    return nice_ctx_ceil(want)
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryCurves:
+    """Resident memory against context for one configuration (``evaluation`` holds the scalars)."""
+
+    evaluation: Evaluation
+    ctx_tokens: object  # ndarray [tokens]
+    kv_bytes: object  # ndarray [bytes], all sequences, the cache's peak
+    total_bytes: object  # ndarray [bytes] = weights + kv + pinned prefix + overhead
+    show_ctx: bool  # mark the scenario's own ctx
+
+
+def memory_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ctx: bool = True) -> MemoryCurves:
+    ev = evaluate(scenario)
+    ctx_max_tokens = ctx_max_tokens or default_ctx_max(ev, show_ctx)
+    marks = (ev.max_ctx, scenario.ctx if show_ctx else None, *_windows(ev.layout))
+    ctx = ctx_grid(ctx_max_tokens, marks)
+    kv = cache_bytes(ev.layout, ctx, scenario.sequences, peak=True)
+    total = engine.total_bytes(ev.weights_bytes, kv, 1, ev.pinned_prefix_bytes, ev.overhead_bytes)
+    return MemoryCurves(ev, ctx, kv, total, show_ctx)
+
+
+# --- decode -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecodeCurves:
+    """Decode rate against context: from RAM, at the roofline, and with the overflow streamed from flash."""
+
+    evaluation: Evaluation
+    ctx_tokens: object  # ndarray [tokens]
+    decode_tokens_per_s: object  # ndarray [tokens/s] at the device's bandwidth efficiency
+    roofline_tokens_per_s: object  # ndarray [tokens/s] at 100 % bandwidth
+    streamed_tokens_per_s: object  # ndarray [tokens/s]; NaN where the configuration fits
+    target_tokens_per_s: float | None
+    show_ctx: bool
+
+
+def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ctx: bool = True,
+                  target_tokens_per_s: float | None = None) -> DecodeCurves:
+    """Same formulas as :func:`kvplan.plan.evaluate`, over an array of contexts."""
+    import numpy as np
+
+    ev = evaluate(scenario)
+    ctx_max_tokens = ctx_max_tokens or default_ctx_max(ev, show_ctx)
+    marks = (ev.max_ctx, ev.max_ctx + 1 if ev.max_ctx is not None else None,
+             scenario.ctx if show_ctx else None, *_windows(ev.layout))
+    ctx = ctx_grid(ctx_max_tokens, marks)
+    device = scenario.device
+    kv = cache_bytes(ev.layout, ctx, scenario.sequences)
+    kv_peak = cache_bytes(ev.layout, ctx, scenario.sequences, peak=True)
+    step = engine.bytes_per_token(ev.weights_read_bytes, kv + ev.pinned_prefix_bytes)
+    bandwidth, efficiency = device.memory_bandwidth, device.bandwidth_efficiency
+    rate = engine.decode_tokens_per_s(bandwidth, step, efficiency)
+    roofline = engine.decode_tokens_per_s(bandwidth, step, 1.0)
+    total = engine.total_bytes(ev.weights_bytes, kv_peak, 1, ev.pinned_prefix_bytes, ev.overhead_bytes)
+    overflow = engine.overflow_bytes(total, ev.budget_bytes)
+    per_token_s = engine.streamed_seconds_per_token(step, overflow, bandwidth * efficiency, device.flash_read)
+    streamed = np.where(overflow > 0, 1.0 / per_token_s, np.nan)
+    target = target_tokens_per_s if target_tokens_per_s is not None else scenario.target_tokens_per_s
+    return DecodeCurves(ev, ctx, rate, roofline, streamed, target or None, show_ctx)
+
+
+# --- attention variants -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AttentionVariant:
+    """One cache shape: ``kind`` is own | mha | gqa | mqa | window | quant."""
+
+    kind: str
+    kv_heads: int | None  # KV heads per layer (None: the model's own, or MLA)
+    window_tokens: int | None  # every layer behind this window (window variant)
+    k_format: str
+    v_format: str
+    bytes_per_token: int  # growth rate below any window [bytes/token]
+    kv_bytes: object  # ndarray [bytes] over AttentionCurves.ctx_tokens
+    is_own: bool  # the model's own configuration
+
+
+@dataclass(frozen=True)
+class AttentionCurves:
+    model: str
+    attention_heads: int
+    own_kv_heads: int | None  # None for MLA or per-layer head counts
+    mla: bool
+    sequences: int
+    ctx_tokens: object  # ndarray [tokens]
+    ref_ctx: int  # context at which the legend quotes each variant's size [tokens]
+    variants: tuple[AttentionVariant, ...]
+
+
+def attention_curves(scenario: Scenario, ctx_max_tokens: int | None = None,
+                     ref_ctx: int | None = None) -> AttentionCurves:
+    """KV bytes of the model's own shape as MHA, GQA, MQA, with a window and with a quantized cache."""
+    model = scenario.model
+    heads = model.attention_heads
+    own_cache = cache_model_for(scenario)
+    ref_ctx = ref_ctx or scenario.ctx or model.max_context or 4096
+    ctx_max_tokens = ctx_max_tokens or nice_ctx_ceil(max(ref_ctx, 8192))
+    own_windows = _windows(own_cache)
+    window = scenario.sliding_window or model.sliding_window or min(DEFAULT_WINDOW_TOKENS, ctx_max_tokens // 4)
+    ctx = ctx_grid(ctx_max_tokens, (ref_ctx, window, *own_windows))
+    seq = scenario.sequences
+    own_kv = cache_bytes(own_cache, ctx, seq)
+
+    def variant(kind, changes, kv_heads=None, window_tokens=None):
+        cache = cache_model_for(scenario.with_changes(**changes))
+        kv = cache_bytes(cache, ctx, seq)
+        return AttentionVariant(kind, kv_heads, window_tokens, cache.k_format.name, cache.v_format.name,
+                                int(cache.bytes_per_token), kv, False)
+
+    def heads_model(n):
+        return model.model_copy(update={"kv_heads": n, "mla": None})
+
+    gqa = [n for n in GQA_KV_HEADS if heads % n == 0 and 1 < n < heads]
+    own_heads = model.kv_heads if isinstance(model.kv_heads, int) and model.mla is None else None
+    if own_heads and 1 < own_heads < heads and own_heads not in gqa:
+        gqa = sorted([*gqa, own_heads], reverse=True)
+    variants = [variant("mha", {"model": heads_model(heads)}, heads)]
+    variants += [variant("gqa", {"model": heads_model(n)}, n) for n in gqa]
+    if heads > 1:
+        variants.append(variant("mqa", {"model": heads_model(1)}, 1))
+    variants.append(variant("window", {"sliding_window": window}, own_heads, window))
+    own_k = own_cache.k_format.name
+    for name in QUANT_FORMATS:
+        if name != own_k:
+            fmt = NAMED_FORMATS[name]
+            variants.append(variant("quant", {"k_format": fmt, "v_format": fmt}, own_heads))
+
+    import numpy as np
+
+    marked = False
+    for i, v in enumerate(variants):
+        if not marked and v.kind in ("mha", "gqa", "mqa") and np.array_equal(v.kv_bytes, own_kv):
+            variants[i] = AttentionVariant(**{**v.__dict__, "is_own": True})
+            marked = True
+    if not marked:
+        variants.insert(0, AttentionVariant("own", own_heads, None, own_k, own_cache.v_format.name,
+                                            int(own_cache.bytes_per_token), own_kv, True))
+    return AttentionCurves(model.name, heads, own_heads, model.mla is not None, seq, ctx, int(ref_ctx),
+                           tuple(variants))
+
+
+# --- fit map ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FitMap:
+    """Devices × models: the largest context that fits, and the headroom at ``ctx`` when one is given."""
+
+    devices: tuple[str, ...]
+    models: tuple[str, ...]
+    max_ctx_tokens: object  # ndarray (devices × models) float: NaN nothing fits, inf unbounded
+    headroom_bytes: object  # ndarray (devices × models) int64 at ``ctx``
+    verdict_codes: object  # ndarray int: 0 fit, 1 tight, 2 over (at ``ctx``)
+    ctx: int | None  # None: the map shows max context
+    evaluations: tuple[tuple[Evaluation, ...], ...]
+
+
+def fit_map(scenarios: list[list[Scenario]], ctx: int | None = None) -> FitMap:
+    """``scenarios[i][j]`` is device i × model j (each at ``ctx``, or any ctx when ``ctx`` is None)."""
+    import numpy as np
+
+    evs = tuple(tuple(evaluate(s) for s in row) for row in scenarios)
+    shape = (len(evs), len(evs[0]) if evs else 0)
+    max_ctx = np.full(shape, np.nan)
+    headroom = np.zeros(shape, dtype=np.int64)
+    codes = np.zeros(shape, dtype=np.int64)
+    for i, row in enumerate(evs):
+        for j, ev in enumerate(row):
+            if ev.max_ctx is not None:
+                max_ctx[i, j] = ev.max_ctx
+            elif ev.max_ctx_limited_by == "unbounded":
+                max_ctx[i, j] = np.inf
+            headroom[i, j] = ev.headroom_bytes
+            codes[i, j] = engine.VERDICTS.index(ev.verdict)
+    devices = tuple(row[0].scenario.device.name for row in evs)
+    models = tuple(ev.scenario.model.name for ev in evs[0]) if evs else ()
+    return FitMap(devices, models, max_ctx, headroom, codes, ctx, evs)
