@@ -92,13 +92,11 @@ class Catalog:
         return dirs
 
     def _resolve(self, kind: Kind, cls, ref: str) -> Resolved:
-        from kvplan.loading import load_model_file
-
         ref = str(ref).strip()
         if not ref:
             raise NotFoundError(f"empty {kind} name")
         if _looks_like_path(ref):
-            return Resolved(load_model_file(cls, ref, what=f"{kind} profile"), Path(ref), "file")
+            return Resolved(load_profile(kind, cls, ref), Path(ref), "file")
         for folder, origin in self._dirs(kind):
             path = folder / f"{ref}.yaml"
             if path.is_file() and (origin == "builtin" or self._kind_of(path) in (kind, None)):
@@ -109,9 +107,7 @@ class Catalog:
         raise NotFoundError(self._not_found_message(kind, ref))
 
     def _loaded(self, kind: Kind, cls, path: Path, origin: str) -> Resolved:
-        from kvplan.loading import load_model_file
-
-        profile = load_model_file(cls, path, what=f"{kind} profile")
+        profile = load_profile(kind, cls, path)
         note = None
         if origin == "user":
             builtin = builtin_dir(kind) / f"{profile.name}.yaml"
@@ -152,6 +148,24 @@ class Catalog:
                     rows.append((name, aliases, path, origin))
             cache[kind] = rows
         return cache[kind]
+
+
+def load_profile(kind: Kind, cls, path):
+    """Load and validate one profile file, saying so plainly when it is a profile of the other kind."""
+    from kvplan.errors import ProfileError
+    from kvplan.loading import validate_document
+    from kvplan.yamlio import load_yaml
+
+    doc = load_yaml(path)
+    if isinstance(doc.data, dict):
+        other = {"device": ("layers", "attention_heads", "head_dim"), "model": ("ram", "memory_bandwidth")}[kind]
+        if any(key in doc.data for key in other) and not any(key in doc.data for key in _KEYS_OF[kind]):
+            wrong = "model" if kind == "device" else "device"
+            raise ProfileError([f"{path}: this is a {wrong} profile, but a {kind} profile is needed here"])
+    return validate_document(cls, doc, what=f"{kind} profile")
+
+
+_KEYS_OF = {"device": ("ram", "memory_bandwidth", "flash_read"), "model": ("layers", "attention_heads", "head_dim")}
 
 
 def _quick_load(path: Path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -32,23 +33,39 @@ def load_model_file(cls: type[M], path, *, what: str = "profile") -> M:
 
 
 def format_validation_errors(exc: ValidationError, doc: YamlDocument, cls: type[BaseModel]) -> list[str]:
-    problems: list[str] = []
+    problems: list[tuple[int, str]] = []
     seen: set[tuple] = set()
     for error in exc.errors(include_url=False):
-        loc = _clean_loc(error["loc"])
+        loc = _clean_loc(error["loc"], doc.data)
         message = _message(error, loc, cls)
         key = (loc, message)
         if key in seen:
             continue
         seen.add(key)
         field = ".".join(str(part) for part in loc) or "(document)"
-        problems.append(f"{doc.where(loc)}: {field}: {message}")
-    return problems
+        problems.append((doc.line_of(loc) or 0, f"{doc.where(loc)}: {field}: {message}"))
+    return [text for _, text in sorted(problems, key=lambda p: p[0])]
 
 
-def _clean_loc(loc: tuple) -> tuple:
-    # pydantic adds union-member and validator names ("list[...]", "function-before[...]") to locs.
-    return tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in {"str", "int"})))
+_INTERNAL = re.compile(r"^(?:[a-z_]+\[.*\]|constrained-\w+|function-\w+|str|int|float|bool|list|dict|none|"
+                       r"literal\[.*\]|union\[.*\])$")
+
+
+def _clean_loc(loc: tuple, data: object) -> tuple:
+    """Keep the parts of a pydantic loc that name places in the document; drop union-branch tags."""
+    out: list = []
+    current = data
+    for part in loc:
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+            current = current[part]
+        elif isinstance(part, str) and _INTERNAL.match(part):
+            continue
+        else:
+            current = None
+        out.append(part)
+    return tuple(out)
 
 
 def _message(error: dict, loc: tuple, cls: type[BaseModel]) -> str:
@@ -56,13 +73,15 @@ def _message(error: dict, loc: tuple, cls: type[BaseModel]) -> str:
     msg = error["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
-    if kind == "extra_forbidden":
+    if kind == "extra_forbidden" and loc:
         names = list(_fields_at(cls, loc[:-1]))
         guess = difflib.get_close_matches(str(loc[-1]), names, n=1)
         hint = f"; did you mean {guess[0]!r}?" if guess else f"; known fields: {', '.join(names)}"
         return f"unknown field{hint}"
     if kind == "missing":
         return "required field is missing"
+    if msg.startswith("Input should be "):
+        msg = "must be " + msg[len("Input should be "):]
     return msg
 
 

@@ -43,7 +43,10 @@ def check_writable(path: str | os.PathLike) -> Path:
 def write_atomic(path: str | os.PathLike, produce: Callable[[Path], None]) -> Path:
     """Call ``produce(tmp_path)`` to write a temporary file, then rename it to ``path``."""
     target = check_writable(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
 
 from kvplan.formats import ElementFormat, format_from_bits, format_from_name
+from kvplan.policies import PolicySpec
 from kvplan import schema as js
 from kvplan.units import parse_count, parse_flop_per_s, parse_rate_bytes_per_s, parse_size_bytes, parse_tokens
 
@@ -120,8 +121,33 @@ class Mla(BaseModel):
                                 WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 10**6})]
 
 
-WindowPattern = Literal["all", "alternating"] | Annotated[str, Field(pattern=r"^\d+:1$")] | list[
-    Annotated[int, BeforeValidator(_whole), Field(ge=0), WithJsonSchema({"type": "integer", "minimum": 0})]]
+def _window_pattern(value: object) -> object:
+    """One clear message for the layer pattern, whose YAML spellings are easy to get wrong."""
+    if isinstance(value, str) and (value in ("all", "alternating") or re.fullmatch(r"[1-9]\d*:1", value)):
+        return value
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    hint = ""
+    if isinstance(value, int) and not isinstance(value, bool):
+        hint = " (YAML reads an unquoted 5:1 as a base-60 number: write it quoted, \"5:1\")"
+    raise ValueError(f"expected 'all', 'alternating', \"N:1\" (N local layers then 1 global) or a list of "
+                     f"local layer indices, got {value!r}{hint}")
+
+
+def _kv_heads(value: object) -> object:
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    return _whole(value)
+
+
+_PATTERN_SCHEMA = {"anyOf": [{"enum": ["all", "alternating"]}, {"type": "string", "pattern": r"^[1-9]\d*:1$"},
+                             {"type": "array", "items": {"type": "integer", "minimum": 0}}]}
+_KV_HEADS_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 1},
+                              {"type": "array", "items": {"type": "integer", "minimum": 1}}]}
+WindowPattern = Annotated[str | list[Annotated[int, Field(ge=0)]], BeforeValidator(_window_pattern),
+                          WithJsonSchema(_PATTERN_SCHEMA)]
+KvHeads = Annotated[Annotated[int, Field(gt=0, le=10**6)] | list[Annotated[int, Field(gt=0, le=10**6)]],
+                    BeforeValidator(_kv_heads), WithJsonSchema(_KV_HEADS_SCHEMA)]
 
 
 class Model(_Profile):
@@ -132,7 +158,7 @@ class Model(_Profile):
     params: Count = Field(description="parameter count")
     layers: PositiveInt
     attention_heads: PositiveInt
-    kv_heads: PositiveInt | list[PositiveInt]
+    kv_heads: KvHeads
     head_dim: PositiveInt
     v_head_dim: PositiveInt | None = None
     hidden_size: PositiveInt | None = None
@@ -152,6 +178,7 @@ class Model(_Profile):
     kv_type: str | None = None
     k_type: str | None = None
     v_type: str | None = None
+    kv_policy: PolicySpec | None = Field(None, description="KV cache compression policy (docs/kv-policies.md)")
 
     @field_validator("kv_heads")
     @classmethod

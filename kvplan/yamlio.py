@@ -10,6 +10,7 @@ too. Duplicate keys, which YAML would silently resolve to the last one, are erro
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,8 +110,9 @@ def parse_yaml(text: str, name: str = "<string>") -> YamlDocument:
     """Parse YAML text (see :func:`load_yaml`)."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
         raise ProfileError([f"{name}: document is too large (limit {MAX_FILE_BYTES:,} bytes)"])
-    loader = _BoundedLoader(text)
+    loader = None
     try:
+        loader = _BoundedLoader(text)  # the reader already rejects control characters here
         node = loader.get_single_node()
         if node is None:
             raise ProfileError([f"{name}: empty file, expected a YAML mapping"])
@@ -123,12 +125,16 @@ def parse_yaml(text: str, name: str = "<string>") -> YamlDocument:
         raise ProfileError([f"{name}:{exc.mark.line + 1}: refused: {exc.message}"]) from None
     except yaml.MarkedYAMLError as exc:
         raise ProfileError([_yaml_message(exc, name)]) from None
+    except yaml.reader.ReaderError as exc:
+        raise ProfileError([f"{name}: invalid character {exc.character!r} at offset {exc.position}: "
+                            "YAML text cannot contain control characters"]) from None
     except yaml.YAMLError as exc:
         raise ProfileError([f"{name}: invalid YAML: {exc}"]) from None
     except RecursionError:
         raise ProfileError([f"{name}: refused: nested too deeply"]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     lines: dict[Loc, int] = {}
     _record_lines(node, (), lines)
     return YamlDocument(data, name, lines)
@@ -140,9 +146,10 @@ def _yaml_message(exc: yaml.MarkedYAMLError, name: str) -> str:
     problem = exc.problem or exc.context or "invalid YAML"
     if "expected a single document" in str(exc.context or "") or "expected a single document" in str(problem):
         return f"{where}: several YAML documents in one file; expected exactly one"
-    if "could not determine a constructor" in str(problem) or "constructor" in str(problem):
-        tag = getattr(getattr(exc, "problem_mark", None), "name", "")
-        return f"{where}: unsupported YAML tag ({problem.split('tag')[-1].strip() or tag}); only plain YAML is allowed"
+    if "constructor" in str(problem):
+        tag = re.search(r"tag '([^']*)'", str(problem))
+        shown = tag.group(1).replace("tag:yaml.org,2002:", "!!") if tag else "?"
+        return f"{where}: unsupported YAML tag {shown!r}: only plain YAML values are allowed (nothing is constructed)"
     return f"{where}: invalid YAML: {problem}"
 
 

@@ -1,0 +1,115 @@
+"""Every bad input gets exit code 2 and clear `file:line: field: message` lines — never a traceback.
+
+Each file in tests/data/bad/<kind>/ starts with `# expect: <fragment>`; it is fed to every command that
+reads a profile of that kind.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REF_7B, REF_PHONE
+
+BAD = Path(__file__).parents[1] / "data" / "bad"
+
+
+def _cases(kind: str):
+    for path in sorted((BAD / kind).glob("*.yaml")):
+        first = path.read_bytes().split(b"\n", 1)[0].decode("ascii")
+        assert first.startswith("# expect: "), path
+        yield pytest.param(path, first[len("# expect: "):], id=path.stem)
+
+
+def _commands(kind: str, path: Path) -> list[list[str]]:
+    if kind == "device":
+        return [["check", "--device", str(path), "--model", str(REF_7B), "--ctx", "4096"]]
+    return [["check", "--device", str(REF_PHONE), "--model", str(path), "--ctx", "4096"]]
+
+
+def _assert_clean_failure(result, path: Path, fragment: str) -> None:
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert lines and all(line.startswith("kvplan: error: ") for line in lines)
+    assert any(str(path) in line and fragment in line for line in lines), (fragment, lines)
+
+
+@pytest.mark.parametrize("path, fragment", list(_cases("device")))
+def test_bad_device_files(run, path, fragment):
+    for argv in _commands("device", path):
+        _assert_clean_failure(run(*argv), path, fragment)
+
+
+@pytest.mark.parametrize("path, fragment", list(_cases("model")))
+def test_bad_model_files(run, path, fragment):
+    for argv in _commands("model", path):
+        _assert_clean_failure(run(*argv), path, fragment)
+
+
+def test_python_tag_runs_nothing(run, tmp_path):
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil.yaml"
+    evil.write_text(f"name: x\nram: !!python/object/apply:os.system ['touch {marker}']\n")
+    result = run("check", "--device", str(evil), "--model", str(REF_7B), "--ctx", "1k")
+    assert result.exit_code == 2
+    assert not marker.exists()
+    from kvplan.errors import ProfileError
+    from kvplan.yamlio import parse_yaml
+
+    for tag in ("!!python/object/apply:os.system ['true']", "!!python/name:os.system", "!!binary aGk="):
+        try:
+            parse_yaml(f"a: {tag}\n")
+        except ProfileError:
+            pass
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--device", "no/such/file.yaml"], "no/such/file.yaml: no such file"),
+    (["--device", "."], "unknown device"),
+    (["--device", "tests"], "unknown device 'tests'"),
+    (["--model", "llama-9b"], "unknown model 'llama-9b'"),
+    (["--ctx", "-5"], "--ctx"),
+    (["--ctx", "1.3k"], "--ctx"),  # 1.3 · 1024 = 1331.2 tokens
+    (["--ctx", ""], "--ctx"),
+])
+def test_bad_names_paths_and_options(run, argv, fragment):
+    base = {"--device": str(REF_PHONE), "--model": str(REF_7B), "--ctx": "4096"}
+    base.update(dict(zip(argv[::2], argv[1::2])))
+    result = run("check", *[x for kv in base.items() for x in kv])
+    assert result.exit_code == 2
+    assert fragment in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_directory_as_profile(run, tmp_path):
+    result = run("check", "--device", f"{tmp_path}/", "--model", str(REF_7B), "--ctx", "1k")
+    assert result.exit_code == 2
+    assert "is a directory" in result.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_unreadable_file(run, tmp_path):
+    path = tmp_path / "locked.yaml"
+    path.write_text(REF_PHONE.read_text())
+    path.chmod(0)
+    result = run("check", "--device", str(path), "--model", str(REF_7B), "--ctx", "1k")
+    assert result.exit_code == 2 and "permission denied" in result.stderr
+
+
+def test_internal_errors_exit_3_and_debug_shows_the_traceback(run, monkeypatch):
+    import kvplan.plan
+
+    def boom(*_args, **_kwargs):
+        raise ZeroDivisionError("simulated bug")
+
+    monkeypatch.setattr(kvplan.plan, "evaluate", boom)
+    result = run("check", "--device", str(REF_PHONE), "--model", str(REF_7B), "--ctx", "1k")
+    assert result.exit_code == 3
+    assert "internal error: ZeroDivisionError: simulated bug" in result.stderr
+    assert "KVPLAN_DEBUG=1" in result.stderr
+    monkeypatch.setenv("KVPLAN_DEBUG", "1")
+    with pytest.raises(ZeroDivisionError):
+        run("check", "--device", str(REF_PHONE), "--model", str(REF_7B), "--ctx", "1k")
