@@ -31,10 +31,14 @@ def nice_ctx_ceil(tokens: float) -> int:
 
 
 def ctx_grid(ctx_max_tokens: int, marks=(), points: int = GRID_POINTS):
-    """Integer contexts 0 … ctx_max, evenly spaced, plus the exact ``marks`` inside the range [tokens]."""
+    """Integer contexts 0 … ctx_max on a power-of-two step (so 4k, 8k … are on it), plus the ``marks`` [tokens].
+
+    The step is the largest power of two giving at least ``points`` intervals (at most twice as many).
+    """
     import numpy as np
 
-    base = np.linspace(0, ctx_max_tokens, points + 1).round().astype(np.int64)
+    step = 2 ** max(math.floor(math.log2(max(ctx_max_tokens / points, 1))), 0)
+    base = np.append(np.arange(0, ctx_max_tokens, step, dtype=np.int64), np.int64(ctx_max_tokens))
     extra = np.array([int(m) for m in marks if m is not None and 0 <= m <= ctx_max_tokens], dtype=np.int64)
     return np.unique(np.concatenate([base, extra]))
 

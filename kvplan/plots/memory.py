@@ -1,0 +1,111 @@
+"""Memory against context: weights, KV cache and overhead stacked, the budget line, the max-context crossing."""
+
+from __future__ import annotations
+
+from kvplan.plots.axes import COLORS, bytes_axis, ctx_axis, ctx_label, new_figure, size_label
+from kvplan.plots.data import MemoryCurves
+
+VERDICT_COLORS = {"fit": "#2f7d3b", "tight": "#a06a00", "over": "#b0302f"}
+
+
+def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None = None) -> list:
+    """Draw one configuration on ``ax``; returns the legend handles. Artists carry ``gid``s for tests."""
+    import numpy as np
+
+    ev, s = curves.evaluation, curves.evaluation.scenario
+    x = curves.ctx_tokens
+    ones = np.ones_like(x)
+    layers = [("weights", f"weights ({size_label(ev.weights_bytes, units)})", ev.weights_bytes * ones)]
+    seq = f", {s.sequences} sequences" if s.sequences > 1 else ""
+    kv_name = ev.layout.k_format.name if ev.layout.k_format == ev.layout.v_format else \
+        f"K {ev.layout.k_format.name} / V {ev.layout.v_format.name}"
+    layers.append(("kv", f"KV cache ({kv_name}{seq})", curves.kv_bytes))
+    if ev.pinned_prefix_bytes:
+        layers.append(("pinned", f"pinned prefix ({size_label(ev.pinned_prefix_bytes, units)})",
+                       ev.pinned_prefix_bytes * ones))
+    if ev.overhead_bytes:
+        layers.append(("overhead", f"runtime overhead ({size_label(ev.overhead_bytes, units)})",
+                       ev.overhead_bytes * ones))
+    stacks = ax.stackplot(x, *[y for _, _, y in layers], labels=[lab for _, lab, _ in layers],
+                          colors=[COLORS[k] for k, _, _ in layers], alpha=0.85, linewidth=0)
+    for (key, _, _), poly in zip(layers, stacks):
+        poly.set_gid(key)
+    total_line, = ax.plot(x, curves.total_bytes, color=COLORS["total"], linewidth=1.2, label="total", gid="total")
+
+    budget = ev.budget_bytes
+    top = max(float(np.max(curves.total_bytes)), budget) * 1.18
+    ax.set_xlim(0, x[-1])
+    ax.set_ylim(0, top)
+    handles = [*stacks, total_line]
+    if ev.margin_bytes:
+        handles.append(ax.axhspan(budget - ev.margin_bytes, budget, color=COLORS["margin"], alpha=0.25,
+                                  linewidth=0, label=f"tight margin ({ev.scenario.margin_fraction:.0%})",
+                                  gid="margin"))
+    handles.append(ax.axhline(budget, color=COLORS["budget"], linestyle="--", linewidth=1.6,
+                              label=f"budget {size_label(budget, units)}", gid="budget"))
+
+    text_y = ax.get_xaxis_transform()  # x in data, y in axes fraction
+    if ev.max_ctx is not None and ev.max_ctx <= x[-1]:
+        total_at_max = int(curves.total_bytes[np.searchsorted(x, ev.max_ctx)])
+        ax.axvline(ev.max_ctx, color=COLORS["max_ctx"], linewidth=1, alpha=0.6, gid="max_ctx_line")
+        ax.plot([ev.max_ctx], [total_at_max], "o", color=COLORS["max_ctx"], markersize=7, zorder=5,
+                gid="max_ctx")
+        ax.annotate(f"max context\n{ev.max_ctx:,} tokens", (ev.max_ctx, 0.97), xycoords=text_y,
+                    xytext=(-5, 0), textcoords="offset points", ha="right", va="top", fontsize=9,
+                    color=COLORS["max_ctx"], fontweight="bold")
+    elif ev.max_ctx is None:
+        why = ("the weights alone exceed the budget" if ev.max_ctx_limited_by == "weights"
+               else "the cache stops growing: every layer is windowed")
+        ax.text(0.02, 0.97, why, transform=ax.transAxes, ha="left", va="top", fontsize=9,
+                color=COLORS["max_ctx"])
+    if curves.show_ctx and s.ctx:
+        verdict = ev.verdict.value.upper()
+        ax.axvline(s.ctx, color=COLORS["ctx"], linestyle=":", linewidth=1.2, gid="ctx")
+        ax.plot([s.ctx], [ev.total_bytes], "s", color=COLORS["total"], markersize=6, zorder=5, gid="ctx_point")
+        right = s.ctx > 0.75 * x[-1]
+        ax.annotate(f"{ctx_label(s.ctx)}: {size_label(ev.total_bytes, units)}\n{verdict}",
+                    (s.ctx, ev.total_bytes), xytext=(-8 if right else 8, 6), textcoords="offset points",
+                    ha="right" if right else "left", va="bottom", fontsize=9, fontweight="bold",
+                    color=VERDICT_COLORS[ev.verdict.value],
+                    bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "none", "alpha": 0.85})
+
+    ctx_axis(ax.xaxis, max_ticks=8)
+    bytes_axis(ax.yaxis, top, units)
+    ax.grid(True, alpha=0.3, linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.set_title(title or f"{s.device.name} × {s.model.name}", fontsize=11)
+    return handles
+
+
+def memory_figure(curves: list[MemoryCurves], units: str = "si", columns: int | None = None):
+    """One panel per configuration (side by side, wrapping after ``columns``), one shared legend."""
+    n = len(curves)
+    columns = columns or min(n, 3)
+    rows = -(-n // columns)
+    fig = new_figure(max(7.5, 4.6 * columns), 3.9 * rows + 1.1)
+    axes = fig.subplots(rows, columns, squeeze=False, sharey=False)
+    by_label = {}
+    for ax, c in zip(axes.flat, curves):
+        for h in draw_memory(ax, c, units):
+            by_label.setdefault(h.get_label(), h)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    if n > 1:  # the weights label carries a size that differs per model: keep one generic entry
+        by_label = _generic_labels(by_label)
+    fig.legend(list(by_label.values()), list(by_label.keys()), loc="outside lower center",
+               ncols=min(len(by_label), 4), frameon=False, fontsize=9)
+    if n == 1:
+        axes[0, 0].set_title("")
+        s = curves[0].evaluation.scenario
+        fig.suptitle(f"Memory against context — {s.device.name} × {s.model.name}", fontsize=12)
+    else:
+        fig.suptitle("Memory against context", fontsize=12)
+    return fig
+
+
+def _generic_labels(by_label: dict) -> dict:
+    out = {}
+    for label, handle in by_label.items():
+        key = label.split(" (")[0] if not label.startswith(("budget", "tight")) else label.split(" ")[0]
+        out.setdefault(key, handle)
+    return out
