@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kvplan.errors import KvplanError
 from kvplan.formats import format_from_bits
 from kvplan.plan import Evaluation, Scenario, evaluate
 
@@ -40,7 +41,10 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
     for bits in KV_BITS_STEPS:
         if bits < current_bits:
             fmt = format_from_bits(bits)
-            changes.append(Change("kv_bits", bits, evaluate(s.with_changes(k_format=fmt, v_format=fmt))))
+            try:
+                changes.append(Change("kv_bits", bits, evaluate(s.with_changes(k_format=fmt, v_format=fmt))))
+            except KvplanError:  # a runtime (kvplan.runtimes) without this cache type, or refusing it
+                continue
     if s.sequences > 1:
         fitting = [n for n in range(s.sequences - 1, 0, -1) if evaluate(s.with_changes(sequences=n)).fits]
         if fitting:
@@ -51,7 +55,10 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
             changes.append(Change("weight_bits", bits, evaluate(s.with_changes(weight_bits=bits))))
     windows = [w for w in WINDOW_STEPS if w < s.ctx and ev.layout.global_layers > 0]
     for window in windows:
-        trial = evaluate(s.with_changes(sliding_window=window))
+        try:
+            trial = evaluate(s.with_changes(sliding_window=window))
+        except KvplanError:  # a runtime (kvplan.runtimes) with no way to add a window
+            break
         if trial.fits:
             changes.append(Change("sliding_window", window, trial))
             break
@@ -64,3 +71,18 @@ def changes_to_fit(ev: Evaluation, smaller_models: Iterable = ()) -> list[Change
     """Changes that make ``ev`` fit, ranked: most headroom first, then fastest decode."""
     fitting = [c for c in candidate_changes(ev, smaller_models) if c.fits]
     return sorted(fitting, key=lambda c: (-c.evaluation.headroom_bytes, -c.evaluation.decode_tokens_per_s))
+
+
+def smaller_models(model, candidates: Iterable) -> list:
+    """Models of ``model``'s ``family`` with fewer parameters, largest first (none without a family).
+
+    ``candidates`` are :class:`~kvplan.profiles.Model` profiles (e.g. every built-in one);
+    the model itself and duplicates by name are skipped.
+    """
+    if not model.family:
+        return []
+    seen: dict[str, object] = {}
+    for other in candidates:
+        if other.family == model.family and other.params < model.params and other.name != model.name:
+            seen.setdefault(other.name, other)
+    return sorted(seen.values(), key=lambda m: -m.params)

@@ -33,6 +33,8 @@ class Knobs:
     os_reserve_bytes: int | None = None
     margin_fraction: float = DEFAULT_MARGIN_FRACTION
     target_tokens_per_s: float | None = None
+    kv_policy: object | None = None  # PolicySpec, a policy YAML path, a mapping, or "none" (kvplan.policies)
+    runtime: object | None = None  # a RuntimeSpec, a runtime name or mapping (kvplan.runtimes); None: ideal
 
     def merged(self, other: Knobs) -> Knobs:
         """``other``'s settings over these, field by field (for defaults + per-configuration overrides)."""
@@ -76,7 +78,28 @@ def build_scenario(device: Device, model: Model, ctx: int, knobs: Knobs = Knobs(
     if not 0 <= knobs.margin_fraction < 1:
         raise UsageError(f"margin: must be at least 0 and below 100 %, got {knobs.margin_fraction}")
     k_format, v_format = element_formats(knobs)
-    return Scenario(device, model, ctx, sequences=knobs.sequences, pinned_prefix_tokens=knobs.pinned_prefix_tokens,
+    runtime, sequences = _runtime(knobs)
+    return Scenario(device, model, ctx, sequences=sequences, pinned_prefix_tokens=knobs.pinned_prefix_tokens,
                     weight_bits=knobs.weight_bits, k_format=k_format, v_format=v_format,
                     sliding_window=knobs.sliding_window, os_reserve_bytes=knobs.os_reserve_bytes,
-                    margin_fraction=knobs.margin_fraction, target_tokens_per_s=knobs.target_tokens_per_s)
+                    margin_fraction=knobs.margin_fraction, target_tokens_per_s=knobs.target_tokens_per_s,
+                    kv_policy=_policy(knobs.kv_policy), runtime=runtime)
+
+
+def _runtime(knobs: Knobs):
+    """Knobs.runtime → (RuntimeSpec or None, sequences): llama.cpp's -np and the sequences must agree."""
+    if knobs.runtime is None:
+        return None, knobs.sequences
+    from kvplan.runtimes import RuntimeSpec, parse_runtime, resolve_sequences
+
+    spec = knobs.runtime if isinstance(knobs.runtime, RuntimeSpec) else parse_runtime(knobs.runtime)
+    return resolve_sequences(spec, knobs.sequences, knobs.pinned_prefix_tokens)
+
+
+def _policy(value):
+    """Knobs.kv_policy → a PolicySpec (or None: the model's own policy, if any)."""
+    if value is None:
+        return None
+    from kvplan.policies import resolve_policy
+
+    return resolve_policy(value)

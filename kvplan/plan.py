@@ -190,6 +190,15 @@ def weights_of(model: Model, weight_bits: float | None) -> tuple[int, int, float
 
 def cache_model_for(s: Scenario) -> CacheModel:
     """The cache model a scenario asks for: the ideal layout unless a policy or runtime is set."""
+    if s.runtime is not None:  # runtime-exact allocation (kvplan.runtimes); the runtime ignores profile policies
+        from kvplan.runtimes import runtime_cache_for
+
+        return runtime_cache_for(s)
+    policy = s.kv_policy if s.kv_policy is not None else getattr(s.model, "kv_policy", None)
+    if policy is not None and not policy.is_plain:  # a compression policy (kvplan.policies)
+        from kvplan.policy_cache import policy_cache
+
+        return policy_cache(s.model, policy, s.k_format, s.v_format, s.sliding_window)
     return cache_layout(s.model, s.k_format, s.v_format, s.sliding_window)
 
 

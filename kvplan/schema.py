@@ -104,8 +104,26 @@ def profile_json_schema(kind: Literal["device", "model"]) -> dict:
     _describe(schema, DEVICE_FIELD_DOCS if kind == "device" else MODEL_FIELD_DOCS)
     if "Mla" in schema.get("$defs", {}):
         _describe(schema["$defs"]["Mla"], MLA_FIELD_DOCS)
+    _standard_bounds(schema)
     body = {k: v for k, v in schema.items() if k != "title"}
     return {"$schema": SCHEMA_DIALECT, "title": f"kvplan {kind} profile", **body}
+
+
+_BOUNDS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
+
+
+def _standard_bounds(node) -> None:
+    """pydantic leaves ``ge``/``le`` of a constraint behind a before-validator as-is; use JSON Schema's names."""
+    if isinstance(node, dict):
+        if node.get("type") in ("integer", "number"):
+            for short, standard in _BOUNDS.items():
+                if short in node:
+                    node[standard] = node.pop(short)
+        for value in node.values():
+            _standard_bounds(value)
+    elif isinstance(node, list):
+        for value in node:
+            _standard_bounds(value)
 
 
 def _describe(schema: dict, docs: dict[str, str]) -> None:

@@ -75,6 +75,24 @@ def _register() -> None:
     from kvplan.cli import check
 
     app.command("check", help=check.HELP)(check.check)
+    from kvplan.cli import imports, profiles
+
+    app.add_typer(profiles.app, name="profiles", help=profiles.HELP)
+    app.add_typer(imports.app, name="import", help=imports.HELP)
+    from kvplan.cli import gate
+
+    app.command("gate", help=gate.HELP)(gate.gate)
+    from kvplan.cli import report
+
+    app.command("report", help=report.HELP)(report.report)
+    from kvplan.cli import plot
+
+    app.add_typer(plot.plot_app, name="plot", help=plot.HELP)
+    from kvplan.cli import compare, fit, sweep
+
+    app.command("sweep", help=sweep.HELP)(sweep.sweep)
+    app.command("compare", help=compare.HELP)(compare.compare)
+    app.command("fit", help=fit.HELP)(fit.fit)
 
 
 _register()

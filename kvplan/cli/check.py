@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from kvplan.cli import options as o
+from kvplan.cli import policy_options as po
+from kvplan.cli import runtime_options as ro
+from kvplan.cli.plot import PlotDirOpt, PlotFileOpt, check_plot_targets, write_check_plots
 
 HELP = """Check one configuration: memory against the device budget, decode speed, max context.
 
@@ -29,9 +32,27 @@ def check(
     os_reserve: o.OsReserveOpt = None,
     margin: o.MarginOpt = "10%",
     target_tok_s: o.TargetOpt = None,
+    sliding_window: o.SlidingWindowOpt = None,
+    kv_policy: po.KvPolicyOpt = None,
+    kv_recent_window: po.KvRecentWindowOpt = None,
+    kv_history_ratio: po.KvHistoryRatioOpt = None,
+    kv_history_bits: po.KvHistoryBitsOpt = None,
+    kv_history_group_size: po.KvHistoryGroupOpt = None,
+    kv_evict_every: po.KvEvictEveryOpt = None,
+    runtime: ro.RuntimeOpt = "ideal",
+    parallel: ro.ParallelOpt = None,
+    kv_unified: ro.KvUnifiedOpt = False,
+    ubatch: ro.UbatchOpt = None,
+    batch: ro.BatchOpt = None,
+    swa_full: ro.SwaFullOpt = False,
+    flash_attn: ro.FlashAttnOpt = None,
+    cache: ro.CacheOpt = None,
+    max_cache_len: ro.MaxCacheLenOpt = None,
     output_format: o.FormatOpt = o.OutputFormat.table,
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
+    plot: PlotFileOpt = None,
+    plot_dir: PlotDirOpt = None,
 ) -> None:
     import typer
 
@@ -43,13 +64,19 @@ def check(
     from kvplan.plan import evaluate
     from kvplan.render import check as render
 
+    check_plot_targets(plot, plot_dir)  # a bad plot path fails before any work
     ctx_tokens = o.parse_ctx(ctx)
     knobs = Knobs(
         sequences=sequences, pinned_prefix_tokens=o.parse_ctx(pinned_prefix, "--pinned-prefix") if pinned_prefix
         not in ("0", "") else 0, weight_bits=weight_bits, kv_bits=kv_bits, k_bits=k_bits, v_bits=v_bits,
         kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type, v_type=v_type,
         os_reserve_bytes=o.parse_size_option(os_reserve, "--os-reserve"), margin_fraction=o.parse_margin(margin),
-        target_tokens_per_s=target_tok_s or None)
+        target_tokens_per_s=target_tok_s or None,
+        sliding_window=o.parse_ctx(sliding_window, "--sliding-window") if sliding_window else None,
+        kv_policy=po.policy_knob(kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
+                                 kv_history_group_size, kv_evict_every),
+        runtime=ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
+                                max_cache_len))
     catalog = Catalog(profiles_dir)
     dev, mod = catalog.device(device), catalog.model(model)
     for resolved in (dev, mod):
@@ -64,4 +91,5 @@ def check(
         terminal.display_json(document)
     else:
         terminal.display_tables(render.check_tables(ev, changes, units.value), output_format.value)
+    write_check_plots(ev, plot, plot_dir, units.value)
     raise typer.Exit(ExitCode.OK if ev.fits else ExitCode.FAILED)

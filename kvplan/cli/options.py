@@ -46,6 +46,8 @@ MarginOpt = Annotated[str, typer.Option("--margin", help="Headroom under which a
 TargetOpt = Annotated[float | None, typer.Option("--target-tok-s", min=0.0,
                                                  help="Decode target: also report the largest context at "
                                                  "or above this many tokens/s.")]
+SlidingWindowOpt = Annotated[str | None, typer.Option("--sliding-window", help="Put every layer behind a "
+                                                    "sliding window of this many tokens (4096, 4k).")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
 UnitsOpt = Annotated[Units, typer.Option("--units", help="Sizes in SI (GB = 10^9) or IEC (GiB = 2^30).")]
 ProfilesDirOpt = Annotated[list[str] | None, typer.Option("--profiles-dir", help="Folder of your own "

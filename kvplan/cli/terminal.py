@@ -72,3 +72,57 @@ def _print_rich(tables: list[Table]) -> None:
         for row, style in zip(table.rows, table.styles or [None] * len(table.rows)):
             rich_table.add_row(*row, style=style)
         console.print(rich_table)
+
+
+def display_bytes(chunks) -> None:
+    """Write already-encoded output (a big CSV) to stdout chunk by chunk, without decoding it."""
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    for chunk in chunks:
+        if buffer is not None:
+            buffer.write(chunk)
+        else:
+            sys.stdout.write(chunk.decode("utf-8"))
+    if buffer is not None:
+        buffer.flush()
+
+
+class _NoProgress:
+    def advance(self, amount: int = 1) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+class _RichProgress:
+    def __init__(self, total: int, description: str):
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                                  TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+        self._task = self._progress.add_task(description, total=total)
+
+    def advance(self, amount: int = 1) -> None:
+        self._progress.advance(self._task, amount)
+
+    def __enter__(self):
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._progress.stop()
+
+
+def progress(total: int, description: str, worth_showing: bool = True):
+    """A progress bar on stderr (rich, transient) when stderr is a terminal and the work is long; else a no-op.
+
+    Use as ``with progress(n, "evaluating") as bar: … bar.advance(k)``.
+    """
+    if worth_showing and sys.stderr.isatty() and not os.environ.get("KVPLAN_PLAIN"):
+        return _RichProgress(total, description)
+    return _NoProgress()

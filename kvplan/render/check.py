@@ -7,6 +7,8 @@ import math
 from kvplan.advice import Change
 from kvplan.plan import Evaluation
 from kvplan.render import fmt
+from kvplan.render import policy as policy_render
+from kvplan.render import runtime as runtime_render
 from kvplan.render.tables import Table
 
 JSON_SCHEMA_VERSION = 1
@@ -41,6 +43,8 @@ def format_json(ev: Evaluation) -> dict:
         "target_tokens_per_s": s.target_tokens_per_s,
         "prefill_s": ev.prefill_s,
         "pinned_prefix_recompute_s": ev.pinned_prefix_recompute_s,
+        "kv_policy": policy_render.policy_json(ev),
+        "runtime": runtime_render.runtime_json(ev),
         "flash": {
             "overflow_bytes": ev.flash.overflow_bytes,
             "swap_in_s": ev.flash.swap_in_s,
@@ -61,6 +65,7 @@ def memory_json(ev: Evaluation) -> dict:
         "weights_read_bytes": ev.weights_read_bytes,
         "kv_bytes": ev.kv_bytes,
         "kv_bytes_per_sequence": ev.kv_bytes_per_sequence,
+        "kv_peak_bytes": ev.kv_peak_bytes,
         "pinned_prefix_bytes": ev.pinned_prefix_bytes,
         "overhead_bytes": ev.overhead_bytes,
         "total_bytes": ev.total_bytes,
@@ -84,17 +89,22 @@ def change_json(change: Change) -> dict:
 
 
 def describe_change(change: Change) -> str:
+    v = change.value
+    if change.kind == "model":  # a name: the numeric formats below must not be applied to it
+        return f"model {v}"
     return {
-        "ctx": f"context {change.value:,} tokens",
-        "kv_bits": f"KV cache at {change.value} bits",
-        "weight_bits": f"weights at {change.value} bits",
-        "sequences": f"{change.value} concurrent sequence{'s' if change.value != 1 else ''}",
-        "sliding_window": f"sliding window of {change.value:,} tokens on every layer",
-        "model": f"model {change.value}",
-    }.get(change.kind, f"{change.kind} = {change.value}")
+        "ctx": lambda: f"context {v:,} tokens",
+        "kv_bits": lambda: f"KV cache at {v} bits",
+        "weight_bits": lambda: f"weights at {v} bits",
+        "sequences": lambda: f"{v} concurrent sequence{'s' if v != 1 else ''}",
+        "sliding_window": lambda: f"sliding window of {v:,} tokens on every layer",
+    }.get(change.kind, lambda: f"{change.kind} = {v}")()
 
 
 def _kv_format_label(ev: Evaluation) -> str:
+    policy = getattr(ev.layout, "policy", None)
+    if policy is not None:
+        return f"policy {policy.name}"
     k, v = ev.layout.k_format.name, ev.layout.v_format.name
     return k if k == v else f"K {k} / V {v}"
 
@@ -109,12 +119,16 @@ def memory_table(ev: Evaluation, units: str = "si") -> Table:
         t.add(label, fmt.exact_bytes(n), fmt.bytes_(n, units), fmt.percent(n / b) if b else "", style=style)
 
     row(f"weights ({fmt.bits(ev.weight_bits)}-bit, {s.model.params / 1e9:.2f}B params)", ev.weights_bytes)
-    if s.sequences > 1:  # concurrency on its own line: one sequence's cache, then the others'
+    # concurrency on its own line: one sequence's cache, then the others' (not for llama.cpp, whose -c is shared)
+    if s.sequences > 1 and getattr(ev.layout, "name", None) != "llama.cpp":
         row(f"KV cache ({_kv_format_label(ev)}, {s.ctx:,} tokens, 1 sequence)", ev.kv_bytes_per_sequence)
         row(f"KV cache of {s.sequences - 1} more concurrent sequence{'s' if s.sequences > 2 else ''}",
             ev.kv_bytes - ev.kv_bytes_per_sequence)
     else:
         row(f"KV cache ({_kv_format_label(ev)}, {s.ctx:,} tokens)", ev.kv_bytes)
+    if ev.kv_peak_bytes > ev.kv_bytes:
+        row("KV peak right after prefill (views of the prompt tensors)" if runtime_render.runtime_cache(ev)
+            else "KV tokens awaiting eviction (peak between passes)", ev.kv_peak_bytes - ev.kv_bytes)
     if s.pinned_prefix_tokens:
         row(f"pinned prefix ({s.pinned_prefix_tokens:,} tokens)", ev.pinned_prefix_bytes)
     row("runtime overhead", ev.overhead_bytes)
@@ -185,6 +199,12 @@ def changes_table(changes: list[Change], units: str = "si") -> Table:
 
 def check_tables(ev: Evaluation, changes: list[Change] | None, units: str = "si") -> list[Table]:
     tables = [memory_table(ev, units), speed_table(ev, units)]
+    policy = policy_render.policy_table(ev, units)
+    if policy is not None:
+        tables.append(policy)
+    runtime = runtime_render.runtime_table(ev, units)
+    if runtime is not None:
+        tables.append(runtime)
     if ev.flash.overflow_bytes:
         tables.append(flash_table(ev, units))
     if changes is not None:

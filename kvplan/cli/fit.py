@@ -1,0 +1,104 @@
+"""``kvplan fit``: the largest context that fits, and what would make a target context fit."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kvplan.cli import options as o
+from kvplan.cli import planopts as p
+
+HELP = """The largest context that fits a device, and the changes that would make a target context fit.
+
+Prints the largest context that fits (exact to the token), with --target-tok-s the largest
+that also decodes at or above that rate, and with --ctx the verdict there; when --ctx does
+not fit, the ranked single changes that would make it fit (KV cache at 8 or 4 bits, a
+sliding window, fewer sequences, fewer weight bits, a smaller model of the same family),
+each with its headroom, decode speed and the exact `kvplan check` command that applies it.
+Exit code 0 when --ctx fits (or no --ctx is given), 1 when it does not, 2 on bad input."""
+
+OptionalCtxOpt = Annotated[str | None, typer.Option("--ctx", "-c", help="Target context per sequence (8192, 8k): "
+                                                    "its verdict and, when over, what would make it fit.")]
+
+
+def fit(
+    device: o.DeviceOpt,
+    model: o.ModelOpt,
+    ctx: OptionalCtxOpt = None,
+    sequences: o.SequencesOpt = 1,
+    pinned_prefix: o.PinnedOpt = "0",
+    weight_bits: o.WeightBitsOpt = None,
+    kv_bits: o.KvBitsOpt = None,
+    k_bits: o.KBitsOpt = None,
+    v_bits: o.VBitsOpt = None,
+    sliding_window: o.SlidingWindowOpt = None,
+    os_reserve: o.OsReserveOpt = None,
+    margin: o.MarginOpt = "10%",
+    target_tok_s: o.TargetOpt = None,
+    output_format: p.TabularFormatOpt = None,
+    units: o.UnitsOpt = o.Units.si,
+    profiles_dir: o.ProfilesDirOpt = None,
+) -> None:
+    from kvplan.advice import changes_to_fit
+    from kvplan.catalog import Catalog
+    from kvplan.cli import terminal
+    from kvplan.cli.terminal import ExitCode
+    from kvplan.configure import build_scenario
+    from kvplan.plan import evaluate
+    from kvplan.render import check as render_check
+    from kvplan.render import fit as render
+
+    knobs = p.knobs(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, kv_bits=kv_bits,
+                    k_bits=k_bits, v_bits=v_bits, sliding_window=sliding_window, os_reserve=os_reserve,
+                    margin=margin, target_tok_s=target_tok_s)
+    ctx_tokens = o.parse_ctx(ctx) if ctx is not None else None
+    catalog = Catalog(profiles_dir)
+    dev, mod = catalog.device(device), catalog.model(model)
+    for resolved in (dev, mod):
+        if resolved.note:
+            terminal.display_note(resolved.note)
+    # max_ctx (and at target) do not depend on the context asked about; evaluate at ctx or at 1 token.
+    probe = evaluate(build_scenario(dev.profile, mod.profile, ctx_tokens or 1, knobs))
+    ev = probe if ctx_tokens is not None else None
+    changes: list = []
+    if ev is not None and not ev.fits:
+        changes = changes_to_fit(ev, _smaller_models(catalog, mod.profile))
+    commands = [render.check_argv(c.evaluation.scenario, device,
+                                  c.value if c.kind == "model" else model, profiles_dir) for c in changes]
+
+    fmt_ = output_format or p.TabularFormat.table
+    if fmt_ is p.TabularFormat.json:
+        terminal.display_json(render.fit_json(probe, ev, changes, commands))
+    elif fmt_ is p.TabularFormat.csv:
+        from kvplan.render.tables import to_csv
+
+        terminal.display_text(to_csv(
+            ["rank", "change", "value", "verdict", "headroom_bytes", "decode_tokens_per_s", "check_command"],
+            [[i, c.kind, c.value, c.evaluation.verdict.value, c.evaluation.headroom_bytes,
+              c.evaluation.decode_tokens_per_s, render.command_line(argv)]
+             for i, (c, argv) in enumerate(zip(changes, commands), 1)]))
+    else:
+        tables = [render.limits_table(probe, ev)]
+        if ev is not None:
+            tables.append(render_check.memory_table(ev, units.value))
+            if not ev.fits:
+                tables.append(render.changes_table(changes, commands, units.value))
+        terminal.display_tables(tables, fmt_.value)
+    raise typer.Exit(ExitCode.FAILED if ev is not None and not ev.fits else ExitCode.OK)
+
+
+def _smaller_models(catalog, model) -> list:
+    """Built-in (and user) models of the same family with fewer parameters; unreadable profiles are skipped."""
+    from kvplan.advice import smaller_models
+    from kvplan.errors import KvplanError
+
+    if not model.family:
+        return []
+    candidates = []
+    for _name, _aliases, path, _origin in catalog.entries("model"):
+        try:
+            candidates.append(catalog.model(str(path)).profile)
+        except KvplanError:
+            continue
+    return smaller_models(model, candidates)

@@ -1,0 +1,70 @@
+"""Options shared by the planning commands (sweep, compare, fit): repeatable devices and models,
+value lists, output files, and turning the single-valued knobs into :class:`~kvplan.configure.Knobs`."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from kvplan.cli import options as o
+
+
+class TabularFormat(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    markdown = "markdown"
+
+
+DevicesOpt = Annotated[list[str] | None, typer.Option("--device", "-d", help="Device: built-in name, alias, or "
+                                                      "YAML path (repeatable).")]
+ModelsOpt = Annotated[list[str] | None, typer.Option("--model", "-m", help="Model: built-in name, alias, or "
+                                                     "YAML path (repeatable).")]
+TabularFormatOpt = Annotated[TabularFormat | None, typer.Option("--format", "-f", help="Output format (default: "
+                                                                "from the -o extension, else table).")]
+OutputOpt = Annotated[str | None, typer.Option("--output", "-o", help="Write the output to this file (whole, "
+                                               "atomically) instead of stdout.")]
+
+_EXTENSION_FORMATS = {".csv": TabularFormat.csv, ".json": TabularFormat.json, ".md": TabularFormat.markdown,
+                      ".markdown": TabularFormat.markdown}
+
+
+def output_format(chosen: TabularFormat | None, output: str | None) -> TabularFormat:
+    """The format asked for, else the one the output file's extension names, else a table."""
+    if chosen is not None:
+        return chosen
+    if output:
+        from pathlib import Path
+
+        return _EXTENSION_FORMATS.get(Path(output).suffix.lower(), TabularFormat.table)
+    return TabularFormat.table
+
+
+def pinned_tokens(text: str) -> int:
+    return o.parse_ctx(text, "--pinned-prefix") if str(text).strip() not in ("0", "") else 0
+
+
+def knobs(*, sequences: int = 1, pinned_prefix: str = "0", weight_bits=None, kv_bits=None, k_bits=None,
+          v_bits=None, sliding_window: str | None = None, os_reserve: str | None = None, margin: str = "10%",
+          target_tok_s: float | None = None):
+    """:class:`~kvplan.configure.Knobs` from single-valued CLI options (parsed, errors naming the option)."""
+    from kvplan.configure import Knobs
+
+    window = o.parse_ctx(sliding_window, "--sliding-window") if sliding_window else None
+    return Knobs(sequences=sequences, pinned_prefix_tokens=pinned_tokens(pinned_prefix), weight_bits=weight_bits,
+                 kv_bits=kv_bits, k_bits=k_bits, v_bits=v_bits, sliding_window=window,
+                 os_reserve_bytes=o.parse_size_option(os_reserve, "--os-reserve"),
+                 margin_fraction=o.parse_margin(margin), target_tokens_per_s=target_tok_s or None)
+
+
+def write_or_display_text(text: str, output: str | None) -> None:
+    from kvplan.cli import terminal
+    from kvplan.outfiles import write_text_atomic
+
+    if output:
+        write_text_atomic(output, text)
+        terminal.display_note(f"wrote {output}")
+    else:
+        terminal.display_text(text)

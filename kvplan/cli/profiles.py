@@ -1,0 +1,173 @@
+"""``kvplan profiles``: list, show, validate profiles, and print their JSON Schema."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kvplan.cli import options as o
+
+HELP = """Device and model profiles: list the known ones, show one with its sources,
+validate profile files, print the JSON Schema of either kind."""
+
+
+class KindChoice(str, Enum):
+    device = "device"
+    model = "model"
+
+
+KindOpt = Annotated[KindChoice | None, typer.Option("--kind", "-k", help="Only this kind of profile.")]
+ListFormatOpt = Annotated[o.OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+
+app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+LIST_HELP = """List the built-in and user profiles with their key figures.
+
+Devices: RAM, budget (RAM − OS reserve), memory bandwidth and efficiency, flash read.
+Models: params, layers, heads / KV heads / head_dim, window, KV bytes per token at fp16.
+User profiles (--profiles-dir, $KVPLAN_PROFILES) come first; a built-in one they shadow is marked."""
+
+
+@app.command("list", help=LIST_HELP)
+def list_(
+    kind: KindOpt = None,
+    name: Annotated[str | None, typer.Option("--name", help="Only profiles whose name or an alias contains "
+                                             "this text (case-insensitive).")] = None,
+    output_format: ListFormatOpt = o.OutputFormat.table,
+    units: o.UnitsOpt = o.Units.si,
+    profiles_dir: o.ProfilesDirOpt = None,
+) -> None:
+    from kvplan.catalog import Catalog
+    from kvplan.cli import terminal
+    from kvplan.errors import ProfileError
+    from kvplan.loading import load_model_file
+    from kvplan.profiles import Device, Model
+    from kvplan.render import profiles as render
+
+    catalog = Catalog(profiles_dir)
+    needle = (name or "").lower()
+    entries: list[tuple[dict, object]] = []
+    for k in (kind.value,) if kind else ("device", "model"):
+        cls = Device if k == "device" else Model
+        seen: set[str] = set()
+        for entry_name, aliases, path, origin in catalog.entries(k):
+            if needle and not any(needle in n for n in [entry_name.lower(), *aliases]):
+                continue
+            try:
+                profile = load_model_file(cls, path, what=f"{k} profile")
+            except ProfileError as exc:
+                entries.append((render.invalid_row_json(k, entry_name, path, origin, exc.problems), None))
+                terminal.display_note(f"invalid {k} profile {path} (see 'kvplan profiles validate {path}')")
+                continue
+            shadowed = profile.name in seen
+            seen.add(profile.name)
+            entries.append((render.list_row_json(k, profile, path, origin, shadowed), profile))
+    if output_format is o.OutputFormat.json:
+        terminal.display_json({"profiles": [row for row, _ in entries]})
+    else:
+        terminal.display_tables(render.list_tables(entries, units.value), output_format.value)
+
+
+SHOW_HELP = """Show one profile: every field in base units and human units, where each figure came from,
+and the figures derived from it (budget; KV bytes per token, weight size).
+NAME is a built-in name, an alias, a user profile, or a YAML path."""
+
+
+@app.command("show", help=SHOW_HELP)
+def show(
+    name: Annotated[str, typer.Argument(help="Profile name, alias, or YAML path.", show_default=False)],
+    kind: KindOpt = None,
+    output_format: ListFormatOpt = o.OutputFormat.table,
+    units: o.UnitsOpt = o.Units.si,
+    profiles_dir: o.ProfilesDirOpt = None,
+) -> None:
+    from kvplan.catalog import Catalog
+    from kvplan.cli import terminal
+    from kvplan.render import profiles as render
+
+    catalog = Catalog(profiles_dir)
+    found_kind, resolved = _resolve_any(catalog, name, kind.value if kind else None)
+    if resolved.note:
+        terminal.display_note(resolved.note)
+    if output_format is o.OutputFormat.json:
+        terminal.display_json(render.show_json(found_kind, resolved.profile, resolved.path, resolved.origin))
+    else:
+        tables = render.show_tables(found_kind, resolved.profile, resolved.path, resolved.origin, units.value)
+        terminal.display_tables(tables, output_format.value)
+
+
+def _resolve_any(catalog, ref: str, kind: str | None):
+    """Resolve ``ref`` as the given kind, or as whichever kind knows it (a path: by its keys)."""
+    from kvplan.catalog import Catalog, _looks_like_path
+    from kvplan.errors import NotFoundError, UsageError
+
+    if kind:
+        return kind, getattr(catalog, kind)(ref)
+    if _looks_like_path(ref):
+        detected = Catalog._kind_of(Path(ref)) if Path(ref).is_file() else None
+        return (detected or "model"), getattr(catalog, detected or "model")(ref)
+    hits = []
+    for k in ("device", "model"):
+        try:
+            hits.append((k, getattr(catalog, k)(ref)))
+        except NotFoundError:
+            continue
+    if len(hits) > 1:
+        raise UsageError(f"{ref!r} names both a device and a model; add --kind device or --kind model")
+    if not hits:
+        raise NotFoundError(f"no device or model named {ref!r} (see 'kvplan profiles list', or pass a YAML path)")
+    return hits[0]
+
+
+VALIDATE_HELP = """Validate profile files: every problem in every file, as file:line: field: message.
+
+The kind (device or model) is told by the keys (ram / memory_bandwidth → device;
+layers / attention_heads → model) unless --kind is given.
+Exit code 0 when every file is valid, 2 when any is not."""
+
+
+@app.command("validate", help=VALIDATE_HELP)
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Profile YAML files.", show_default=False)],
+    kind: KindOpt = None,
+    output_format: Annotated[o.OutputFormat, typer.Option("--format", "-f", help="Output format: table "
+                                                          "(plain lines) or json.")] = o.OutputFormat.table,
+) -> None:
+    from kvplan.cli import terminal
+    from kvplan.cli.terminal import ExitCode
+    from kvplan.profile_check import validate_file
+
+    results = [validate_file(path, kind.value if kind else None) for path in files]
+    bad = [r for r in results if r.problems]
+    if output_format is o.OutputFormat.json:
+        terminal.display_json({"ok": not bad, "files": [r.as_json() for r in results]})
+    else:
+        lines = []
+        for r in results:
+            lines.extend(r.problems if r.problems else [f"{r.path}: ok ({r.kind} {r.name})"])
+        n_problems = sum(len(r.problems) for r in bad)
+        lines.append(f"{len(results)} file{'s' if len(results) != 1 else ''} checked: "
+                     + (f"{len(bad)} invalid ({n_problems} problem{'s' if n_problems != 1 else ''})"
+                        if bad else "all valid"))
+        terminal.display_text("\n".join(lines))
+    raise typer.Exit(ExitCode.BAD_INPUT if bad else ExitCode.OK)
+
+
+SCHEMA_HELP = """Print the JSON Schema (draft 2020-12) of a device or model profile file.
+
+Point your editor at it for completion and checking, with a first line such as
+'# yaml-language-server: $schema=https://…/docs/schema/device.schema.json'."""
+
+
+@app.command("schema", help=SCHEMA_HELP)
+def schema(
+    kind: Annotated[KindChoice, typer.Option("--kind", "-k", help="Which kind of profile.")],
+) -> None:
+    from kvplan.cli import terminal
+    from kvplan.schema import profile_json_schema
+
+    terminal.display_json(profile_json_schema(kind.value))

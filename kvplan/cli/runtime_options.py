@@ -1,0 +1,40 @@
+"""Options that pick a runtime's exact allocation (``--runtime`` and each runtime's own options).
+
+Any command that describes a configuration can declare these and hand them to
+:func:`runtime_knob`; the result goes into ``Knobs(runtime=…)``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+RuntimeOpt = Annotated[str, typer.Option(
+    "--runtime", help="Whose allocation to compute: ideal (the contract's formula), llama.cpp or transformers. "
+    "Under llama.cpp --ctx is -c, the TOTAL context shared by the --parallel sequences.")]
+ParallelOpt = Annotated[int | None, typer.Option(
+    "--parallel", help="llama.cpp: parallel sequences (-np); same number as --sequences.")]
+KvUnifiedOpt = Annotated[bool, typer.Option(
+    "--kv-unified", help="llama.cpp: one KV stream shared by all sequences (--kv-unified).")]
+UbatchOpt = Annotated[int | None, typer.Option("--ubatch", help="llama.cpp: physical batch (-ub, default 512).")]
+BatchOpt = Annotated[int | None, typer.Option("--batch", help="llama.cpp: logical batch (-b, default 2048).")]
+SwaFullOpt = Annotated[bool, typer.Option("--swa-full", help="llama.cpp: full-size cache on sliding-window layers.")]
+FlashAttnOpt = Annotated[str | None, typer.Option(
+    "--flash-attn", help="llama.cpp: flash attention on, off or auto (default auto); a quantized V cache "
+    "needs it.")]
+CacheOpt = Annotated[str | None, typer.Option("--cache", help="transformers: dynamic (default) or static cache.")]
+MaxCacheLenOpt = Annotated[str | None, typer.Option(
+    "--max-cache-len", help="transformers: StaticCache length in tokens (default: --ctx).")]
+
+
+def runtime_knob(runtime: str = "ideal", parallel: int | None = None, kv_unified: bool = False,
+                 ubatch: int | None = None, batch: int | None = None, swa_full: bool = False,
+                 flash_attn: str | None = None, cache: str | None = None, max_cache_len: str | None = None):
+    """The RuntimeSpec these options ask for (None: the ideal formula)."""
+    from kvplan.cli.options import parse_ctx
+    from kvplan.runtimes import runtime_spec
+
+    length = parse_ctx(max_cache_len, "--max-cache-len") if max_cache_len is not None else None
+    return runtime_spec(runtime, parallel=parallel, kv_unified=kv_unified, ubatch=ubatch, batch=batch,
+                        swa_full=swa_full, flash_attn=flash_attn, cache=cache, max_cache_len=length)

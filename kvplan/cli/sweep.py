@@ -1,0 +1,183 @@
+"""``kvplan sweep``: every combination of contexts, devices, models, weight/KV bits and sequences."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kvplan.cli import options as o
+from kvplan.cli import planopts as p
+
+HELP = """Evaluate a grid of configurations at once (vectorized: a million points in about a second).
+
+Every combination of --ctx (a list 1k,4k,8k or an inclusive range START..STOP[:STEP] such as
+1k..32k:1k), --device, --model, --weight-bits, --kv-bits (or --k-bits × --v-bits) and
+--sequences is one row with exact integer bytes: KV cache, weights, total, budget,
+headroom, verdict, decode tokens/s and the largest context that fits. Output as a table
+(first and last rows unless --all), CSV, JSON or Markdown; -o writes a file.
+Exit code 0 (whatever the verdicts), 2 on bad input."""
+
+TABLE_HEAD_ROWS = 10
+# Show a progress bar (on a terminal) from this many points; smaller grids finish in a blink.
+PROGRESS_FROM_POINTS = 200_000
+EVAL_CHUNK_POINTS = 262_144
+PRETTY_JSON_MAX_ROWS = 10_000
+JSON_CHUNK_ROWS = 65_536
+
+CtxGridOpt = Annotated[list[str], typer.Option("--ctx", "-c", help="Contexts: 8192, a list 1k,4k,8k, or an "
+                                               "inclusive range START..STOP[:STEP] (1k..32k:1k); repeatable.")]
+SequencesListOpt = Annotated[list[str] | None, typer.Option("--sequences", "-n", help="Concurrent sequences: "
+                                                            "1,2,4 or 1..8 (default 1).")]
+WeightBitsListOpt = Annotated[list[str] | None, typer.Option("--weight-bits", help="Bits per weight: 4,8 "
+                                                             "(may be fractional; default: the model's).")]
+KvBitsListOpt = Annotated[list[str] | None, typer.Option("--kv-bits", help="Bits per cached K and V value: "
+                                                         "16,8,4 (default: the model's).")]
+KBitsListOpt = Annotated[list[str] | None, typer.Option("--k-bits", help="Bits per cached key: 16,8 (crossed "
+                                                        "with --v-bits, or with --kv-bits for V).")]
+VBitsListOpt = Annotated[list[str] | None, typer.Option("--v-bits", help="Bits per cached value: 8,4 (crossed "
+                                                        "with --k-bits, or with --kv-bits for K).")]
+AllOpt = Annotated[bool, typer.Option("--all", help="Table/Markdown: print every row, not the first and last "
+                                      f"{TABLE_HEAD_ROWS}.")]
+
+
+def _format_pairs(kv_bits, k_bits, v_bits) -> list[tuple[int | None, int | None]]:
+    from kvplan.grids import parse_int_list
+
+    kv = parse_int_list(kv_bits, "--kv-bits", 1, 32) if kv_bits else []
+    k = parse_int_list(k_bits, "--k-bits", 1, 32) if k_bits else []
+    v = parse_int_list(v_bits, "--v-bits", 1, 32) if v_bits else []
+    if not k and not v:
+        return [(b, b) for b in kv] or [(None, None)]
+    return [(kb, vb) for kb in (k or kv or [None]) for vb in (v or kv or [None])]
+
+
+def sweep(
+    device: p.DevicesOpt = None,
+    model: p.ModelsOpt = None,
+    ctx: CtxGridOpt = None,
+    sequences: SequencesListOpt = None,
+    weight_bits: WeightBitsListOpt = None,
+    kv_bits: KvBitsListOpt = None,
+    k_bits: KBitsListOpt = None,
+    v_bits: VBitsListOpt = None,
+    pinned_prefix: o.PinnedOpt = "0",
+    os_reserve: o.OsReserveOpt = None,
+    margin: o.MarginOpt = "10%",
+    output_format: p.TabularFormatOpt = None,
+    output: p.OutputOpt = None,
+    show_all: AllOpt = False,
+    units: o.UnitsOpt = o.Units.si,
+    profiles_dir: o.ProfilesDirOpt = None,
+) -> None:
+    from kvplan.errors import UsageError
+    from kvplan.grids import parse_ctx_grid, parse_float_list, parse_int_list
+
+    if not device:
+        raise UsageError("--device: give at least one device (repeat --device for more)")
+    if not model:
+        raise UsageError("--model: give at least one model (repeat --model for more)")
+    if not ctx:
+        raise UsageError("--ctx: give contexts, e.g. --ctx 1k,4k,8k or --ctx 1k..32k:1k")
+    fmt_ = p.output_format(output_format, output)
+    if output:
+        from kvplan.outfiles import check_writable
+
+        check_writable(output)
+    ctx_values = parse_ctx_grid(ctx, "--ctx")
+    seq_values = parse_int_list(sequences, "--sequences", 1, 1_000_000) if sequences else [1]
+    weight_values = parse_float_list(weight_bits, "--weight-bits") if weight_bits else [None]
+    pairs = _format_pairs(kv_bits, k_bits, v_bits)
+
+    from kvplan.catalog import Catalog
+    from kvplan.cli import terminal
+    from kvplan.configure import build_scenario
+
+    catalog = Catalog(profiles_dir)
+    devices = [catalog.device(ref) for ref in dict.fromkeys(device)]
+    models = [catalog.model(ref) for ref in dict.fromkeys(model)]
+    for resolved in devices + models:
+        if resolved.note:
+            terminal.display_note(resolved.note)
+    bases = [build_scenario(d.profile, m.profile, 1, p.knobs(pinned_prefix=pinned_prefix, weight_bits=w,
+                                                              k_bits=kb, v_bits=vb, os_reserve=os_reserve,
+                                                              margin=margin))
+             for d in devices for m in models for w in weight_values for kb, vb in pairs]
+    parts = _evaluate(bases, ctx_values, seq_values)
+    _emit(parts, fmt_, output, show_all, units.value)
+
+
+def _evaluate(bases, ctx_values, seq_values):
+    """One vectorized evaluation per group (in chunks, so a long sweep can show progress)."""
+    from kvplan import sweep as engine_sweep
+    from kvplan.cli import terminal
+
+    ctx_grid, seq_grid = engine_sweep.grid(ctx_values, seq_values)
+    points = len(ctx_grid) * len(bases)
+    parts = []
+    with terminal.progress(points, "evaluating", points >= PROGRESS_FROM_POINTS) as bar:
+        for base in bases:
+            chunks = []
+            for start in range(0, len(ctx_grid), EVAL_CHUNK_POINTS):
+                stop = start + EVAL_CHUNK_POINTS
+                chunks.append(engine_sweep.evaluate_group(base, ctx_grid[start:stop], seq_grid[start:stop]))
+                bar.advance(len(chunks[-1]))
+            parts.append(engine_sweep.concat(chunks))
+    return parts
+
+
+def _emit(parts, fmt_, output, show_all: bool, units: str) -> None:
+    from kvplan.cli import terminal
+    from kvplan.render import sweep as render
+
+    rows = sum(len(part) for part in parts)
+    if fmt_ is p.TabularFormat.csv:
+        with terminal.progress(rows, "writing CSV", rows >= PROGRESS_FROM_POINTS) as bar:
+            chunks = [render.csv_header().encode()]
+            for n, data in render.csv_chunks(parts):
+                chunks.append(data)
+                bar.advance(n)
+        if output:
+            from kvplan.outfiles import write_atomic
+
+            write_atomic(output, lambda tmp: tmp.write_bytes(b"".join(chunks)))
+            terminal.display_note(f"wrote {rows:,} rows to {output}")
+        else:
+            terminal.display_bytes(chunks)
+        return
+
+    from kvplan import sweep as engine_sweep
+
+    cols = engine_sweep.concat(parts)
+    if fmt_ is p.TabularFormat.json:
+        import json
+
+        head = {"rows_count": rows, "columns": engine_sweep.SweepColumns.names()}
+        if rows <= PRETTY_JSON_MAX_ROWS:
+            text = json.dumps({**head, "rows": render.json_rows(cols)}, indent=2, allow_nan=False)
+        else:  # the C encoder, chunk by chunk (the pretty-printer is ~20x slower)
+            pieces = []
+            for start in range(0, rows, JSON_CHUNK_ROWS):
+                chunk = render.json_rows(cols.take(slice(start, start + JSON_CHUNK_ROWS)))
+                pieces.append(json.dumps(chunk, allow_nan=False)[1:-1])
+            text = json.dumps(head)[:-1] + ', "rows": [' + ", ".join(pieces) + "]}"
+        p.write_or_display_text(text + "\n", output)
+        return
+
+    import numpy as np
+
+    head = TABLE_HEAD_ROWS
+    if show_all or rows <= 2 * head:
+        indices, after, omitted = np.arange(rows), None, 0
+    else:
+        indices = np.concatenate([np.arange(head), np.arange(rows - head, rows)])
+        after, omitted = head - 1, rows - 2 * head
+    title = f"sweep: {rows:,} configuration{'s' if rows != 1 else ''}"
+    tables = [render.table(cols, indices, after, omitted, units, title)]
+    if output:
+        from kvplan.render.tables import to_markdown, to_plain
+
+        text = to_markdown(tables) if fmt_ is p.TabularFormat.markdown else to_plain(tables)
+        p.write_or_display_text(text, output)
+    else:
+        terminal.display_tables(tables, fmt_.value)

@@ -1,0 +1,309 @@
+"""The gate file: named configurations plus thresholds, as ``defaults:`` and per-configuration overrides.
+
+The same file format feeds ``kvplan gate`` and ``kvplan report``. Every configuration key
+that sets a knob is a field of :class:`KnobSpec`, named like the :class:`~kvplan.configure.Knobs`
+field it fills (``KNOB_FIELDS`` maps the three whose YAML name differs), so a new knob is one
+field here. Validation reports every problem of the file at once as ``file:line: field: message``,
+including unknown device and model names, which point at the line of the configuration using them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from kvplan.catalog import Catalog, Resolved, _looks_like_path
+from kvplan.configure import Knobs, build_scenario
+from kvplan.errors import KvplanError, ProfileError
+from kvplan.formats import format_from_name
+from kvplan.loading import validate_document
+from kvplan.plan import Scenario
+from kvplan.profiles import Bits, PositiveInt, SizeBytes, StrictBool, Tokens, WeightBits
+from kvplan.units import parse_size_bytes, parse_tokens
+from kvplan.yamlio import YamlDocument, load_yaml
+
+# YAML key → Knobs field, where the two differ (units in the Python names, plain words in the file).
+KNOB_FIELDS = {"pinned_prefix": "pinned_prefix_tokens", "os_reserve": "os_reserve_bytes", "margin": "margin_fraction"}
+
+
+def _fraction_or_percent(value: object) -> float:
+    """``0.1`` or ``"10%"`` → 0.1; refuses booleans, NaN and anything outside [0, 1)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a fraction like 0.1 or a percentage like '10%', got {str(value).lower()}")
+    text = str(value).strip()
+    try:
+        fraction = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise ValueError(f"expected a fraction like 0.1 or a percentage like '10%', got {value!r}") from None
+    if not math.isfinite(fraction) or not 0 <= fraction < 1:
+        raise ValueError(f"must be at least 0 and below 100 %, got {value!r}")
+    return fraction
+
+
+def _real_at_least_zero(value: object) -> object:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {value!r}")
+    return value
+
+
+def _known_cache_type(value: object) -> object:
+    if value is not None:
+        format_from_name(str(value))
+    return value
+
+
+@dataclass(frozen=True)
+class HeadroomLimit:
+    """A minimum headroom: absolute bytes, or a fraction of the configuration's budget."""
+
+    bytes: int | None = None
+    fraction: float | None = None
+
+    def limit_bytes(self, budget_bytes: int) -> int:
+        return self.bytes if self.bytes is not None else math.ceil(self.fraction * budget_bytes)
+
+
+def _headroom_limit(value: object) -> object:
+    if isinstance(value, HeadroomLimit):
+        return value
+    if isinstance(value, str) and value.strip().endswith("%"):
+        return HeadroomLimit(fraction=_fraction_or_percent(value))
+    try:
+        return HeadroomLimit(bytes=parse_size_bytes(value))
+    except KvplanError as exc:
+        raise ValueError(f"{exc}, or a percentage of the budget like '10%'") from None
+
+
+Margin = Annotated[float, BeforeValidator(_fraction_or_percent)]
+TokensOrZero = Annotated[int, BeforeValidator(lambda v: parse_tokens(v, positive=False))]
+CacheType = Annotated[str, BeforeValidator(_known_cache_type)]
+Seconds = Annotated[float, BeforeValidator(_real_at_least_zero), Field(ge=0)]
+TokensPerS = Annotated[float, BeforeValidator(_real_at_least_zero), Field(gt=0)]
+Headroom = Annotated[HeadroomLimit, BeforeValidator(_headroom_limit)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True,
+                              arbitrary_types_allowed=True)
+
+
+class KnobSpec(_Strict):
+    """Knobs a configuration may set; ``None`` (or absent) keeps the profile's or the default."""
+
+    sequences: PositiveInt | None = None
+    pinned_prefix: TokensOrZero | None = None
+    weight_bits: WeightBits | None = None
+    kv_bits: Bits | None = None
+    k_bits: Bits | None = None
+    v_bits: Bits | None = None
+    kv_group_size: PositiveInt | None = None
+    kv_type: CacheType | None = None
+    k_type: CacheType | None = None
+    v_type: CacheType | None = None
+    sliding_window: Tokens | None = None
+    os_reserve: SizeBytes | None = None
+    margin: Margin | None = None
+
+
+class ThresholdSpec(_Strict):
+    """What a configuration must achieve; absent thresholds are not checked (``must_fit`` defaults to true)."""
+
+    must_fit: StrictBool | None = None
+    min_headroom: Headroom | None = None
+    min_decode_tok_s: TokensPerS | None = None
+    max_total: SizeBytes | None = None
+    max_weights: SizeBytes | None = None
+    max_swap_in_s: Seconds | None = None
+    min_max_ctx: Tokens | None = None
+
+
+class Settings(KnobSpec, ThresholdSpec):
+    device: str | None = Field(None, min_length=1)
+    model: str | None = Field(None, min_length=1)
+    ctx: Tokens | None = None
+
+
+class Defaults(Settings):
+    """Settings every configuration inherits unless it sets its own (``null`` clears one)."""
+
+
+class Configuration(Settings):
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[^\n\r]+$")
+
+
+class GateSpec(_Strict):
+    """The whole file."""
+
+    title: str | None = None
+    defaults: Defaults = Defaults()
+    configurations: list[Configuration]
+
+    @field_validator("configurations")
+    @classmethod
+    def _not_empty(cls, value: list[Configuration]) -> list[Configuration]:
+        if not value:
+            raise ValueError("at least one configuration is needed")
+        return value
+
+
+THRESHOLD_NAMES = tuple(ThresholdSpec.model_fields)
+KNOB_NAMES = tuple(KnobSpec.model_fields)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The thresholds in force for one configuration (``None``: not checked)."""
+
+    must_fit: bool = True
+    min_headroom: HeadroomLimit | None = None
+    min_decode_tok_s: float | None = None
+    max_total: int | None = None
+    max_weights: int | None = None
+    max_swap_in_s: float | None = None
+    min_max_ctx: int | None = None
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """One configuration, resolved: its scenario and the thresholds it must meet."""
+
+    name: str
+    line: int | None
+    scenario: Scenario
+    thresholds: Thresholds
+    explicit_thresholds: bool  # the file set at least one threshold for it
+    device: Resolved
+    model: Resolved
+
+
+@dataclass(frozen=True)
+class GateFile:
+    path: str
+    title: str | None
+    configurations: tuple[GateConfig, ...]
+    notes: tuple[str, ...] = ()
+
+
+def to_knobs(values: dict) -> Knobs:
+    """Knobs from the set knob keys of a merged configuration (YAML names)."""
+    return Knobs(**{KNOB_FIELDS.get(k, k): v for k, v in values.items() if k in KNOB_NAMES and v is not None})
+
+
+def _set_fields(model: BaseModel) -> dict:
+    return {name: getattr(model, name) for name in model.model_fields_set}
+
+
+class _Profiles:
+    """Each distinct device/model reference resolved once per run (errors too)."""
+
+    def __init__(self, catalog: Catalog, base_dir: Path):
+        self.catalog, self.base_dir = catalog, base_dir
+        self._cache: dict[tuple[str, str], Resolved | KvplanError] = {}
+
+    def get(self, kind: str, ref: str) -> Resolved:
+        if _looks_like_path(ref) and not Path(ref).is_absolute():
+            ref = str(self.base_dir / ref)
+        key = (kind, ref)
+        if key not in self._cache:
+            try:
+                self._cache[key] = getattr(self.catalog, kind)(ref)
+            except KvplanError as exc:
+                self._cache[key] = exc
+        found = self._cache[key]
+        if isinstance(found, KvplanError):
+            raise found
+        return found
+
+
+def load_gate(path: str, catalog: Catalog | None = None) -> GateFile:
+    """Load, validate and resolve a gate file; every problem is collected into one ProfileError."""
+    doc = load_yaml(path)
+    catalog = catalog or Catalog()
+    try:
+        spec = validate_document(GateSpec, doc, what="gate file")
+    except ProfileError as exc:
+        # Report unknown device/model names together with the schema problems, not in a second round.
+        raise ProfileError(list(dict.fromkeys(exc.problems + _name_problems(doc, catalog)))) from None
+    return resolve(spec, doc, catalog)
+
+
+def _name_problems(doc: YamlDocument, catalog: Catalog) -> list[str]:
+    """Unknown device/model names anywhere in a file that failed validation (best effort on raw data)."""
+    profiles = _Profiles(catalog, Path(doc.path).parent)
+    data = doc.data if isinstance(doc.data, dict) else {}
+    places = [(("defaults",), data.get("defaults"))]
+    configurations = data.get("configurations")
+    if isinstance(configurations, list):
+        places += [(("configurations", i), c) for i, c in enumerate(configurations)]
+    problems: list[str] = []
+    for loc, mapping in places:
+        for kind in ("device", "model"):
+            ref = mapping.get(kind) if isinstance(mapping, dict) else None
+            if isinstance(ref, str) and ref.strip():
+                at = loc + (kind,)
+                problems += _profile_problems(profiles, kind, ref, f"{doc.where(at)}: {'.'.join(map(str, at))}")
+    return problems
+
+
+def _profile_problems(profiles: _Profiles, kind: str, ref: str, where: str) -> list[str]:
+    try:
+        profiles.get(kind, ref)
+    except ProfileError as exc:
+        return [f"{where}: invalid {kind} profile {ref!r}:"] + [f"  {p}" for p in exc.problems]
+    except KvplanError as exc:
+        return [f"{where}: {exc}"]
+    return []
+
+
+def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog) -> GateFile:
+    profiles = _Profiles(catalog, Path(doc.path).parent)
+    defaults = _set_fields(spec.defaults)
+    problems: list[str] = []
+    notes: list[str] = []
+    configs: list[GateConfig] = []
+    first_of: dict[str, int] = {}
+    for i, cfg in enumerate(spec.configurations):
+        own = _set_fields(cfg)
+        values = {**defaults, **own}
+        loc = ("configurations", i)
+        if cfg.name in first_of:
+            problems.append(f"{doc.where(loc + ('name',))}: configurations.{i}.name: {cfg.name!r} is already the name "
+                            f"of configurations.{first_of[cfg.name]}; names must be unique")
+        first_of.setdefault(cfg.name, i)
+
+        def where(key: str) -> str:
+            at = loc + (key,) if key in own else ("defaults", key) if key in defaults else loc
+            return f"{doc.where(at)}: {'.'.join(map(str, at))}"
+
+        resolved: dict[str, Resolved] = {}
+        for kind in ("device", "model", "ctx"):
+            if values.get(kind) is None:
+                problems.append(f"{doc.where(loc)}: {'.'.join(map(str, loc))}.{kind}: required "
+                                f"(give it here or under defaults)")
+            elif kind != "ctx":
+                found = _profile_problems(profiles, kind, values[kind], where(kind))
+                if found:
+                    problems += found
+                else:
+                    resolved[kind] = profiles.get(kind, values[kind])
+        if len(resolved) < 2 or values.get("ctx") is None:
+            continue
+        notes += [r.note for r in resolved.values() if r.note]
+        try:
+            scenario = build_scenario(resolved["device"].profile, resolved["model"].profile, values["ctx"],
+                                      to_knobs(values))
+        except KvplanError as exc:
+            problems.append(f"{doc.where(loc)}: {'.'.join(map(str, loc))}: {exc}")
+            continue
+        given = {k: v for k, v in values.items() if k in THRESHOLD_NAMES and v is not None}
+        thresholds = Thresholds(**{k: v for k, v in values.items() if k in THRESHOLD_NAMES
+                                   and (v is not None or k != "must_fit")})
+        configs.append(GateConfig(cfg.name, doc.line_of(loc), scenario, thresholds, bool(given),
+                                  resolved["device"], resolved["model"]))
+    if problems:
+        raise ProfileError(list(dict.fromkeys(problems)))
+    return GateFile(doc.path, spec.title, tuple(configs), tuple(dict.fromkeys(notes)))

@@ -1,0 +1,180 @@
+"""Model profile from a GGUF file's header: metadata and tensor shapes, never the tensor data.
+
+Keys read (``{arch}`` is ``general.architecture``): ``{arch}.block_count``,
+``{arch}.attention.head_count``, ``{arch}.attention.head_count_kv`` (a number, or an array
+with one entry per layer), ``{arch}.attention.key_length`` / ``value_length`` (else
+``embedding_length / head_count``), ``…key_length_mla`` / ``value_length_mla`` and
+``{arch}.attention.kv_lora_rank`` with ``{arch}.rope.dimension_count`` for multi-head
+latent attention, ``{arch}.attention.sliding_window`` and
+``{arch}.attention.sliding_window_pattern`` (a period ``n``: layer ``i`` local when
+``i % n < n − 1``; or one boolean per layer), ``{arch}.context_length``,
+``{arch}.embedding_length``, ``{arch}.feed_forward_length``, ``{arch}.vocab_size`` (else the
+tokenizer's token count). A window without a pattern key follows llama.cpp's built-in
+rule for the architecture (Gemma 2 alternating, Gemma 3 period 6, Cohere 2 period 4).
+
+params = Σ tensor elements; the weight size is Σ tensor bytes of the file, so the
+profile's ``weights`` is the file's own (quantized) size.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kvplan.errors import ProfileError, UsageError
+from kvplan.importers.common import ImportedProfile, finish, slug, swa_pattern_layers, window_pattern
+
+_BUILTIN_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4}  # llama.cpp set_swa_pattern(n)
+
+
+def _reader(path: str | Path):
+    try:
+        import gguf
+    except ImportError:
+        raise UsageError("reading GGUF files needs the optional 'gguf' package: pip install 'kvplan[gguf]'") from None
+    p = Path(path)
+    if not p.is_file():
+        raise ProfileError([f"{path}: no such file"])
+    try:
+        return gguf.GGUFReader(p)
+    except (ValueError, OSError, KeyError, IndexError, TypeError) as exc:
+        raise ProfileError([f"{path}: not a readable GGUF file ({exc})"]) from None
+
+
+def read_metadata(path: str | Path) -> tuple[dict, list[tuple[str, int, int]]]:
+    """The header's key/value metadata and ``(name, elements, bytes)`` of every tensor."""
+    reader = _reader(path)
+    meta = {}
+    for key, fld in reader.fields.items():
+        if key.startswith("GGUF.") or key in ("tokenizer.ggml.merges", "tokenizer.ggml.scores",
+                                               "tokenizer.ggml.token_type"):
+            continue
+        try:
+            meta[key] = fld.contents()
+        except (ValueError, UnicodeDecodeError, IndexError):
+            continue
+    tensors = [(t.name, int(t.n_elements), int(t.n_bytes)) for t in reader.tensors]
+    return meta, tensors
+
+
+def _int(meta: dict, key: str, where: str, required: bool = True):
+    value = meta.get(key)
+    if value is None:
+        if required:
+            raise ProfileError([f"{where}: {key}: missing from the GGUF metadata (needed for a model profile)"])
+        return None
+    if isinstance(value, list):
+        return [int(v) for v in value]
+    return int(value)
+
+
+def profile_from_gguf_file(path: str | Path, *, name: str | None = None, params: int | None = None,
+                           weight_bits: float | None = None) -> ImportedProfile:
+    meta, tensors = read_metadata(path)
+    return profile_from_gguf_metadata(meta, tensors, where=str(path), name=name, params=params,
+                                      weight_bits=weight_bits)
+
+
+def profile_from_gguf_metadata(meta: dict, tensors: list[tuple[str, int, int]], *, where: str,
+                               name: str | None = None, params: int | None = None,
+                               weight_bits: float | None = None) -> ImportedProfile:
+    arch = meta.get("general.architecture")
+    if not isinstance(arch, str) or not arch:
+        raise ProfileError([f"{where}: general.architecture: missing from the GGUF metadata"])
+    k = f"{arch}."
+    notes: list[str] = []
+    layers = _int(meta, k + "block_count", where)
+    heads = _int(meta, k + "attention.head_count", where)
+    if isinstance(heads, list):
+        notes.append(f"{k}attention.head_count varies per layer; using the largest, {max(heads)}")
+        heads = max(heads)
+    kv_heads = _int(meta, k + "attention.head_count_kv", where, required=False) or heads
+    if isinstance(kv_heads, list):
+        if len(kv_heads) != layers:
+            raise ProfileError([f"{where}: {k}attention.head_count_kv: {len(kv_heads)} entries for {layers} layers"])
+        if 0 in kv_heads:
+            raise ProfileError([f"{where}: {k}attention.head_count_kv: layer {kv_heads.index(0)} has no KV heads "
+                                "(not an attention layer); kvplan models attention-only stacks"])
+        kv_heads = kv_heads[0] if len(set(kv_heads)) == 1 else kv_heads
+    hidden = _int(meta, k + "embedding_length", where, required=False)
+    mla = None
+    rank = _int(meta, k + "attention.kv_lora_rank", where, required=False)
+    key_len = _int(meta, k + "attention.key_length_mla", where, required=False) if rank else None
+    val_len = _int(meta, k + "attention.value_length_mla", where, required=False) if rank else None
+    key_len = key_len or _int(meta, k + "attention.key_length", where, required=False)
+    val_len = val_len or _int(meta, k + "attention.value_length", where, required=False)
+    if key_len is None:
+        if not hidden:
+            raise ProfileError([f"{where}: {k}attention.key_length and {k}embedding_length are both missing"])
+        key_len = hidden // heads
+    val_len = val_len or key_len
+    if rank:
+        mla = {"kv_lora_rank": rank, "qk_rope_head_dim": _int(meta, k + "rope.dimension_count", where)}
+    inter = _int(meta, k + "feed_forward_length", where, required=False)
+    if isinstance(inter, list):
+        inter = max(inter)
+    vocab = _int(meta, k + "vocab_size", where, required=False)
+    if vocab is None and isinstance(meta.get("tokenizer.ggml.tokens"), list):
+        vocab = len(meta["tokenizer.ggml.tokens"])
+    max_context = _int(meta, k + "context_length", where, required=False)
+
+    window = _int(meta, k + "attention.sliding_window", where, required=False)
+    local: list[int] = []
+    if window:
+        raw = meta.get(k + "attention.sliding_window_pattern")
+        if isinstance(raw, list):
+            local = [i for i, flag in enumerate(raw) if flag]
+            window_note = f"{k}attention.sliding_window {window}, sliding_window_pattern per layer"
+        else:
+            n = int(raw) if raw is not None else _BUILTIN_PATTERN.get(arch, 0)
+            local = swa_pattern_layers(n, layers)
+            window_note = (f"{k}attention.sliding_window {window}, pattern period {n} "
+                           f"({'from the file' if raw is not None else 'llama.cpp default for ' + arch})")
+    else:
+        window_note = "no sliding window in the GGUF metadata"
+    pattern = window_pattern(local, layers)
+
+    n_elements = sum(e for _, e, _ in tensors)
+    n_bytes = sum(b for _, _, b in tensors)
+    tied = bool(tensors) and not any(t == "output.weight" for t, _, _ in tensors)
+    if params is None:
+        if not n_elements:
+            raise ProfileError([f"{where}: the file lists no tensors; give --params"])
+        params, params_note = n_elements, f"sum of the {len(tensors)} tensor shapes in the GGUF header: {n_elements:,}"
+    else:
+        params_note = "given on the command line (--params)"
+    weights = None
+    if weight_bits is None and n_bytes:
+        weights = n_bytes
+        weight_bits = round(n_bytes * 8 / params, 3)
+        weights_note = f"sum of the tensor sizes in the file: {n_bytes:,} bytes ({weight_bits:g} bits/param)"
+    else:
+        weight_bits = 16 if weight_bits is None else weight_bits
+        weights_note = None
+    file_name = meta.get("general.name") or Path(where).stem
+    fields = [
+        ("name", name or slug(file_name), ""),
+        ("description", f"imported from {Path(where).name} (GGUF, {arch})", ""),
+        ("architecture", arch, "general.architecture"),
+        ("params", params, "see sources.params"),
+        ("layers", layers, "block_count"),
+        ("attention_heads", heads, "attention.head_count"),
+        ("kv_heads", kv_heads, "attention.head_count_kv"),
+        ("head_dim", key_len, "attention.key_length"),
+        ("v_head_dim", val_len if val_len != key_len else None, "attention.value_length"),
+        ("hidden_size", hidden, "embedding_length"),
+        ("intermediate_size", inter, "feed_forward_length"),
+        ("vocab_size", vocab, ""),
+        ("tie_embeddings", tied if tensors else None, "no output.weight tensor: tied to the embedding"),
+        ("max_context", max_context, "context_length"),
+        ("sliding_window", window if pattern is not None else None, ""),
+        ("sliding_window_pattern", pattern, ""),
+        ("mla", mla, "multi-head latent attention"),
+        ("weight_bits", weight_bits, "bits per weight of this file" if weights else "deployment bits per weight"),
+        ("weights", weights, "this file's tensor bytes"),
+        ("kv_bits", 16, "fp16 KV cache"),
+        ("sources", {"config": f"{Path(where).name} (GGUF header, imported by kvplan)", "params": params_note,
+                     "weights": weights_note, "sliding_window": window_note}, ""),
+    ]
+    header = [f"Model profile imported by 'kvplan import gguf' from {where}.",
+              "Check every figure against the model card, then run 'kvplan profiles validate'."]
+    return finish(fields, header, where, notes)

@@ -1,0 +1,212 @@
+"""Model profile from a Hugging Face ``config.json`` (read locally; nothing is downloaded).
+
+Figures come from the config's keys; a key the file leaves out takes the default of the
+transformers config class of its ``model_type`` (``_DEFAULTS`` below, e.g. a Gemma 3 4B
+``text_config`` names only four keys). The parameter count is derived from the shapes:
+
+    params = V·H (embedding) + V·H (output layer, unless tied) + H (final norm)
+           + Σ_layers [ attention + MLP + norms ]
+    attention = H·n_h·d (q) + H·n_kv·d (k) + H·n_kv·d_v (v) + n_h·d_v·H (o)  [+ biases, + q/k norms 2·d]
+    MLA (DeepSeek-V2) = H·n_h·(d_nope+d_rope) (q; or H·r_q + r_q + r_q·n_h·(d_nope+d_rope) with q_lora_rank)
+                      + H·(r_kv+d_rope) + r_kv + r_kv·n_h·(d_nope+d_v) + n_h·d_v·H
+    MLP   = 3·H·I (gated: gate, up, down); a MoE layer: (E_routed + E_shared)·3·H·I_moe + E_routed·H (router)
+    norms = 2·H per layer (Gemma 2/3: 4·H)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kvplan.errors import ProfileError
+from kvplan.importers.common import ImportedProfile, finish, slug, swa_pattern_layers, window_pattern
+
+# Defaults of the transformers config classes for keys a config.json may omit.
+_DEFAULTS: dict[str, dict] = {
+    "llama": {"tie_word_embeddings": False},
+    "mistral": {"tie_word_embeddings": False, "sliding_window": 4096},
+    "qwen2": {"tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
+              "max_window_layers": 28},
+    "qwen3": {"tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
+              "max_window_layers": 28, "head_dim": 128},
+    "phi3": {"tie_word_embeddings": False},
+    "gemma2": {"tie_word_embeddings": True, "head_dim": 256, "sliding_window": 4096},
+    "gemma3_text": {"tie_word_embeddings": True, "vocab_size": 262_208, "hidden_size": 2304,
+                    "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
+                    "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
+                    "sliding_window": 4096, "sliding_window_pattern": 6},
+    "deepseek_v2": {"tie_word_embeddings": False},
+}
+_FOUR_NORMS = {"gemma2", "gemma3_text", "gemma3"}  # input, post-attention, pre- and post-feedforward norms
+_QK_NORM = {"qwen3", "gemma3_text", "gemma3"}  # per-head RMSNorm on queries and keys
+_QKV_BIAS = {"qwen2"}  # bias on q, k, v (not o)
+
+
+def profile_from_hf_file(path: str | Path, *, name: str | None = None, params: int | None = None,
+                         weight_bits: float | None = None) -> ImportedProfile:
+    from kvplan.yamlio import read_text
+
+    text = read_text(path)
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProfileError([f"{path}:{exc.lineno}: not valid JSON: {exc.msg}"]) from None
+    if not isinstance(config, dict):
+        raise ProfileError([f"{path}: expected a JSON object (a config.json), got {type(config).__name__}"])
+    p = Path(path)
+    default_name = config.get("_name_or_path") or (p.stem if p.stem != "config" else p.resolve().parent.name)
+    return profile_from_hf_config(config, name=name or slug(default_name), where=str(path),
+                                  params=params, weight_bits=weight_bits)
+
+
+def text_config(config: dict) -> tuple[dict, str]:
+    """The language model's config (a multimodal config nests it) with class defaults, and its model_type."""
+    nested = config.get("text_config")
+    raw = nested if isinstance(nested, dict) else config
+    model_type = str(raw.get("model_type") or config.get("model_type") or "")
+    if isinstance(nested, dict) and "tie_word_embeddings" not in raw and "tie_word_embeddings" in config:
+        raw = {**raw, "tie_word_embeddings": config["tie_word_embeddings"]}
+    return {**_DEFAULTS.get(model_type, {}), **{k: v for k, v in raw.items()}}, model_type
+
+
+def _need(c: dict, key: str, where: str) -> int:
+    value = c.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        shown = "missing" if value is None else f"{value!r} is not a positive whole number"
+        raise ProfileError([f"{where}: {key}: {shown} (needed for a model profile)"])
+    return value
+
+
+def local_layers(c: dict, model_type: str, layers: int, max_context: int | None) -> tuple[list[int], str]:
+    """The windowed layers the config really applies, and how that was decided (for sources)."""
+    window = c.get("sliding_window")
+    if not window:
+        return [], "no sliding_window in the config: every layer attends to the whole context"
+    if c.get("use_sliding_window") is False:
+        return [], f"sliding_window {window} is declared but use_sliding_window is false: not applied"
+    if max_context and window >= max_context:
+        return [], (f"sliding_window {window} ≥ max_position_embeddings {max_context}: "
+                    "no effect within the trained context, left out")
+    types = c.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        return [i for i, t in enumerate(types) if t == "sliding_attention"], "config layer_types"
+    if model_type in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe"):
+        first = int(c.get("max_window_layers") or 0)
+        return list(range(first, layers)), f"use_sliding_window on layers ≥ max_window_layers ({first})"
+    if model_type == "gemma2":
+        return list(range(0, layers, 2)), "Gemma 2: even layers local, odd layers global"
+    pattern = c.get("sliding_window_pattern", c.get("_sliding_window_pattern"))
+    if isinstance(pattern, int) and not isinstance(pattern, bool):
+        return swa_pattern_layers(pattern, layers), (f"sliding_window_pattern {pattern}: layer i global "
+                                                     f"when (i + 1) % {pattern} == 0")
+    return list(range(layers)), "sliding_window on every layer"
+
+
+def derived_params(c: dict, model_type: str, layers: int, heads: int, kv_heads: int, head_dim: int,
+                   v_head_dim: int) -> tuple[int, str]:
+    """Parameter count from the shapes (module docstring), and the arithmetic as text."""
+    hidden = _need(c, "hidden_size", "config")
+    vocab = _need(c, "vocab_size", "config")
+    inter = _need(c, "intermediate_size", "config")
+    tied = bool(c.get("tie_word_embeddings"))
+    embed = vocab * hidden
+    if c.get("kv_lora_rank"):
+        rope, nope = int(c["qk_rope_head_dim"]), int(c["qk_nope_head_dim"])
+        r_kv, r_q = int(c["kv_lora_rank"]), c.get("q_lora_rank")
+        q = hidden * r_q + r_q + r_q * heads * (nope + rope) if r_q else hidden * heads * (nope + rope)
+        attn = q + hidden * (r_kv + rope) + r_kv + r_kv * heads * (nope + v_head_dim) + heads * v_head_dim * hidden
+        attn_text = f"MLA attention {attn:,}"
+    else:
+        attn = (hidden * heads * head_dim + hidden * kv_heads * head_dim + hidden * kv_heads * v_head_dim
+                + heads * v_head_dim * hidden)
+        if model_type in _QKV_BIAS:
+            attn += heads * head_dim + kv_heads * head_dim + kv_heads * v_head_dim
+        elif c.get("attention_bias"):
+            attn += heads * head_dim + kv_heads * head_dim + kv_heads * v_head_dim + hidden
+        if model_type in _QK_NORM:
+            attn += 2 * head_dim
+        attn_text = f"attention {attn:,} (q {heads}×{head_dim}, k/v {kv_heads}×{head_dim}, o)"
+    norms = (4 if model_type in _FOUR_NORMS else 2) * hidden
+    dense_mlp = 3 * hidden * inter + (2 * inter + hidden if c.get("mlp_bias") else 0)
+    experts = int(c.get("n_routed_experts") or 0)
+    if experts:
+        shared = int(c.get("n_shared_experts") or 0)
+        moe_inter = int(c["moe_intermediate_size"])
+        first_dense = int(c.get("first_k_dense_replace") or 0)
+        freq = int(c.get("moe_layer_freq") or 1)
+        moe_layers = sum(1 for i in range(layers) if i >= first_dense and i % freq == 0)
+        moe_mlp = (experts + shared) * 3 * hidden * moe_inter + experts * hidden
+        mlp_total = moe_layers * moe_mlp + (layers - moe_layers) * dense_mlp
+        mlp_text = (f"{layers - moe_layers} dense MLP layers × {dense_mlp:,} + {moe_layers} MoE layers × "
+                    f"({experts} routed + {shared} shared) experts × 3×{hidden}×{moe_inter} + router "
+                    f"{experts}×{hidden} = {moe_mlp:,}")
+    else:
+        mlp_total = layers * dense_mlp
+        mlp_text = f"MLP 3×{hidden}×{inter} = {dense_mlp:,} per layer"
+    total = embed * (1 if tied else 2) + hidden + layers * (attn + norms) + mlp_total
+    text = (f"derived from config: embeddings {vocab}×{hidden} = {embed:,}"
+            f"{' (tied output layer)' if tied else f' + untied lm_head {embed:,}'}; per layer {attn_text}, "
+            f"norms {norms:,}; {mlp_text}; final norm {hidden:,}; total {total:,}")
+    return total, text
+
+
+def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json", params: int | None = None,
+                           weight_bits: float | None = None) -> ImportedProfile:
+    """Build and validate a model profile from a parsed config.json (see the module docstring)."""
+    c, model_type = text_config(config)
+    layers = _need(c, "num_hidden_layers", where)
+    heads = _need(c, "num_attention_heads", where)
+    kv_heads = c.get("num_key_value_heads") or heads
+    hidden = c.get("hidden_size")
+    mla = None
+    if c.get("kv_lora_rank"):
+        head_dim = int(c["qk_nope_head_dim"]) + int(c["qk_rope_head_dim"])
+        v_head_dim = int(c.get("v_head_dim") or head_dim)
+        mla = {"kv_lora_rank": int(c["kv_lora_rank"]), "qk_rope_head_dim": int(c["qk_rope_head_dim"])}
+        head_note = f"qk_nope_head_dim {c['qk_nope_head_dim']} + qk_rope_head_dim {c['qk_rope_head_dim']}"
+    elif c.get("head_dim"):
+        head_dim = v_head_dim = int(c["head_dim"])
+        head_note = "config head_dim"
+    else:
+        head_dim = v_head_dim = _need(c, "hidden_size", where) // heads
+        head_note = f"hidden_size / num_attention_heads = {hidden} / {heads}"
+    max_context = c.get("max_position_embeddings")
+    local, window_note = local_layers(c, model_type, layers, max_context)
+    pattern = window_pattern(local, layers)
+    window = int(c["sliding_window"]) if pattern is not None else None
+    notes = []
+    if params is None:
+        try:
+            params, params_note = derived_params(c, model_type, layers, heads, kv_heads, head_dim, v_head_dim)
+        except (ProfileError, KeyError, TypeError, ValueError) as exc:
+            raise ProfileError([f"{where}: cannot derive the parameter count from this config ({exc}); "
+                                "give --params"]) from None
+    else:
+        params_note = "given on the command line (--params)"
+    source = config.get("_name_or_path") or where
+    fields = [
+        ("name", name, ""),
+        ("description", f"imported from {Path(where).name} ({model_type or 'unknown model_type'})", ""),
+        ("architecture", config.get("model_type") or model_type or None, "config model_type"),
+        ("params", params, "see sources.params"),
+        ("layers", layers, "num_hidden_layers"),
+        ("attention_heads", heads, "num_attention_heads"),
+        ("kv_heads", kv_heads, "num_key_value_heads"),
+        ("head_dim", head_dim, head_note),
+        ("v_head_dim", v_head_dim if v_head_dim != head_dim else None, "v_head_dim"),
+        ("hidden_size", hidden, ""),
+        ("intermediate_size", c.get("intermediate_size"), ""),
+        ("vocab_size", c.get("vocab_size"), ""),
+        ("tie_embeddings", bool(c.get("tie_word_embeddings")), "tie_word_embeddings"),
+        ("max_context", max_context, "max_position_embeddings"),
+        ("sliding_window", window, ""),
+        ("sliding_window_pattern", pattern, ""),
+        ("mla", mla, "multi-head latent attention"),
+        ("weight_bits", 16 if weight_bits is None else weight_bits, "deployment bits per weight"),
+        ("kv_bits", 16, "fp16 KV cache"),
+        ("sources", {"config": f"{source} (config.json, imported by kvplan)", "params": params_note,
+                     "sliding_window": window_note}, ""),
+    ]
+    header = [f"Model profile imported by 'kvplan import hf' from {where}.",
+              "Check every figure against the model card, then run 'kvplan profiles validate'."]
+    return finish(fields, header, where, notes)

@@ -1,0 +1,81 @@
+"""What ``kvplan compare`` shows: one row per device × model, and the verdict matrix."""
+
+from __future__ import annotations
+
+from kvplan.plan import Evaluation
+from kvplan.render import fmt
+from kvplan.render.tables import Table, to_csv
+
+CSV_COLUMNS = ["device", "model", "ctx", "sequences", "pinned_prefix_tokens", "weight_bits", "k_format", "v_format",
+               "kv_bytes_per_token", "kv_bytes", "pinned_prefix_bytes", "weights_bytes", "overhead_bytes",
+               "total_bytes", "budget_bytes", "headroom_bytes", "verdict", "decode_tokens_per_s", "max_ctx",
+               "max_ctx_at_target"]
+
+
+def _row(ev: Evaluation) -> dict:
+    s = ev.scenario
+    return {
+        "device": s.device.name, "model": s.model.name, "ctx": s.ctx, "sequences": s.sequences,
+        "pinned_prefix_tokens": s.pinned_prefix_tokens, "weight_bits": ev.weight_bits,
+        "k_format": ev.layout.k_format.name, "v_format": ev.layout.v_format.name,
+        "kv_bytes_per_token": ev.kv_bytes_per_token, "kv_bytes": ev.kv_bytes,
+        "pinned_prefix_bytes": ev.pinned_prefix_bytes, "weights_bytes": ev.weights_bytes,
+        "overhead_bytes": ev.overhead_bytes, "total_bytes": ev.total_bytes, "budget_bytes": ev.budget_bytes,
+        "headroom_bytes": ev.headroom_bytes, "verdict": ev.verdict.value,
+        "decode_tokens_per_s": ev.decode_tokens_per_s, "max_ctx": ev.max_ctx,
+        "max_ctx_at_target": ev.max_ctx_at_target,
+    }
+
+
+def compare_json(evaluations: list[list[Evaluation]]) -> dict:
+    first = evaluations[0][0].scenario if evaluations and evaluations[0] else None
+    return {
+        "ctx": first.ctx if first else None,
+        "devices": [row[0].scenario.device.name for row in evaluations if row],
+        "models": [ev.scenario.model.name for ev in evaluations[0]] if evaluations else [],
+        "target_tokens_per_s": first.target_tokens_per_s if first else None,
+        "rows": [_row(ev) for row in evaluations for ev in row],
+    }
+
+
+def compare_csv(evaluations: list[list[Evaluation]]) -> str:
+    rows = [_row(ev) for row in evaluations for ev in row]
+    return to_csv(CSV_COLUMNS, [["" if r[c] is None else r[c] for c in CSV_COLUMNS] for r in rows])
+
+
+def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> list[Table]:
+    cells = [ev for row in evaluations for ev in row]
+    if not cells:
+        return [Table("nothing to compare", ["device", "model"])]
+    s = cells[0].scenario
+    target = s.target_tokens_per_s
+    columns = ["device", "model", "verdict", "KV cache", "total", "headroom", "decode tok/s", "max ctx"]
+    if target:
+        columns.append(f"max ctx ≥ {target:g} tok/s")
+    extra = (f", {s.sequences} sequences" if s.sequences > 1 else "") + \
+        (f", {s.pinned_prefix_tokens:,}-token pinned prefix" if s.pinned_prefix_tokens else "")
+    t = Table(f"compare at {s.ctx:,} tokens{extra}", columns,
+              align=["left", "left", "left"] + ["right"] * (len(columns) - 3))
+    for ev in cells:
+        style = {"fit": "green", "tight": "yellow", "over": "red"}[ev.verdict.value]
+        cells_text = [ev.scenario.device.name, ev.scenario.model.name, ev.verdict.value,
+                      fmt.bytes_(ev.kv_bytes, units), fmt.bytes_(ev.total_bytes, units),
+                      fmt.bytes_(ev.headroom_bytes, units), fmt.per_s(ev.decode_tokens_per_s), _max_ctx(ev)]
+        if target:
+            cells_text.append(fmt.tokens(ev.max_ctx_at_target))
+        t.add(*cells_text, style=style)
+    tables = [t]
+    if len(evaluations) > 1 and len(evaluations[0]) > 1:
+        models = [ev.scenario.model.name for ev in evaluations[0]]
+        m = Table("verdict and headroom (devices × models)", ["device", *models])
+        for row in evaluations:
+            m.add(row[0].scenario.device.name,
+                  *(f"{ev.verdict.value} {fmt.bytes_(ev.headroom_bytes, units)}" for ev in row))
+        tables.append(m)
+    return tables
+
+
+def _max_ctx(ev: Evaluation) -> str:
+    if ev.max_ctx is None:
+        return "none" if ev.max_ctx_limited_by == "weights" else "unbounded"
+    return f"{ev.max_ctx:,}"

@@ -1,0 +1,88 @@
+"""Vectorized CSV text for large numeric grids (a million rows in well under a second).
+
+Converting a million integers to text one at a time costs seconds in Python (and so do
+``ndarray.astype(str)`` and ``numpy.savetxt``). Here every field of a chunk of rows becomes
+a ``uint8`` matrix of ASCII codes, one row per record, with 0 marking "no character"
+(leading zeros, empty fields); the fields and separators are stacked side by side and the
+zeros dropped, which leaves the CSV bytes in row order. Integers are exact; floats are
+written with a fixed number of decimals.
+"""
+
+from __future__ import annotations
+
+_ZERO, _MINUS, _DOT, _COMMA, _NEWLINE = 48, 45, 46, 44, 10
+
+
+def int_field(values, empty=None):
+    """ASCII matrix of whole numbers (``-`` for negatives); rows where ``empty`` is True are blank."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=np.int64)
+    n = len(values)
+    magnitude = np.abs(values)
+    largest = int(magnitude.max()) if n else 0
+    width = len(str(largest))
+    out = np.empty((n, width + 1), dtype=np.uint8)
+    rest = magnitude.copy()
+    for j in range(width, 0, -1):
+        out[:, j] = rest % 10 + _ZERO
+        rest //= 10
+    digits = np.ones(n, dtype=np.int64)
+    for k in range(1, width):
+        digits += magnitude >= 10**k
+    leading = np.arange(width + 1)[None, :] < (width + 1 - digits)[:, None]
+    out[leading] = 0
+    out[:, 0] = np.where(values < 0, _MINUS, 0)
+    if empty is not None:
+        out[np.asarray(empty)] = 0
+    return out
+
+
+def fixed_field(values, decimals: int = 6):
+    """ASCII matrix of non-negative floats with ``decimals`` digits after the point; NaN/inf blank."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=np.float64)
+    blank = ~np.isfinite(values)
+    scaled = np.round(np.where(blank, 0.0, values) * 10**decimals).astype(np.int64)
+    whole = int_field(scaled // 10**decimals)
+    frac = np.empty((len(values), decimals), dtype=np.uint8)
+    rest = scaled % 10**decimals
+    for j in range(decimals - 1, -1, -1):
+        frac[:, j] = rest % 10 + _ZERO
+        rest //= 10
+    out = np.hstack([whole, np.full((len(values), 1), _DOT, dtype=np.uint8), frac])
+    out[blank] = 0
+    return out
+
+
+def text_field(values):
+    """ASCII matrix of short strings (names, verdicts); non-ASCII is not expected in slugs."""
+    import numpy as np
+
+    encoded = np.char.encode(np.asarray(values, dtype=str), "ascii")
+    width = max(encoded.dtype.itemsize, 1)
+    return np.frombuffer(encoded.astype(f"S{width}").tobytes(), dtype=np.uint8).reshape(len(values), width).copy()
+
+
+def constant_field(text: str, n: int):
+    """The same text on every one of ``n`` rows."""
+    import numpy as np
+
+    row = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    return np.broadcast_to(row, (n, len(row)))
+
+
+def join_fields(fields: list) -> bytes:
+    """CSV lines (comma-separated, newline-terminated) from per-field ASCII matrices."""
+    import numpy as np
+
+    n = fields[0].shape[0]
+    comma = np.full((n, 1), _COMMA, dtype=np.uint8)
+    newline = np.full((n, 1), _NEWLINE, dtype=np.uint8)
+    parts = []
+    for i, field in enumerate(fields):
+        parts.append(field)
+        parts.append(comma if i < len(fields) - 1 else newline)
+    matrix = np.hstack(parts)
+    return matrix[matrix != 0].tobytes()

@@ -1,0 +1,116 @@
+"""What ``kvplan fit`` shows, and the ``kvplan check`` command line that reproduces a scenario."""
+
+from __future__ import annotations
+
+import shlex
+
+from kvplan.advice import Change
+from kvplan.engine import DEFAULT_MARGIN_FRACTION
+from kvplan.plan import Evaluation, Scenario
+from kvplan.render import fmt
+from kvplan.render.check import change_json, describe_change, memory_json
+from kvplan.render.tables import Table
+
+
+def check_argv(s: Scenario, device_ref: str, model_ref: str, profiles_dirs: list[str] | None = None) -> list[str]:
+    """Arguments of ``kvplan check`` that evaluate exactly ``s`` (knobs a planning command can set)."""
+    argv = ["kvplan", "check", "--device", device_ref, "--model", model_ref, "--ctx", str(s.ctx)]
+    if s.sequences != 1:
+        argv += ["--sequences", str(s.sequences)]
+    if s.pinned_prefix_tokens:
+        argv += ["--pinned-prefix", str(s.pinned_prefix_tokens)]
+    if s.weight_bits is not None:
+        argv += ["--weight-bits", f"{s.weight_bits:g}"]
+    k, v = s.k_format, s.v_format
+    if k is not None and v is not None and k == v and not k.group_size:
+        argv += ["--kv-bits", str(k.bits)]
+    else:
+        for option, f in (("--k-bits", k), ("--v-bits", v)):
+            if f is not None:
+                argv += [option, str(f.bits)]
+        group = next((f.group_size for f in (k, v) if f is not None and f.group_size), 0)
+        if group:
+            argv += ["--kv-group-size", str(group)]
+    if s.sliding_window is not None:
+        argv += ["--sliding-window", str(s.sliding_window)]
+    if s.os_reserve_bytes is not None:
+        argv += ["--os-reserve", str(s.os_reserve_bytes)]
+    if s.margin_fraction != DEFAULT_MARGIN_FRACTION:
+        argv += ["--margin", f"{s.margin_fraction:g}"]
+    for folder in profiles_dirs or []:
+        argv += ["--profiles-dir", folder]
+    return argv
+
+
+def command_line(argv: list[str]) -> str:
+    return shlex.join(argv)
+
+
+def fit_json(probe: Evaluation, ev: Evaluation | None, changes: list[Change] | None,
+             commands: list[list[str]]) -> dict:
+    s = probe.scenario
+    document = {
+        "device": s.device.name,
+        "model": s.model.name,
+        "sequences": s.sequences,
+        "pinned_prefix_tokens": s.pinned_prefix_tokens,
+        "weight_bits": probe.weight_bits,
+        "k_format": probe.layout.k_format.name,
+        "v_format": probe.layout.v_format.name,
+        "kv_bytes_per_token": probe.kv_bytes_per_token,
+        "max_ctx": probe.max_ctx,
+        "max_ctx_limited_by": probe.max_ctx_limited_by,
+        "target_tokens_per_s": s.target_tokens_per_s,
+        "max_ctx_at_target": probe.max_ctx_at_target,
+        "ctx": None,
+        "verdict": None,
+        "memory": None,
+        "decode_tokens_per_s": None,
+        "changes_to_fit": [],
+    }
+    if ev is not None:
+        document.update(ctx=ev.scenario.ctx, verdict=ev.verdict.value, memory=memory_json(ev),
+                        decode_tokens_per_s=ev.decode_tokens_per_s)
+        document["changes_to_fit"] = [{**change_json(c), "check_command": argv}
+                                      for c, argv in zip(changes or [], commands)]
+    return document
+
+
+def limits_table(probe: Evaluation, ev: Evaluation | None) -> Table:
+    s = probe.scenario
+    knobs = [f"{fmt.bits(probe.weight_bits)}-bit weights", f"KV {probe.layout.k_format.name}"
+             if probe.layout.k_format == probe.layout.v_format
+             else f"K {probe.layout.k_format.name} / V {probe.layout.v_format.name}"]
+    if s.sequences > 1:
+        knobs.append(f"{s.sequences} sequences")
+    if s.pinned_prefix_tokens:
+        knobs.append(f"{s.pinned_prefix_tokens:,}-token pinned prefix")
+    t = Table(f"{s.device.name} × {s.model.name} ({', '.join(knobs)})", ["figure", "value"])
+    if probe.max_ctx is None:
+        largest = "none: the weights alone exceed the budget" if probe.max_ctx_limited_by == "weights" \
+            else "unbounded (every layer windowed)"
+    else:
+        largest = f"{probe.max_ctx:,} tokens"
+    t.add("largest context that fits", largest)
+    if s.target_tokens_per_s:
+        at = probe.max_ctx_at_target
+        t.add(f"largest that also decodes at ≥ {s.target_tokens_per_s:g} tok/s",
+              f"{at:,} tokens" if at is not None else "none: even an empty cache decodes slower")
+    if ev is not None:
+        t.add(f"at {ev.scenario.ctx:,} tokens",
+              f"{ev.verdict.value.upper()}, headroom {fmt.bytes_(ev.headroom_bytes)}, "
+              f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
+    return t
+
+
+def changes_table(changes: list[Change], commands: list[list[str]], units: str = "si") -> Table:
+    t = Table("ranked changes that make it fit (most headroom first)",
+              ["#", "change", "verdict", "headroom", "decode tok/s", "kvplan check command"],
+              align=["right", "left", "left", "right", "right", "left"])
+    for rank, (change, argv) in enumerate(zip(changes, commands), 1):
+        ev = change.evaluation
+        t.add(rank, describe_change(change), ev.verdict.value, fmt.bytes_(ev.headroom_bytes, units),
+              fmt.per_s(ev.decode_tokens_per_s), command_line(argv))
+    if not changes:
+        t.add("", "no single change fits", "", "", "", "")
+    return t

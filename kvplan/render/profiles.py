@@ -1,0 +1,218 @@
+"""What ``kvplan profiles list`` and ``kvplan profiles show`` print: key figures, JSON and tables.
+
+Everything here takes validated profiles and returns plain data or neutral tables; the
+figures derived from a profile (budget, KV bytes per token, weight size) come from the
+engine through :mod:`kvplan.plan`, never from a second formula.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kvplan.profiles import Device, Model
+from kvplan.render import fmt
+from kvplan.render.tables import Table
+
+# How `profiles show` prints a field for humans (fields not named here get no human column).
+_HUMAN = {"ram": "size", "os_reserve": "size", "memory_bandwidth": "rate", "flash_read": "rate",
+          "flash_write": "rate", "bandwidth_efficiency": "fraction", "compute": "flops", "runtime_overhead": "size",
+          "params": "count", "max_context": "tokens", "sliding_window": "tokens", "weights": "size"}
+_NOT_FIGURES = {"name", "aliases", "description", "sources"}
+
+
+def fp16_kv_bytes_per_token(model: Model) -> int:
+    """K+V bytes one token adds over all layers at fp16 (below the smallest window)."""
+    from kvplan.formats import format_from_bits
+    from kvplan.plan import cache_layout
+
+    fp16 = format_from_bits(16)
+    return cache_layout(model, fp16, fp16).bytes_per_token
+
+
+def device_figures(d: Device) -> dict:
+    """Key figures of a device in base units (names as in the YAML; derived ones carry their unit)."""
+    from kvplan import engine
+
+    return {
+        "ram": d.ram,
+        "os_reserve": d.os_reserve,
+        "budget_bytes": engine.budget_bytes(d.ram, d.os_reserve),
+        "memory_bandwidth": d.memory_bandwidth,
+        "bandwidth_efficiency": d.bandwidth_efficiency,
+        "effective_bandwidth_bytes_per_s": d.memory_bandwidth * d.bandwidth_efficiency,
+        "flash_read": d.flash_read,
+    }
+
+
+def model_figures(m: Model) -> dict:
+    """Key figures of a model in base units."""
+    from kvplan.plan import cache_layout, weights_of
+
+    layout = cache_layout(m)
+    weights, weights_read, _ = weights_of(m, None)
+    return {
+        "params": m.params,
+        "layers": m.layers,
+        "attention_heads": m.attention_heads,
+        "kv_heads": m.kv_heads,
+        "head_dim": m.head_dim,
+        "sliding_window": m.sliding_window,
+        "sliding_window_pattern": m.sliding_window_pattern if m.sliding_window else None,
+        "global_layers": layout.global_layers,
+        "windowed_layers": layout.windowed_layers,
+        "kv_bytes_per_token_fp16": fp16_kv_bytes_per_token(m),
+        "kv_bytes_per_token": layout.bytes_per_token,
+        "k_format": layout.k_format.name,
+        "v_format": layout.v_format.name,
+        "weights_bytes": weights,
+        "weights_read_bytes": weights_read,
+    }
+
+
+def list_row_json(kind: str, profile, path: Path, origin: str, shadowed: bool) -> dict:
+    figures = device_figures(profile) if kind == "device" else model_figures(profile)
+    return {"kind": kind, "name": profile.name, "aliases": list(profile.aliases), "origin": origin,
+            "shadowed": shadowed, "path": str(path), **figures}
+
+
+def invalid_row_json(kind: str, name: str, path: Path, origin: str, problems: list[str]) -> dict:
+    return {"kind": kind, "name": name, "aliases": [], "origin": origin, "shadowed": False, "path": str(path),
+            "errors": problems}
+
+
+def _heads(m: Model) -> str:
+    kv = m.kv_heads if isinstance(m.kv_heads, int) else f"{min(m.kv_heads)}-{max(m.kv_heads)}"
+    dims = str(m.head_dim) if m.v_dim == m.head_dim else f"{m.head_dim}/{m.v_dim}"
+    mla = f" MLA {m.mla.kv_lora_rank}+{m.mla.qk_rope_head_dim}" if m.mla else ""
+    return f"{m.attention_heads}/{kv}/{dims}{mla}"
+
+
+def _window(m: Model) -> str:
+    if not m.sliding_window:
+        return "—"
+    pattern = m.sliding_window_pattern
+    shown = pattern if isinstance(pattern, str) else f"{len(pattern)} layers"
+    return f"{m.sliding_window:,} ({shown})"
+
+
+def _origin(row: dict) -> str:
+    return row["origin"] + (" (shadowed)" if row["shadowed"] else "")
+
+
+def list_tables(entries: list[tuple[dict, object]], units: str = "si") -> list[Table]:
+    """Tables of ``(row JSON, profile or None when invalid)`` entries, devices then models."""
+    tables = []
+    devices = [r for r, _ in entries if r["kind"] == "device"]
+    models = [(r, p) for r, p in entries if r["kind"] == "model"]
+    if devices:
+        t = Table(f"devices ({len(devices)})", ["name", "aliases", "RAM", "budget", "bandwidth", "efficiency",
+                                                "flash read", "origin"])
+        t.align = ["left", "left", "right", "right", "right", "right", "right", "left"]
+        for r in devices:
+            if "errors" in r:
+                t.add(r["name"], "", "", "", "", "", "", f"{r['origin']}: INVALID")
+                continue
+            t.add(r["name"], ", ".join(r["aliases"]), fmt.bytes_(r["ram"], units), fmt.bytes_(r["budget_bytes"], units),
+                  fmt.rate(r["memory_bandwidth"], units), f"{r['bandwidth_efficiency']:g}",
+                  fmt.rate(r["flash_read"], units), _origin(r))
+        tables.append(t)
+    if models:
+        t = Table(f"models ({len(models)})", ["name", "aliases", "params", "layers", "heads/kv/head_dim",
+                                              "window", "KV B/token fp16", "origin"])
+        t.align = ["left", "left", "right", "right", "right", "right", "right", "left"]
+        for r, m in models:
+            if "errors" in r:
+                t.add(r["name"], "", "", "", "", "", "", f"{r['origin']}: INVALID")
+                continue
+            t.add(r["name"], ", ".join(r["aliases"]), f"{r['params'] / 1e9:.2f}B", str(r["layers"]), _heads(m),
+                  _window(m), f"{r['kv_bytes_per_token_fp16']:,}", _origin(r))
+        tables.append(t)
+    return tables
+
+
+def _human(value, how: str | None, units: str) -> str:
+    if value is None:
+        return "—"
+    if how == "size":
+        return fmt.bytes_(value, units)
+    if how == "rate":
+        return fmt.rate(value, units)
+    if how == "flops":
+        return f"{value / 1e12:.2f} TFLOP/s"
+    if how == "count":
+        return f"{value / 1e9:.3f}B"
+    if how == "tokens":
+        return f"{value:,} tokens"
+    if how == "fraction":
+        return fmt.percent(value)
+    return ""
+
+
+def _base(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return f"{int(value):,}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    if hasattr(value, "model_dump"):
+        return ", ".join(f"{k} {v}" for k, v in value.model_dump().items())
+    return str(value)
+
+
+def show_json(kind: str, profile, path: Path, origin: str) -> dict:
+    """Every field in base units (YAML names), the derived figures, and the sources."""
+    fields = profile.model_dump(mode="json")
+    sources = fields.pop("sources")
+    derived = device_figures(profile) if kind == "device" else model_figures(profile)
+    derived = {k: v for k, v in derived.items() if k not in fields}
+    return {"kind": kind, "origin": origin, "path": str(path), **fields, "derived": derived, "sources": sources}
+
+
+def show_tables(kind: str, profile, path: Path, origin: str, units: str = "si") -> list[Table]:
+    spec = [(n, _HUMAN.get(n)) for n in type(profile).model_fields if n not in _NOT_FIGURES]
+    title = f"{kind} {profile.name}" + (f" ({', '.join(profile.aliases)})" if profile.aliases else "")
+    t = Table(title, ["field", "value", "human", "source"])
+    t.align = ["left", "right", "right", "left"]
+    defaults = type(profile).model_fields
+    for name, how in spec:
+        value = getattr(profile, name)
+        if name not in profile.model_fields_set and value == defaults[name].default and value is None:
+            continue
+        source = profile.sources.get(name, "")
+        if not source and name not in profile.model_fields_set:
+            source = "(default)"
+        t.add(name, _base(value), _human(value, how, units), _shorten(source))
+    if profile.description:
+        t.notes.append(profile.description)
+    t.notes.append(f"{origin} profile: {path}")
+    for key in sorted(set(profile.sources) - {n for n, _ in spec}):
+        t.notes.append(f"{key}: {_shorten(profile.sources[key], 200)}")
+    d = Table("derived", ["figure", "value", "human"])
+    if kind == "device":
+        f = device_figures(profile)
+        d.add("budget = ram − os_reserve", f"{f['budget_bytes']:,} B", fmt.bytes_(f["budget_bytes"], units))
+        d.add("effective bandwidth = bandwidth × efficiency", f"{f['effective_bandwidth_bytes_per_s']:,.0f} B/s",
+              fmt.rate(f["effective_bandwidth_bytes_per_s"], units))
+    else:
+        f = model_figures(profile)
+        d.add("KV bytes per token at fp16", f"{f['kv_bytes_per_token_fp16']:,} B",
+              fmt.bytes_(f["kv_bytes_per_token_fp16"], units))
+        fmt_name = f["k_format"] if f["k_format"] == f["v_format"] else f"K {f['k_format']} / V {f['v_format']}"
+        d.add(f"KV bytes per token at the profile's {fmt_name}", f"{f['kv_bytes_per_token']:,} B",
+              fmt.bytes_(f["kv_bytes_per_token"], units))
+        d.add("layers global / windowed", f"{f['global_layers']} / {f['windowed_layers']}", "")
+        d.add(f"weights at {profile.weight_bits:g} bits", f"{f['weights_bytes']:,} B",
+              fmt.bytes_(f["weights_bytes"], units))
+        d.add("weights read per decode step", f"{f['weights_read_bytes']:,} B",
+              fmt.bytes_(f["weights_read_bytes"], units))
+    return [t, d]
+
+
+def _shorten(text: str, limit: int = 70) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

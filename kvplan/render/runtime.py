@@ -1,0 +1,44 @@
+"""What ``kvplan check`` shows about a runtime-exact cache (``--runtime``): JSON object and a table."""
+
+from __future__ import annotations
+
+from kvplan.plan import Evaluation
+from kvplan.render import fmt
+from kvplan.render.tables import Table
+
+
+def runtime_cache(ev: Evaluation):
+    return ev.layout if hasattr(ev.layout, "describe") and getattr(ev.layout, "name", None) else None
+
+
+def runtime_json(ev: Evaluation) -> dict:
+    """``{"name": "ideal", …}`` for the contract's formula, else the runtime's rules, cells and extra buffers."""
+    cache = runtime_cache(ev)
+    if cache is None:
+        rule = "contract closed form: Σ_ℓ c_ℓ(ctx) · n_kv · (d_k · bytes_k + d_v · bytes_v)"
+        return {"name": "ideal", "rules": [rule], "cells": None}
+    return cache.describe(ev.scenario.ctx, ev.scenario.sequences)
+
+
+def runtime_table(ev: Evaluation, units: str = "si") -> Table | None:
+    cache = runtime_cache(ev)
+    if cache is None:
+        return None
+    d = cache.describe(ev.scenario.ctx, ev.scenario.sequences)
+    t = Table(f"runtime: {d['name']}", ["rule or figure", "value"])
+    for rule in d["rules"]:
+        t.add(rule, "applied")
+    for part in d.get("caches", []):
+        total = part["k_bytes"] + part["v_bytes"]
+        t.add(f"llama_kv_cache: {part['cells']:,} cells, {part['layers']} layers, {part['streams']} stream(s)",
+              f"{fmt.exact_bytes(total)} ({total / 2**20:.2f} MiB)")
+    t.add("KV allocated (steady state)", f"{fmt.exact_bytes(ev.kv_bytes)} ({fmt.bytes_(ev.kv_bytes, units)})")
+    if ev.kv_peak_bytes != ev.kv_bytes:
+        t.add("KV peak (right after a one-shot prefill)",
+              f"{fmt.exact_bytes(ev.kv_peak_bytes)} ({fmt.bytes_(ev.kv_peak_bytes, units)})")
+    if d.get("logits_bytes"):
+        t.add("output (logits) buffer, not KV, not in the total",
+              f"{fmt.exact_bytes(d['logits_bytes'])} ({fmt.bytes_(d['logits_bytes'], units)})")
+    if "compute_buffer_bytes" in d:
+        t.notes.append("the compute buffer is not estimated: llama.cpp sizes it by reserving a worst-case graph")
+    return t

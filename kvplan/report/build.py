@@ -1,0 +1,152 @@
+"""What a design review shows for a file of configurations: summary, assumptions, each configuration, sources."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kvplan.advice import changes_to_fit
+from kvplan.gate import reporters
+from kvplan.gate.result import ConfigResult, GateResult
+from kvplan.gate.spec import GateConfig, GateFile
+from kvplan.render import fmt
+from kvplan.render.check import check_tables
+from kvplan.render.tables import Table
+from kvplan.report.document import Bullets, Heading, Paragraph, Plot, Report, Tables
+
+LEFT_OUT = (
+    "Activations, scratch buffers and allocator fragmentation are not computed: they live in the margin.",
+    "The KV cache is the ideal closed form (every cached byte counted once, no paging slack) unless a "
+    "configuration names a runtime.",
+    "Runtime overhead is counted only where the device profile states `runtime_overhead`.",
+    "Prefill (time to first token) is not part of the decode rate; decode is memory-bound: every token "
+    "reads the weights (less the input-embedding table when untied) and the whole cache once.",
+    "Thermal throttling, other apps' memory beyond the OS reserve, and storage wear are not modelled.",
+    "Flash figures are sequential-read class figures; a real phone measures lower.",
+)
+
+
+def _key(name: str, used: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "configuration"
+    key, n = base, 2
+    while key.lower() in used:
+        key, n = f"{base}-{n}", n + 1
+    used.add(key.lower())
+    return key
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def build_report(gate: GateFile, result: GateResult, units: str = "si", plots: bool = True,
+                 version: str = "") -> Report:
+    """The whole report, in file order; ``plots`` adds one plot block per configuration."""
+    name = Path(gate.path).name
+    report = Report(gate.title or f"Design review: {name}")
+    add = report.blocks.append
+    add(Heading(1, report.title))
+    explicit = any(c.explicit_thresholds for c in gate.configurations)
+    n = len(result.configurations)
+    line = f"{_plural(n, 'configuration')} from `{name}`, evaluated with kvplan {version}".rstrip() + "."
+    if explicit:
+        failed = len(result.failed)
+        line += f" Thresholds: {n - failed} of {n} pass" + (f"; {failed} fail." if failed else ".")
+    add(Paragraph(line))
+    summary = reporters.summary_table(result, units)
+    summary.title = ""
+    if not explicit:
+        _drop_column(summary, "result")
+    add(Heading(2, "Summary"))
+    add(Tables((summary,)))
+    _assumptions(report, gate, units)
+    used: set[str] = set()
+    for cfg, res in zip(gate.configurations, result.configurations):
+        _configuration(report, cfg, res, units, plots, _key(cfg.name, used))
+    _sources(report, gate)
+    return report
+
+
+def _drop_column(t: Table, column: str) -> None:
+    i = t.columns.index(column)
+    t.columns.pop(i)
+    for row in t.rows:
+        row.pop(i)
+    if t.align:
+        t.align.pop(i)
+
+
+def _assumptions(report: Report, gate: GateFile, units: str) -> None:
+    add = report.blocks.append
+    add(Heading(2, "Assumptions"))
+    devices = Table("", ["device", "RAM", "OS reserve", "budget", "memory bandwidth", "bandwidth efficiency",
+                         "flash read", "runtime overhead"])
+    seen: set[tuple] = set()
+    for c in gate.configurations:
+        s, d = c.scenario, c.scenario.device
+        reserve = d.os_reserve if s.os_reserve_bytes is None else s.os_reserve_bytes
+        row = (d.name, reserve)
+        if row in seen:
+            continue
+        seen.add(row)
+        devices.add(d.name, fmt.bytes_(d.ram, units), fmt.bytes_(reserve, units), fmt.bytes_(d.ram - reserve, units),
+                    fmt.rate(d.memory_bandwidth, units), fmt.percent(d.bandwidth_efficiency),
+                    fmt.rate(d.flash_read, units), fmt.bytes_(d.runtime_overhead, units))
+    add(Tables((devices,)))
+    margins = sorted({c.scenario.margin_fraction for c in gate.configurations})
+    shown = ", ".join(fmt.percent(m) for m in margins)
+    add(Bullets((
+        "Budget = RAM − OS reserve (the device's figure unless a configuration sets `os_reserve`).",
+        f"Margin: a configuration whose headroom is under {shown} of its budget is `tight` — it fits, "
+        "but the margin is what activations, fragmentation and the OS's memory killer use.",
+        "Decode tokens/s = memory bandwidth × bandwidth efficiency ÷ bytes read per token (weights read + "
+        "the whole cache at the stated context).",
+        *LEFT_OUT,
+    )))
+
+
+def _configuration(report: Report, cfg: GateConfig, res: ConfigResult, units: str, plots: bool, key: str) -> None:
+    add = report.blocks.append
+    ev, s = res.evaluation, cfg.scenario
+    add(Heading(2, f"Configuration: {cfg.name}"))
+    where = f" (line {cfg.line})" if cfg.line else ""
+    add(Paragraph(f"{s.device.name} × {s.model.name} at {s.ctx:,} tokens{where}: **{ev.verdict.value}**, "
+                  f"{fmt.bytes_(ev.total_bytes, units)} of a {fmt.bytes_(ev.budget_bytes, units)} budget, "
+                  f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s at {s.ctx:,} tokens."))
+    if cfg.explicit_thresholds:
+        t = Table("thresholds", ["threshold", "limit", "actual", "missed by", "result"],
+                  align=["left", "right", "right", "right", "left"])
+        for th in res.thresholds:
+            t.add(th.name, reporters.limit_text(th, units), reporters.actual_text(th, units),
+                  reporters.miss_text(th, units), "pass" if th.passed else "FAIL")
+        add(Tables((t,)))
+    changes = changes_to_fit(ev) if not ev.fits else None
+    add(Tables(tuple(check_tables(ev, changes, units))))
+    if plots:
+        add(Plot(key, f"memory and decode speed against context for {cfg.name}", ev))
+
+
+def _sources(report: Report, gate: GateFile) -> None:
+    add = report.blocks.append
+    add(Heading(2, "Sources"))
+    add(Paragraph("Where every device and model figure comes from, as each profile states it."))
+    for kind, attr in (("Devices", "device"), ("Models", "model")):
+        add(Heading(3, kind))
+        seen: set[str] = set()
+        for c in gate.configurations:
+            resolved = getattr(c, attr)
+            key = str(resolved.path)
+            if key in seen:
+                continue
+            seen.add(key)
+            profile = resolved.profile
+            add(Heading(4, f"{profile.name} ({resolved.origin}: {_shown_path(resolved)})"))
+            items = tuple(f"`{field}`: {text}" for field, text in profile.sources.items())
+            add(Bullets(items or ("no sources given in the profile",)))
+
+
+def _shown_path(resolved) -> str:
+    path = Path(resolved.path)
+    if resolved.origin == "builtin":
+        return f"{path.parent.name}/{path.name}"
+    return str(path)

@@ -1,0 +1,181 @@
+"""Runtime-exact cache models: the bytes llama.cpp and transformers really allocate.
+
+The contract's closed form (``ideal``) is the plan; a runtime pads, splits and keeps
+views in its own way. A :class:`LlamaCppSpec` or :class:`TransformersSpec` carries the
+runtime's options; :func:`cache_model` turns a spec and a model into a
+:class:`~kvplan.plan.CacheModel`. Which rules apply is decided from the profile's
+``architecture`` (the Hugging Face ``model_type``), because each runtime decides it
+that way. See ``docs/runtimes.md`` for every rule and the source it comes from.
+
+Semantics of ``ctx`` and ``sequences`` per runtime:
+
+- ``ideal`` and ``transformers``: ``ctx`` is the tokens of each sequence; ``sequences``
+  sequences each hold their own cache (transformers: the batch dimension).
+- ``llama.cpp``: ``ctx`` is llama.cpp's ``-c`` (``n_ctx``), the TOTAL context shared
+  by the ``-np`` parallel sequences; ``sequences`` is ``-np`` (``n_seq_max``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from kvplan.errors import UsageError
+
+RUNTIME_NAMES = ("ideal", "llama.cpp", "transformers")
+FLASH_ATTN_CHOICES = ("auto", "on", "off")
+CACHE_CHOICES = ("dynamic", "static")
+LLAMA_MAX_SEQ = 256  # llama.cpp src/llama-cparams.h: #define LLAMA_MAX_SEQ 256
+
+
+@dataclass(frozen=True)
+class LlamaCppSpec:
+    """llama.cpp context options that change the KV allocation.
+
+    ``parallel`` is ``-np`` (None: take the scenario's ``sequences``), ``kv_unified``
+    is ``--kv-unified``, ``ubatch``/``batch`` are ``-ub``/``-b`` (defaults 512 / 2048,
+    common/common.h), ``swa_full`` is ``--swa-full``, ``flash_attn`` is ``-fa``
+    (``auto`` is llama.cpp's default; it resolves to on where the backend supports it).
+    """
+
+    parallel: int | None = None
+    kv_unified: bool = False
+    ubatch: int = 512
+    batch: int = 2048
+    swa_full: bool = False
+    flash_attn: str = "auto"
+
+    name = "llama.cpp"
+
+
+@dataclass(frozen=True)
+class TransformersSpec:
+    """transformers cache options: ``DynamicCache`` (default) or ``StaticCache(max_cache_len)``.
+
+    ``max_cache_len`` None with a static cache means "the context itself" (what
+    ``generate`` picks for a generation of ``ctx`` tokens).
+    """
+
+    cache: str = "dynamic"
+    max_cache_len: int | None = None
+
+    name = "transformers"
+
+
+RuntimeSpec = LlamaCppSpec | TransformersSpec
+
+
+def runtime_spec(name: str | None, *, parallel: int | None = None, kv_unified: bool = False,
+                 ubatch: int | None = None, batch: int | None = None, swa_full: bool = False,
+                 flash_attn: str | None = None, cache: str | None = None,
+                 max_cache_len: int | None = None) -> RuntimeSpec | None:
+    """Build the spec a runtime name and its options ask for (None: the ideal formula).
+
+    Options of another runtime are usage errors, so a typo never silently does nothing.
+    """
+    key = (name or "ideal").strip().lower()
+    key = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers"}.get(key, key)
+    llama_opts = {"--parallel": parallel is not None, "--kv-unified": kv_unified, "--ubatch": ubatch is not None,
+                  "--batch": batch is not None, "--swa-full": swa_full, "--flash-attn": flash_attn is not None}
+    hf_opts = {"--cache": cache is not None, "--max-cache-len": max_cache_len is not None}
+    if key not in RUNTIME_NAMES:
+        raise UsageError(f"runtime: unknown runtime {name!r}; known: {', '.join(RUNTIME_NAMES)}")
+    if key != "llama.cpp" and any(llama_opts.values()):
+        used = ", ".join(k for k, v in llama_opts.items() if v)
+        raise UsageError(f"{used}: llama.cpp options; add --runtime llama.cpp")
+    if key != "transformers" and any(hf_opts.values()):
+        used = ", ".join(k for k, v in hf_opts.items() if v)
+        raise UsageError(f"{used}: transformers options; add --runtime transformers")
+    if key == "ideal":
+        return None
+    if key == "llama.cpp":
+        fa = (flash_attn or "auto").strip().lower()
+        fa = {"1": "on", "true": "on", "0": "off", "false": "off"}.get(fa, fa)
+        if fa not in FLASH_ATTN_CHOICES:
+            raise UsageError(f"--flash-attn: expected on, off or auto, got {flash_attn!r}")
+        for option, value in (("--parallel", parallel), ("--ubatch", ubatch), ("--batch", batch)):
+            if value is not None and value < 1:
+                raise UsageError(f"{option}: must be at least 1, got {value}")
+        if parallel is not None and parallel > LLAMA_MAX_SEQ:
+            raise UsageError(f"--parallel: llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {parallel}")
+        return LlamaCppSpec(parallel=parallel, kv_unified=kv_unified, ubatch=ubatch or 512, batch=batch or 2048,
+                            swa_full=swa_full, flash_attn=fa)
+    kind = (cache or "dynamic").strip().lower()
+    if kind not in CACHE_CHOICES:
+        raise UsageError(f"--cache: expected dynamic or static, got {cache!r}")
+    if max_cache_len is not None and kind != "static":
+        raise UsageError("--max-cache-len: only for --cache static")
+    if max_cache_len is not None and max_cache_len < 1:
+        raise UsageError(f"--max-cache-len: must be at least 1, got {max_cache_len}")
+    return TransformersSpec(cache=kind, max_cache_len=max_cache_len)
+
+
+def parse_runtime(value: object) -> RuntimeSpec | None:
+    """A runtime named in a file: ``"llama.cpp"`` or ``{name: llama.cpp, parallel: 2, …}``.
+
+    Keys are the spec's field names (``parallel``, ``kv_unified``, ``ubatch``, ``batch``,
+    ``swa_full``, ``flash_attn``, ``cache``, ``max_cache_len``).
+    """
+    if value is None or isinstance(value, str):
+        return runtime_spec(value)
+    if not isinstance(value, dict):
+        raise UsageError(f"runtime: expected a name or a mapping, got {type(value).__name__}")
+    options = dict(value)
+    name = options.pop("name", None)
+    known = {f.name for f in fields(LlamaCppSpec)} | {f.name for f in fields(TransformersSpec)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise UsageError(f"runtime: unknown option {unknown[0]!r}; known: name, {', '.join(sorted(known))}")
+    return runtime_spec(name, **options)
+
+
+def resolve_sequences(spec: RuntimeSpec | None, sequences: int, pinned_prefix_tokens: int = 0
+                      ) -> tuple[RuntimeSpec | None, int]:
+    """Reconcile the scenario's ``sequences`` with a runtime's own notion of them.
+
+    llama.cpp: ``sequences`` is ``-np``; ``--parallel`` names the same number, so the two
+    must agree when both are given. A pinned prefix has no meaning there: llama.cpp
+    allocates the whole ``-c`` up front and a shared prefix lives inside it.
+    """
+    if not isinstance(spec, LlamaCppSpec):
+        return spec, sequences
+    if pinned_prefix_tokens:
+        raise UsageError("--pinned-prefix: llama.cpp allocates the whole -c context up front and a shared prefix "
+                         "lives inside it; drop --pinned-prefix with --runtime llama.cpp")
+    if spec.parallel is None:
+        if sequences > LLAMA_MAX_SEQ:
+            raise UsageError(f"sequences: llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {sequences}")
+        from dataclasses import replace
+
+        return replace(spec, parallel=sequences), sequences
+    if sequences not in (1, spec.parallel):
+        raise UsageError(f"--parallel {spec.parallel} and --sequences {sequences} disagree; under llama.cpp both "
+                         "are -np, give one")
+    return spec, spec.parallel
+
+
+def cache_model(spec: RuntimeSpec, model, k_format=None, v_format=None):
+    """The runtime-exact :class:`~kvplan.plan.CacheModel` for ``model`` under ``spec``."""
+    if isinstance(spec, LlamaCppSpec):
+        from kvplan.runtimes.llamacpp import llamacpp_cache
+
+        return llamacpp_cache(spec, model, k_format, v_format)
+    if isinstance(spec, TransformersSpec):
+        from kvplan.runtimes.transformers import transformers_cache
+
+        return transformers_cache(spec, model, k_format, v_format)
+    raise UsageError(f"runtime: not a runtime spec: {spec!r}")
+
+
+def runtime_cache_for(s):
+    """The runtime-exact cache of a :class:`~kvplan.plan.Scenario` whose ``runtime`` is set."""
+    policy = getattr(s, "kv_policy", None)
+    if policy is not None and not getattr(policy, "is_plain", False):
+        raise UsageError("--kv-policy and --runtime: a compression policy is not modelled inside a runtime; "
+                         "give one of them")
+    model = s.model
+    if s.sliding_window is not None:
+        if isinstance(s.runtime, LlamaCppSpec):
+            raise UsageError("--sliding-window: llama.cpp has no option to put a window on a model; "
+                             "drop it with --runtime llama.cpp")
+        model = model.model_copy(update={"sliding_window": s.sliding_window, "sliding_window_pattern": "all"})
+    return cache_model(s.runtime, model, s.k_format, s.v_format)

@@ -1,0 +1,323 @@
+"""The KV cache llama.cpp allocates, to the byte (llama.cpp at commit 0c1e57098).
+
+Rules, each from llama.cpp's own source (file :: function):
+
+- Context cells (``src/llama-context.cpp`` :: ``llama_context::llama_context``): a
+  requested ``n_ctx`` of 0 means the model's training context; ``n_ctx`` is padded up to
+  a multiple of 256; unified (``--kv-unified``): one stream of ``n_ctx`` cells; otherwise
+  ``n_ctx_seq = pad(n_ctx / n_seq_max, 256)`` cells in each of ``n_seq_max`` streams.
+  ``n_batch = min(n_ctx_requested, n_batch)`` and ``n_ubatch = min(n_batch, n_ubatch)``
+  are taken before the padding.
+- Tensors (``src/llama-kv-cache.cpp`` :: ``llama_kv_cache::llama_kv_cache``): per layer
+  one K tensor ``[n_embd_k_gqa, kv_size, n_stream]`` of ``type_k`` and one V tensor
+  ``[n_embd_v_gqa, kv_size, n_stream]`` of ``type_v`` (``ggml_row_size``: whole blocks of
+  32 for quantized types); MLA models (``is_mla``) have no V tensor and a K row of
+  ``kv_lora_rank + qk_rope_head_dim``. Without flash attention V is stored transposed and
+  every layer's V row is the widest one (``n_embd_v_gqa_max``, [TAG_V_CACHE_VARIABLE]).
+- Sliding windows (``src/llama-kv-cache-iswa.cpp`` :: ``llama_kv_cache_iswa::llama_kv_cache_iswa``):
+  the windowed layers get ``pad(min(kv_size, n_swa · (unified ? n_seq_max : 1) + n_ubatch), 256)``
+  cells, or ``kv_size`` with ``--swa-full``. Only architectures whose loader sets a window
+  have windowed layers (``src/llama-model.cpp`` :: ``llama_model::load_hparams``: gemma2
+  ``set_swa_pattern(2)``, gemma3 ``set_swa_pattern(6)``); Mistral v0.1 is converted as
+  ``llama`` (no window) and Phi-3's window is disabled on purpose (ggml-org/llama.cpp#13676).
+- A quantized V cache needs flash attention (``llama_init_from_model`` refuses it otherwise).
+- Output buffer (``src/llama-context.cpp`` :: ``llama_context::output_reserve``): ``n_vocab``
+  float32 logits per output row, ``n_seq_max`` rows reserved — real memory, not KV.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kvplan import engine
+from kvplan.errors import UsageError
+from kvplan.formats import ElementFormat
+from kvplan.runtimes import LlamaCppSpec
+
+PAD_CELLS = 256  # GGML_PAD(…, 256) in llama_context and llama_kv_cache_iswa
+LLAMACPP_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
+# Architectures (HF model_type) whose llama.cpp loader marks sliding-window layers.
+SWA_ARCHITECTURES = frozenset({"gemma2", "gemma3", "gemma3_text"})
+MLA_ARCHITECTURES = frozenset({"deepseek_v2", "deepseek_v3"})
+LOGIT_BYTES = 4  # float32
+
+
+def pad(n: int, multiple: int = PAD_CELLS) -> int:
+    """``GGML_PAD(n, multiple)``: ``n`` rounded up to a multiple [cells]."""
+    return -(-n // multiple) * multiple
+
+
+@dataclass(frozen=True)
+class Cells:
+    """How many cells llama.cpp allocates for one ``-c`` / ``-np`` request."""
+
+    n_ctx_requested: int
+    n_ctx: int  # after padding (and, when split, n_ctx_seq × streams)
+    n_ctx_seq: int  # cells of each stream of the full-attention layers
+    streams: int
+    swa_cells: int | None  # cells of each stream of the windowed layers (None: no windowed layers)
+    n_ubatch: int
+
+
+@dataclass(frozen=True)
+class LlamaCppCache:
+    """llama.cpp's allocation for one model and cache types: bytes per cell of each layer group."""
+
+    spec: LlamaCppSpec
+    k_format: ElementFormat
+    v_format: ElementFormat
+    global_bytes_per_cell: int  # K+V bytes of one cell, summed over the full-attention layers
+    swa_bytes_per_cell: int  # same, over the windowed layers
+    window_tokens: int | None  # n_swa (None: no windowed layers)
+    global_layers: int
+    windowed_layers: int
+    k_global_bytes_per_cell: int  # K only (the log line's K figure), full-attention layers
+    k_swa_bytes_per_cell: int  # K only, windowed layers
+    n_ctx_train: int | None
+    vocab_size: int | None
+    rules: tuple[str, ...]
+
+    name = "llama.cpp"
+
+    # --- the CacheModel protocol ---
+
+    @property
+    def windows(self) -> tuple[tuple[int, int], ...]:
+        return ((self.window_tokens, self.swa_bytes_per_cell),) if self.window_tokens else ()
+
+    @property
+    def bytes_per_token(self) -> int:
+        """K+V bytes of one cell across every layer."""
+        return self.global_bytes_per_cell + self.swa_bytes_per_cell
+
+    @property
+    def unbounded(self) -> bool:
+        """True when every layer is windowed (and not --swa-full): the cache stops growing."""
+        return self.global_bytes_per_cell == 0 and bool(self.windows) and not self.spec.swa_full
+
+    def cells(self, ctx: int, sequences: int = 1) -> Cells:
+        """The cells of ``-c ctx -np sequences`` (``ctx`` 0: the training context)."""
+        requested = int(ctx) if ctx else (self.n_ctx_train or 0)
+        if requested < 1:
+            raise UsageError("ctx: 0 means the model's training context, but the profile has no max_context")
+        n = int(sequences)
+        n_ubatch = min(self.spec.ubatch, self.spec.batch, requested)
+        n_ctx = pad(requested)
+        if self.spec.kv_unified:
+            streams, per_stream = 1, n_ctx
+        else:
+            streams, per_stream = n, pad(n_ctx // n)
+            if per_stream == 0:
+                raise UsageError(f"llama.cpp: n_ctx_seq == 0 ({n_ctx} cells for {n} sequences)")
+            n_ctx = per_stream * n
+        swa = None
+        if self.window_tokens:
+            swa = per_stream if self.spec.swa_full else pad(
+                min(per_stream, self.window_tokens * (n if self.spec.kv_unified else 1) + n_ubatch))
+        return Cells(requested, n_ctx, per_stream, streams, swa, n_ubatch)
+
+    def _bytes_of(self, cells: Cells) -> int:
+        return cells.streams * (self.global_bytes_per_cell * cells.n_ctx_seq
+                                + self.swa_bytes_per_cell * (cells.swa_cells or 0))
+
+    def kv_bytes(self, ctx, sequences=1):
+        """Bytes of every K and V tensor llama.cpp allocates for ``-c ctx -np sequences``."""
+        if _is_array(ctx):
+            return _vectorize(lambda c: self.kv_bytes(int(c), sequences), ctx)
+        if not ctx:  # the protocol: no tokens, no cache (llama.cpp's -c 0 is resolved by cells())
+            return 0
+        return self._bytes_of(self.cells(ctx, sequences))
+
+    def kv_peak_bytes(self, ctx, sequences=1):
+        """The cache is allocated whole when the context is created: the peak is the allocation."""
+        return self.kv_bytes(ctx, sequences)
+
+    def kv_bytes_read_over_generation(self, n_tokens, sequences=1):
+        """Σ over a generation of the cache bytes attended (approximate: the tokens in use,
+        capped by each stream's cells and the windowed layers' cells; not the padded views)."""
+        if _is_array(n_tokens):
+            return _vectorize(lambda t: self.kv_bytes_read_over_generation(int(t), sequences), n_tokens)
+        c = self.cells(max(int(n_tokens), 1), sequences)
+        per_stream = min(int(n_tokens), c.n_ctx_seq)
+        windows = ((c.swa_cells, self.swa_bytes_per_cell),) if c.swa_cells else ()
+        return c.streams * engine.kv_bytes_sum_over_generation(per_stream, self.global_bytes_per_cell, windows)
+
+    def max_ctx(self, allowance_bytes, sequences=1, ctx_limit=math.inf):
+        """Largest ``-c`` whose allocation fits ``allowance_bytes``, exact to the token.
+
+        The allocation is a non-decreasing step function of ``-c`` (padding to 256, the
+        split over streams, ``n_ubatch = min(…, -c)``), so bisection over the integers
+        finds the exact largest value. ``-1`` when not even ``-c 1`` fits; ``ctx_limit``
+        (or ``inf``) when the cache stops growing below the allowance.
+        """
+        if _is_array(allowance_bytes):
+            return _vectorize(lambda a: self.max_ctx(a, sequences, ctx_limit), allowance_bytes, float)
+        if self.kv_bytes(1, sequences) > allowance_bytes:
+            return engine.NO_CONTEXT_FITS
+        cap = ctx_limit if ctx_limit != math.inf else 2**40
+        cap = int(cap)
+        hi = 1
+        while hi < cap and self.kv_bytes(hi, sequences) <= allowance_bytes:
+            hi = min(hi * 2, cap)
+        if self.kv_bytes(hi, sequences) <= allowance_bytes:  # fits all the way to the cap
+            return int(ctx_limit) if ctx_limit != math.inf else math.inf
+        lo = hi // 2 if hi > 1 else 1  # kv_bytes(lo) fits, kv_bytes(hi) does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.kv_bytes(mid, sequences) <= allowance_bytes:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    # --- beyond the protocol ---
+
+    def sub_caches(self, ctx, sequences=1) -> list[dict]:
+        """One entry per ``llama_kv_cache`` llama.cpp builds (full-attention, then windowed):
+        cells, layers and K / V bytes, as its ``llama_kv_cache: size = …`` log line prints them."""
+        c = self.cells(ctx, sequences)
+        parts = [(c.n_ctx_seq, self.global_layers, self.global_bytes_per_cell, self.k_global_bytes_per_cell)]
+        if c.swa_cells is not None:
+            parts.append((c.swa_cells, self.windowed_layers, self.swa_bytes_per_cell, self.k_swa_bytes_per_cell))
+        out = []
+        for cells, layers, kv_bpc, k_bpc in parts:
+            k = c.streams * cells * k_bpc
+            out.append({"cells": cells, "layers": layers, "streams": c.streams, "k_bytes": k,
+                        "v_bytes": c.streams * cells * kv_bpc - k})
+        return out
+
+    def logits_bytes(self, sequences=1) -> int | None:
+        """The output buffer: ``n_vocab`` float32 logits for each of ``n_seq_max`` rows [bytes]."""
+        return self.vocab_size * LOGIT_BYTES * int(sequences) if self.vocab_size else None
+
+    def describe(self, ctx: int, sequences: int = 1) -> dict:
+        """What applied for this request: rules, cells and the extra (non-KV) buffers."""
+        c = self.cells(ctx, sequences)
+        rules = list(self.rules)
+        rules.append(f"-c {c.n_ctx_requested:,} padded to {pad(c.n_ctx_requested):,} cells")
+        if self.spec.kv_unified:
+            rules.append(f"--kv-unified: one stream of {c.n_ctx_seq:,} cells shared by {sequences} sequence(s)")
+        elif sequences > 1:
+            rules.append(f"{sequences} sequences not unified: pad({pad(c.n_ctx_requested):,} / {sequences}, 256) = "
+                         f"{c.n_ctx_seq:,} cells per stream × {c.streams} streams = {c.n_ctx:,} cells")
+        if c.swa_cells is not None:
+            if self.spec.swa_full:
+                rules.append(f"--swa-full: windowed layers get the full {c.n_ctx_seq:,} cells")
+            else:
+                k = sequences if self.spec.kv_unified else 1
+                rules.append(f"windowed layers: pad(min({c.n_ctx_seq:,}, {self.window_tokens:,} × {k} + "
+                             f"n_ubatch {c.n_ubatch}), 256) = {c.swa_cells:,} cells per stream")
+        if self.n_ctx_train and c.n_ctx_seq > self.n_ctx_train:
+            rules.append(f"n_ctx_seq {c.n_ctx_seq:,} exceeds the training context {self.n_ctx_train:,} "
+                         "(llama.cpp only warns)")
+        return {
+            "name": self.name,
+            "rules": rules,
+            "options": {"parallel": sequences, "kv_unified": self.spec.kv_unified, "ubatch": self.spec.ubatch,
+                        "batch": self.spec.batch, "swa_full": self.spec.swa_full,
+                        "flash_attn": self.spec.flash_attn},
+            "cells": {"n_ctx_requested": c.n_ctx_requested, "n_ctx": c.n_ctx, "n_ctx_seq": c.n_ctx_seq,
+                      "streams": c.streams, "swa_cells": c.swa_cells, "n_ubatch": c.n_ubatch},
+            "k_type": self.k_format.name,
+            "v_type": self.v_format.name if self.v_format is not None else None,
+            "bytes_per_cell": {"global": self.global_bytes_per_cell, "windowed": self.swa_bytes_per_cell},
+            "caches": self.sub_caches(ctx, sequences),
+            "logits_bytes": self.logits_bytes(sequences),
+            "compute_buffer_bytes": None,
+        }
+
+
+def _is_array(x) -> bool:
+    return not isinstance(x, (int, float))
+
+
+def _vectorize(fn, x, otype=None):
+    import numpy as np
+
+    return np.vectorize(fn, otypes=[otype or np.int64])(x)
+
+
+# Plain bit widths (--kv-bits, kv_bits in a profile) → llama.cpp's type of that width.
+BITS_TO_TYPE = {32: "f32", 16: "f16", 8: "q8_0", 5: "q5_0", 4: "q4_0"}
+
+
+def as_llamacpp_type(fmt: ElementFormat) -> ElementFormat:
+    """A plain ``intN`` format (``--kv-bits N``) as llama.cpp's type of that width; others unchanged."""
+    if fmt.name != f"int{fmt.bits}" or fmt.bits not in BITS_TO_TYPE:  # only format_from_bits' plain ints
+        return fmt
+    from kvplan.formats import format_from_name
+
+    return format_from_name(BITS_TO_TYPE[fmt.bits])
+
+
+def _check_type(fmt: ElementFormat, side: str) -> None:
+    if fmt.name not in LLAMACPP_TYPES:
+        raise UsageError(f"--{side}-type: llama.cpp has no cache type {fmt.name!r}; "
+                         f"its types: {', '.join(LLAMACPP_TYPES)}")
+
+
+def _row_bytes(fmt: ElementFormat, values: int, side: str) -> int:
+    """``ggml_row_size``: values / block_elems · block_bytes; a partial block is an error."""
+    if fmt.group_size and values % fmt.group_size:
+        raise UsageError(f"llama.cpp cannot store a {side} row of {values} values as {fmt.name} "
+                         f"(rows must be whole blocks of {fmt.group_size})")
+    return fmt.row_bytes(values)
+
+
+def llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None = None,
+                   v_format: ElementFormat | None = None) -> LlamaCppCache:
+    """Decide llama.cpp's rules for ``model`` (from its ``architecture``) and size one cell."""
+    asked = (k_format or model.k_format(), v_format or model.v_format())
+    k_format, v_format = (as_llamacpp_type(f) for f in asked)
+    _check_type(k_format, "k")
+    _check_type(v_format, "v")
+    if v_format.group_size and spec.flash_attn == "off":
+        raise UsageError(f"llama.cpp refuses a quantized V cache ({v_format.name}) without flash attention "
+                         "(llama_init_from_model: V cache quantization requires flash_attn); use --flash-attn on "
+                         "or an f16/bf16/f32 V cache")
+    arch = (model.architecture or "").lower()
+    rules = [f"architecture {arch or 'unknown'}"]
+    for side, a, b in (("K", asked[0], k_format), ("V", asked[1], v_format)):
+        if a != b:
+            rules.append(f"{side} cache {a.name} is llama.cpp's {b.name}")
+    mla = model.mla is not None
+    swa = model.sliding_window is not None and arch in SWA_ARCHITECTURES
+    if model.sliding_window is not None and not swa:
+        why = {"mistral": "Mistral is converted as arch llama, which has no window",
+               "phi3": "llama.cpp disables Phi-3's window on purpose (ggml-org/llama.cpp#13676)"}.get(
+            arch, "llama.cpp sets no window for this architecture")
+        rules.append(f"sliding window {model.sliding_window:,} ignored: {why}; full context on every layer")
+    if mla:
+        rules.append(f"MLA: one K row of {model.mla.kv_lora_rank} + {model.mla.qk_rope_head_dim} values per cell "
+                     "per layer, no V tensor")
+    fa_off = spec.flash_attn == "off"
+    v_width_max = max(model.kv_heads_of(i) * model.v_dim for i in range(model.layers))
+    if fa_off and not mla and any(model.kv_heads_of(i) * model.v_dim != v_width_max for i in range(model.layers)):
+        rules.append(f"flash attention off: V transposed, every V row padded to {v_width_max} values")
+    if spec.flash_attn == "auto" and v_format.group_size:
+        rules.append("flash attention auto: assumed on (llama.cpp refuses a quantized V cache if it resolves off)")
+    global_bpc = swa_bpc = k_global = k_swa = 0
+    global_layers = 0
+    for layer in range(model.layers):
+        if mla:
+            k_row = _row_bytes(k_format, model.mla.kv_lora_rank + model.mla.qk_rope_head_dim, "K")
+            v_row = 0
+        else:
+            n_kv = model.kv_heads_of(layer)
+            k_row = _row_bytes(k_format, n_kv * model.head_dim, "K")
+            v_row = _row_bytes(v_format, v_width_max if fa_off else n_kv * model.v_dim, "V")
+        if swa and model.is_local(layer):
+            swa_bpc += k_row + v_row
+            k_swa += k_row
+        else:
+            global_bpc += k_row + v_row
+            k_global += k_row
+            global_layers += 1
+    if swa:
+        rules.append(f"{model.layers - global_layers} of {model.layers} layers windowed ({model.sliding_window:,} "
+                     "tokens), the rest full context")
+    return LlamaCppCache(spec, k_format, v_format, global_bpc, swa_bpc, model.sliding_window if swa else None,
+                         global_layers, model.layers - global_layers, k_global, k_swa, model.max_context,
+                         model.vocab_size,
+                         tuple(rules))

@@ -1,0 +1,175 @@
+"""The KV cache Hugging Face transformers holds (transformers 5.x ``cache_utils``).
+
+Rules, each from transformers' own source (file :: class.method):
+
+- ``src/transformers/cache_utils.py`` :: ``DynamicCache.__init__``: with the model's config,
+  a layer whose ``layer_types`` entry is ``sliding_attention`` (or every layer, when the
+  config has a ``sliding_window`` and no ``layer_types``) gets a
+  ``DynamicSlidingWindowLayer``; the others a ``DynamicLayer``.
+- ``DynamicLayer.update``: ``torch.cat`` of the old and new states — a full layer holds
+  exactly ``N`` tokens.
+- ``DynamicSlidingWindowLayer.update``: ``full = torch.cat([keys, new])`` then
+  ``keys = full[:, :, -window + 1:, :]``. The kept tensor is a *view*: right after a
+  one-shot prefill of ``N`` tokens it keeps the whole ``N``-token tensor alive (the peak);
+  after the next decode step ``full`` is ``min(N, window − 1) + 1`` tokens, so
+  ``min(N, window)`` tokens stay allocated while ``min(N, window − 1)`` are reachable.
+- ``StaticLayer.lazy_initialization`` allocates ``max_cache_len`` tokens;
+  ``StaticSlidingWindowLayer.__init__`` ``min(max_cache_len, window)``; attention reads
+  every slot (``get_mask_sizes`` returns ``max_cache_len``).
+- ``src/transformers/models/deepseek_v2/modeling_deepseek_v2.py`` ::
+  ``DeepseekV2Attention.forward`` expands the latent with ``kv_b_proj`` *before*
+  ``past_key_values.update``: the cache holds per-head K (``qk_nope + qk_rope``) and V
+  (``v_head_dim``), not the MLA latent.
+- Tensors are in the model's dtype (float32 / float16 / bfloat16); there are no block types.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kvplan import engine
+from kvplan.engine._ops import minimum, where
+from kvplan.errors import UsageError
+from kvplan.formats import ElementFormat
+from kvplan.runtimes import TransformersSpec
+
+TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+
+
+@dataclass(frozen=True)
+class TransformersCache:
+    """transformers' cache for one model and dtype: bytes per token of full and sliding layers."""
+
+    spec: TransformersSpec
+    k_format: ElementFormat
+    v_format: ElementFormat
+    full_bytes_per_token: int  # K+V bytes of one token, summed over the full-attention layers
+    sliding_bytes_per_token: int  # same, over the sliding-window layers
+    window_tokens: int | None
+    global_layers: int
+    windowed_layers: int
+    rules: tuple[str, ...]
+
+    name = "transformers"
+
+    @property
+    def windows(self) -> tuple[tuple[int, int], ...]:
+        return ((self.window_tokens, self.sliding_bytes_per_token),) if self.window_tokens else ()
+
+    @property
+    def bytes_per_token(self) -> int:
+        return self.full_bytes_per_token + self.sliding_bytes_per_token
+
+    @property
+    def unbounded(self) -> bool:
+        """Only a static cache sized by the context itself, with every layer sliding, stops growing."""
+        return (self.spec.cache == "static" and self.spec.max_cache_len is None
+                and self.full_bytes_per_token == 0 and bool(self.windows))
+
+    def _static_len(self, ctx: int) -> int:
+        m = self.spec.max_cache_len
+        if m is None:
+            return ctx
+        if ctx > m:
+            raise UsageError(f"ctx {ctx:,} exceeds --max-cache-len {m:,}: StaticCache cannot hold it")
+        return m
+
+    def tokens(self, ctx: int) -> dict:
+        """Tokens allocated per layer kind: steady state, right after prefill, and reachable."""
+        w = self.window_tokens
+        if self.spec.cache == "static":
+            m = self._static_len(ctx)
+            sliding = min(m, w) if w else None
+            return {"full": m, "sliding_allocated": sliding, "sliding_reachable": sliding, "peak_per_layer": None,
+                    "max_cache_len": m}
+        return {"full": ctx, "sliding_allocated": min(ctx, w) if w else None,
+                "sliding_reachable": min(ctx, w - 1) if w else None, "peak_per_layer": ctx, "max_cache_len": None}
+
+    def kv_bytes(self, ctx, sequences=1):
+        """Steady-state cache of ``sequences`` sequences of ``ctx`` tokens (after a decode step) [bytes]."""
+        tokens = ctx
+        if self.spec.cache == "static" and self.spec.max_cache_len is not None:
+            if isinstance(ctx, int):
+                self._static_len(ctx)  # refuses ctx > max_cache_len
+            tokens = ctx * 0 + self.spec.max_cache_len
+        return engine.kv_bytes(tokens, self.full_bytes_per_token, self.windows) * sequences
+
+    def kv_peak_bytes(self, ctx, sequences=1):
+        """Right after a one-shot prefill every dynamic layer (sliding ones too) holds all ``ctx`` tokens."""
+        if self.spec.cache == "static":
+            return self.kv_bytes(ctx, sequences)
+        return self.bytes_per_token * ctx * sequences
+
+    def kv_bytes_read_over_generation(self, n_tokens, sequences=1):
+        if self.spec.cache == "static":
+            m = self.spec.max_cache_len
+            if m is None:  # sized by the context: every step attends the whole preallocated length
+                return n_tokens * engine.kv_bytes(n_tokens, self.full_bytes_per_token, self.windows) * sequences
+            return n_tokens * self.kv_bytes(m, sequences)
+        return engine.kv_bytes_sum_over_generation(n_tokens, self.full_bytes_per_token, self.windows) * sequences
+
+    def max_ctx(self, allowance_bytes, sequences=1, ctx_limit=math.inf):
+        """Largest ``ctx`` whose cache fits, exact to the token; the dynamic cache is sized by its peak."""
+        per_sequence = engine.kv_allowance_bytes(allowance_bytes, sequences)
+        if self.spec.cache == "dynamic":
+            best = engine.max_context_tokens(per_sequence, self.bytes_per_token, (), ctx_limit)
+        elif self.spec.max_cache_len is None:
+            best = engine.max_context_tokens(per_sequence, self.full_bytes_per_token, self.windows, ctx_limit)
+        else:
+            m = self.spec.max_cache_len
+            fits = engine.kv_bytes(m, self.full_bytes_per_token, self.windows) <= per_sequence
+            best = where(fits, minimum(m, ctx_limit), engine.NO_CONTEXT_FITS)
+        return best
+
+    def describe(self, ctx: int, sequences: int = 1) -> dict:
+        t = self.tokens(ctx)
+        rules = list(self.rules)
+        if self.spec.cache == "dynamic" and self.window_tokens and ctx > self.window_tokens - 1:
+            rules.append(f"sliding layers keep {t['sliding_reachable']:,} tokens reachable, {t['sliding_allocated']:,} "
+                         f"allocated (a view of the torch.cat result); {ctx:,} right after a one-shot prefill")
+        if self.spec.cache == "static":
+            rules.append(f"StaticCache preallocates {t['max_cache_len']:,} tokens per full layer"
+                         + (f", {t['sliding_allocated']:,} per sliding layer" if self.window_tokens else ""))
+        return {
+            "name": self.name,
+            "rules": rules,
+            "options": {"cache": self.spec.cache, "max_cache_len": self.spec.max_cache_len, "batch": sequences},
+            "cells": t,
+            "dtype": TORCH_DTYPES[self.k_format.name],
+        }
+
+
+def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | None = None,
+                       v_format: ElementFormat | None = None) -> TransformersCache:
+    """Decide transformers' rules for ``model`` and size one token of each layer kind."""
+    k_format = k_format or model.k_format()
+    v_format = v_format or model.v_format()
+    for side, fmt in (("k", k_format), ("v", v_format)):
+        if fmt.name not in TORCH_DTYPES:
+            raise UsageError(f"--{side}-type: transformers' DynamicCache/StaticCache store the model dtype "
+                             f"(f32, f16, bf16), not {fmt.name!r}")
+    if k_format != v_format:
+        raise UsageError("transformers keeps K and V in the same dtype; give one --kv-type")
+    arch = (model.architecture or "").lower()
+    rules = [f"architecture {arch or 'unknown'}", f"cache dtype {TORCH_DTYPES[k_format.name]}",
+             "DynamicCache: full-attention layers hold every token" if spec.cache == "dynamic"
+             else "StaticCache: tensors preallocated"]
+    if model.mla is not None:
+        rules.append(f"MLA model, but transformers caches the expanded per-head K ({model.kv_heads_of(0)} × "
+                     f"{model.head_dim}) and V ({model.kv_heads_of(0)} × {model.v_dim}), not the latent")
+    full_bpt = sliding_bpt = 0
+    global_layers = 0
+    for layer in range(model.layers):
+        n_kv = model.kv_heads_of(layer)
+        b = k_format.row_bytes(n_kv * model.head_dim) + v_format.row_bytes(n_kv * model.v_dim)
+        if model.is_local(layer):
+            sliding_bpt += b
+        else:
+            full_bpt += b
+            global_layers += 1
+    window = model.sliding_window if sliding_bpt else None
+    if window:
+        rules.append(f"{model.layers - global_layers} of {model.layers} layers slide (window {window:,})")
+    return TransformersCache(spec, k_format, v_format, full_bpt, sliding_bpt, window, global_layers,
+                             model.layers - global_layers, tuple(rules))

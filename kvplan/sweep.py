@@ -1,0 +1,148 @@
+"""Vectorized evaluation of a grid of configurations: arrays in, arrays out.
+
+A sweep is a set of *groups*, one per (device, model, weight bits, K/V format): inside a
+group only the context and the number of concurrent sequences vary, so every figure of
+the group is one numpy expression over the grid, computed by the same engine functions
+and the same :class:`~kvplan.plan.CacheModel` as :func:`kvplan.plan.evaluate`. Element
+``i`` of every column equals the scalar evaluation of point ``i`` exactly (integers in
+``int64``, rates in ``float64`` through the same operations).
+
+numpy is imported inside the functions; this module does no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+from kvplan import engine
+from kvplan.plan import Scenario, cache_model_for, weights_of
+
+# max_ctx when no context fits (weights alone exceed the budget) or the cache never
+# stops growing being bounded by nothing: the scalar evaluation's None.
+NO_MAX_CTX = -1
+
+
+@dataclass(frozen=True)
+class SweepColumns:
+    """One numpy array per column, all of the same length (one element per grid point).
+
+    ``verdict`` holds codes indexing :data:`kvplan.engine.VERDICTS` (0 fit, 1 tight, 2 over);
+    ``max_ctx`` is :data:`NO_MAX_CTX` where the scalar evaluation says None; ``prefill_s`` is
+    NaN where the device gives no ``compute``.
+    """
+
+    device: object  # str array
+    model: object  # str array
+    ctx: object  # int64 [tokens]
+    sequences: object  # int64
+    pinned_prefix_tokens: object  # int64 [tokens]
+    weight_bits: object  # float64 [bits/param]
+    k_bits: object  # int64
+    v_bits: object  # int64
+    kv_bytes_per_token: object  # int64 [bytes/token]
+    kv_bytes: object  # int64 [bytes] all sequences
+    pinned_prefix_bytes: object  # int64 [bytes]
+    weights_bytes: object  # int64 [bytes]
+    overhead_bytes: object  # int64 [bytes]
+    total_bytes: object  # int64 [bytes]
+    budget_bytes: object  # int64 [bytes]
+    headroom_bytes: object  # int64 [bytes]
+    verdict: object  # int8 code
+    decode_tokens_per_s: object  # float64 [tokens/s]
+    max_ctx: object  # int64 [tokens]
+    prefill_s: object  # float64 [s]
+
+    def __len__(self) -> int:
+        return len(self.ctx)
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    def take(self, index) -> SweepColumns:
+        """The rows at ``index`` (an integer array, slice or boolean mask)."""
+        return SweepColumns(**{name: getattr(self, name)[index] for name in self.names()})
+
+
+def grid(ctx, sequences):
+    """Flattened (ctx, sequences) grid, ctx varying fastest: two int64 arrays of equal length."""
+    import numpy as np
+
+    ctx = np.asarray(ctx, dtype=np.int64)
+    sequences = np.asarray(sequences, dtype=np.int64)
+    return np.tile(ctx, len(sequences)), np.repeat(sequences, len(ctx))
+
+
+def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
+    """Evaluate ``base`` at every (ctx[i], sequences[i]).
+
+    Parameters
+    ----------
+    base : Scenario fixing device, model, formats, weight bits, pinned prefix, margin, reserve
+        (its own ``ctx`` and ``sequences`` are ignored)
+    ctx : int array [tokens]
+    sequences : int array, same length as ``ctx``
+
+    Returns
+    -------
+    SweepColumns
+    """
+    import numpy as np
+
+    ctx = np.asarray(ctx, dtype=np.int64)
+    sequences = np.asarray(sequences, dtype=np.int64)
+    n = len(ctx)
+    device, model = base.device, base.model
+    cache = cache_model_for(base)
+    weights, weights_read, bits = weights_of(model, base.weight_bits)
+    overhead = device.runtime_overhead
+    reserve = device.os_reserve if base.os_reserve_bytes is None else base.os_reserve_bytes
+    budget = engine.budget_bytes(device.ram, reserve)
+
+    kv = np.asarray(cache.kv_bytes(ctx, sequences), dtype=np.int64)
+    kv_peak = np.asarray(cache.kv_peak_bytes(ctx, sequences), dtype=np.int64)
+    pinned = int(cache.kv_bytes(base.pinned_prefix_tokens, 1))
+    total = engine.total_bytes(weights, kv_peak, 1, pinned, overhead)
+    headroom = engine.headroom_bytes(budget, total)
+    verdict = np.asarray(engine.verdict_code(headroom, budget, base.margin_fraction), dtype=np.int8)
+
+    step = engine.bytes_per_token(weights_read, kv + pinned)
+    rate = engine.decode_tokens_per_s(device.memory_bandwidth, step, device.bandwidth_efficiency)
+
+    unbounded = getattr(cache, "unbounded", False)
+    ctx_limit = model.max_context if model.max_context and unbounded else math.inf
+    solved = np.asarray(cache.max_ctx(budget - weights - overhead - pinned, sequences, ctx_limit))
+    max_ctx = np.where(np.isfinite(solved) & (solved >= 0), solved, NO_MAX_CTX).astype(np.int64)
+
+    if device.compute:
+        params = getattr(model, "params_active", None) or model.params
+        flops = engine.prefill_flops(ctx, params, model.layers, model.attention_heads, model.head_dim)
+        prefill = engine.prefill_seconds(flops, device.compute)
+    else:
+        prefill = np.nan
+
+    def const(value, dtype=None):  # one value for every row, without copying it n times
+        return np.broadcast_to(np.asarray(value, dtype=dtype), (n,))
+
+    return SweepColumns(
+        device=const(device.name), model=const(model.name), ctx=ctx, sequences=sequences,
+        pinned_prefix_tokens=const(base.pinned_prefix_tokens, dtype=np.int64),
+        weight_bits=const(bits, dtype=np.float64),
+        k_bits=const(cache.k_format.bits, dtype=np.int64), v_bits=const(cache.v_format.bits, dtype=np.int64),
+        kv_bytes_per_token=const(cache.bytes_per_token, dtype=np.int64), kv_bytes=kv,
+        pinned_prefix_bytes=const(pinned, dtype=np.int64), weights_bytes=const(weights, dtype=np.int64),
+        overhead_bytes=const(overhead, dtype=np.int64), total_bytes=np.asarray(total, dtype=np.int64),
+        budget_bytes=const(budget, dtype=np.int64), headroom_bytes=np.asarray(headroom, dtype=np.int64),
+        verdict=verdict, decode_tokens_per_s=np.asarray(rate, dtype=np.float64), max_ctx=max_ctx,
+        prefill_s=np.broadcast_to(np.asarray(prefill, dtype=np.float64), (n,)),
+    )
+
+
+def concat(parts: list[SweepColumns]) -> SweepColumns:
+    """Join the columns of several groups, in order."""
+    import numpy as np
+
+    if len(parts) == 1:
+        return parts[0]
+    return SweepColumns(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in SweepColumns.names()})

@@ -1,0 +1,187 @@
+"""kvplan gate through the CLI: folders of passing, failing and bad gate files; JUnit, JSON, Markdown outputs."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA
+
+GATE = DATA / "gate"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _files(folder: str) -> list[Path]:
+    return sorted((GATE / folder).glob("*.yaml"))
+
+
+def _expected_fragments(path: Path) -> list[str]:
+    return [line.split("# expect:", 1)[1].strip() for line in path.read_text().splitlines()
+            if line.startswith("# expect:")]
+
+
+@pytest.mark.parametrize("path", _files("pass"), ids=lambda p: p.stem)
+def test_passing_files_exit_0(run, path):
+    result = run("gate", path)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "FAIL" not in result.stdout.replace("FAILED", "")
+
+
+@pytest.mark.parametrize("path", _files("fail"), ids=lambda p: p.stem)
+def test_failing_files_exit_1(run, path):
+    result = run("gate", path)
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "failing thresholds" in result.stdout
+
+
+@pytest.mark.parametrize("path", _files("bad"), ids=lambda p: p.stem)
+def test_bad_files_exit_2_naming_file_and_line(run, path, tmp_path):
+    fragments = _expected_fragments(path)
+    assert fragments, f"{path.name} has no '# expect:' line"
+    junit = tmp_path / "out.xml"
+    result = run("gate", path, "--junit", junit)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+    assert all(line.startswith("kvplan: error: ") for line in result.stderr.splitlines())
+    assert "Traceback" not in result.stderr
+    assert not junit.exists()  # nothing written for a bad file
+
+
+def test_folders_are_not_empty():
+    assert len(_files("pass")) >= 3 and len(_files("fail")) >= 3 and len(_files("bad")) >= 8
+
+
+def test_example_release_passes_with_ci_outputs(run, tmp_path):
+    junit, markdown, js = tmp_path / "out.xml", tmp_path / "out.md", tmp_path / "out.json"
+    result = run("gate", EXAMPLES / "release.yaml", "--junit", junit, "--markdown", markdown, "--json", js)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    doc = json.loads(js.read_text())
+    root = ET.parse(junit).getroot()
+    assert root.tag == "testsuites"
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == doc["configurations_total"] >= 5
+    assert root.findall(".//failure") == []
+    assert markdown.read_text().startswith("## ✅ kvplan gate: passed")
+
+
+def test_example_release_failing_junit_counts(run, tmp_path):
+    junit, js = tmp_path / "out.xml", tmp_path / "out.json"
+    result = run("gate", EXAMPLES / "release-failing.yaml", "--junit", junit, "--json", js)
+    assert result.exit_code == 1
+    doc = json.loads(js.read_text())
+    failing = [c["name"] for c in doc["configurations"] if not c["passed"]]
+    assert 0 < len(failing) < doc["configurations_total"]  # some pass, some fail: every one was evaluated
+    suite = ET.parse(junit).getroot().find("testsuite")
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == [c["name"] for c in doc["configurations"]]
+    assert int(suite.get("tests")) == len(cases) == doc["configurations_total"]
+    assert int(suite.get("failures")) == len(failing) == doc["configurations_failed"]
+    failed_cases = [c.get("name") for c in cases if c.find("failure") is not None]
+    assert failed_cases == failing
+    for case in cases:
+        assert len(case.findall("failure")) <= 1
+        assert float(case.get("time")) >= 0 and case.get("classname") == "kvplan.gate.release-failing"
+        failure = case.find("failure")
+        if failure is not None:
+            assert failure.get("message") and failure.text.strip()
+
+
+def test_json_keys(run_json):
+    code, doc = run_json("gate", GATE / "fail" / "one-of-three.yaml")
+    assert code == 1
+    assert {"schema_version", "files", "passed", "configurations_total", "configurations_failed",
+            "configurations"} <= doc.keys()
+    assert doc["files"] == [{"file": str(GATE / "fail" / "one-of-three.yaml"), "title": None, "passed": False}]
+    assert doc["passed"] is False and doc["configurations_total"] == 3 and doc["configurations_failed"] == 1
+    last = doc["configurations"][-1]
+    assert {"file", "name", "line", "passed", "failures", "thresholds", "check"} <= last.keys()
+    assert last["failures"] == ["max_weights"] and last["line"] == 10
+    (weights,) = [t for t in last["thresholds"] if t["name"] == "max_weights"]
+    assert {"name", "kind", "unit", "limit", "limit_fraction", "actual", "passed", "miss"} == weights.keys()
+    # 1,750,000,000 B of weights against a 1,700,000,000 B limit: missed by 50,000,000 B
+    assert (weights["limit"], weights["actual"], weights["miss"]) == (1_700_000_000, 1_750_000_000, 50_000_000)
+    assert {"verdict", "memory", "decode_tokens_per_s", "max_ctx"} <= last["check"].keys()
+
+
+def test_markdown_format_on_stdout_lists_failures(run):
+    result = run("gate", GATE / "fail" / "ref-8k-over.yaml", "--format", "markdown")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("## ❌ kvplan gate: failed — 0 of 1 configurations pass")
+    assert "| ref-8k | must_fit | fit (headroom ≥ 0) | over (headroom −44.97 MB) | 44.97 MB over budget |" \
+        in result.stdout
+
+
+def test_table_shows_each_miss(run):
+    result = run("gate", GATE / "fail" / "speed-only.yaml")
+    assert result.exit_code == 1
+    # 50e9 / 3,897,483,648 B = 12.83 tok/s against 13: 0.17 → "0.2 tok/s short"
+    assert "min_decode_tok_s" in result.stdout and "0.2 tok/s short" in result.stdout
+
+
+def test_output_paths_checked_before_evaluating(run, tmp_path):
+    junit = tmp_path / "ok.xml"
+    result = run("gate", GATE / "pass" / "ref-4k.yaml", "--junit", junit, "--markdown",
+                 tmp_path / "missing" / "out.md")
+    assert result.exit_code == 2
+    assert "does not exist" in result.stderr and result.stdout == ""
+    assert not junit.exists()
+
+
+def test_output_may_not_overwrite_the_gate_file(run, tmp_path):
+    gate = tmp_path / "release.yaml"
+    gate.write_text((GATE / "pass" / "ref-tight.yaml").read_text().replace("../../profiles/", f"{DATA}/profiles/"))
+    before = gate.read_text()
+    result = run("gate", gate, "--json", gate)
+    assert result.exit_code == 2 and "would overwrite the input file" in result.stderr
+    assert gate.read_text() == before
+
+
+def test_missing_file_is_exit_2(run, tmp_path):
+    result = run("gate", tmp_path / "nope.yaml")
+    assert result.exit_code == 2 and "nope.yaml: no such file" in result.stderr
+
+
+def test_several_files_one_testsuite_each(run, tmp_path):
+    junit = tmp_path / "out.xml"
+    files = [GATE / "pass" / "ref-4k.yaml", GATE / "fail" / "one-of-three.yaml", GATE / "pass" / "defaults.yaml"]
+    result = run("gate", *files, "--junit", junit)
+    assert result.exit_code == 1  # any file failing fails the run
+    suites = ET.parse(junit).getroot().findall("testsuite")
+    assert [len(s.findall("testcase")) for s in suites] == [1, 3, 3]
+    assert [int(s.get("failures")) for s in suites] == [0, 1, 0]
+    assert ET.parse(junit).getroot().get("tests") == "7"
+
+
+def test_bad_files_are_all_reported(run):
+    bad = GATE / "bad"
+    result = run("gate", bad / "bad-ctx.yaml", GATE / "pass" / "ref-4k.yaml", bad / "bad-kv-type.yaml")
+    assert result.exit_code == 2
+    assert "bad-ctx.yaml:6:" in result.stderr and "bad-kv-type.yaml:7:" in result.stderr
+
+
+def test_pre_commit_hook_entry():
+    import re
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    (hook,) = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())
+    assert (hook["id"], hook["entry"]) == ("kvplan-gate", "kvplan gate")
+    pattern = re.compile(hook["files"])
+    assert pattern.search("release.yaml") and pattern.search("ci/release-android.yml")
+    assert not pattern.search("device_profiles/pixel8.yaml")
+
+
+def test_ci_gate_doc_names_every_key():
+    from kvplan.gate.spec import KNOB_NAMES, THRESHOLD_NAMES
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "ci-gate.md").read_text()
+    for key in (*KNOB_NAMES, *THRESHOLD_NAMES, "name", "device", "model", "ctx", "defaults", "title"):
+        assert f"`{key}`" in doc, key
+    for option in ("--junit", "--json", "--markdown", "--format"):
+        assert option in doc

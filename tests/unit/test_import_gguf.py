@@ -1,0 +1,135 @@
+"""`kvplan import gguf`: small GGUF files written here with gguf's own writer (metadata and a tiny tensor)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from kvplan.errors import ProfileError, UsageError
+from kvplan.plan import cache_layout
+
+gguf = pytest.importorskip("gguf")
+np = pytest.importorskip("numpy")
+
+from kvplan.importers.gguf import profile_from_gguf_file  # noqa: E402
+
+
+def write_gguf(path, arch: str, *, layers=4, heads=8, kv_heads=2, key_length=64, value_length=None, window=None,
+               pattern=None, tensors=None, extra=None, name="Tiny Test"):
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_name(name)
+    w.add_block_count(layers)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    if key_length:
+        w.add_key_length(key_length)
+    if value_length:
+        w.add_value_length(value_length)
+    w.add_embedding_length(512)
+    w.add_feed_forward_length(1024)
+    w.add_context_length(8192)
+    w.add_vocab_size(1000)
+    if window:
+        w.add_sliding_window(window)
+    if pattern is not None:
+        w.add_sliding_window_pattern(pattern)
+    for key, value in (extra or {}).items():
+        w.add_uint32(key.format(arch=arch), value)
+    for tname, shape, dtype in tensors or [("token_embd.weight", (16, 8), np.float16)]:
+        w.add_tensor(tname, np.zeros(shape, dtype=dtype))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_plain_model(tmp_path):
+    model = profile_from_gguf_file(write_gguf(tmp_path / "m.gguf", "llama")).model
+    assert model.name == "tiny-test" and model.architecture == "llama"
+    assert (model.layers, model.attention_heads, model.kv_heads, model.head_dim) == (4, 8, 2, 64)
+    assert (model.hidden_size, model.intermediate_size, model.vocab_size, model.max_context) == (512, 1024, 1000, 8192)
+    assert model.sliding_window is None
+    # 4 layers × 2 (K, V) × 2 KV heads × 64 × 2 bytes = 2,048 bytes per token
+    assert cache_layout(model).bytes_per_token == 4 * 2 * 2 * 64 * 2 == 2048
+
+
+def test_params_and_weights_come_from_the_tensor_shapes(tmp_path):
+    tensors = [("token_embd.weight", (16, 8), np.float16), ("output.weight", (16, 8), np.float32)]
+    model = profile_from_gguf_file(write_gguf(tmp_path / "m.gguf", "llama", tensors=tensors)).model
+    assert model.params == 128 + 128  # 16 × 8 elements each
+    assert model.weights == 128 * 2 + 128 * 4 == 768  # f16 + f32 bytes
+    assert model.weight_bits == 768 * 8 / 256 == 24
+    assert model.tie_embeddings is False  # an output.weight tensor exists
+
+
+def test_no_output_tensor_means_tied(tmp_path):
+    assert profile_from_gguf_file(write_gguf(tmp_path / "m.gguf", "llama")).model.tie_embeddings is True
+
+
+def test_per_layer_kv_head_counts(tmp_path):
+    model = profile_from_gguf_file(write_gguf(tmp_path / "m.gguf", "llama", kv_heads=[2, 4, 2, 8])).model
+    assert model.kv_heads == [2, 4, 2, 8]
+    # Σ layers 2 × n_kv × 64 × 2 bytes = 256 × (2 + 4 + 2 + 8) = 4,096
+    assert cache_layout(model).bytes_per_token == 256 * (2 + 4 + 2 + 8) == 4096
+
+
+def test_equal_per_layer_counts_collapse_to_one_number(tmp_path):
+    assert profile_from_gguf_file(write_gguf(tmp_path / "m.gguf", "llama", kv_heads=[2] * 4)).model.kv_heads == 2
+
+
+def test_window_pattern_period_from_the_file(tmp_path):
+    path = write_gguf(tmp_path / "m.gguf", "gemma3", layers=12, window=512, pattern=6)
+    model = profile_from_gguf_file(path).model
+    assert (model.sliding_window, model.sliding_window_pattern) == (512, "5:1")
+    # global layers 5 and 11; 10 local layers keep 512 tokens; 2 × 2 × 64 × 2 = 512 bytes per token per layer
+    assert cache_layout(model).kv_bytes(4096) == 2 * 512 * 4096 + 10 * 512 * 512
+
+
+def test_window_pattern_per_layer_booleans(tmp_path):
+    path = write_gguf(tmp_path / "m.gguf", "llama", layers=4, window=256, pattern=[True, False, True, True])
+    model = profile_from_gguf_file(path).model
+    assert (model.sliding_window, model.sliding_window_pattern) == (256, [0, 2, 3])
+
+
+def test_window_without_pattern_uses_the_architecture_rule(tmp_path):
+    gemma2 = profile_from_gguf_file(write_gguf(tmp_path / "g2.gguf", "gemma2", window=4096)).model
+    assert gemma2.sliding_window_pattern == "alternating"
+    gemma3 = profile_from_gguf_file(write_gguf(tmp_path / "g3.gguf", "gemma3", layers=12, window=1024)).model
+    assert gemma3.sliding_window_pattern == "5:1"
+    mistral = profile_from_gguf_file(write_gguf(tmp_path / "m.gguf", "llama", window=4096)).model
+    assert mistral.sliding_window_pattern == "all"
+
+
+def test_mla(tmp_path):
+    extra = {"{arch}.attention.kv_lora_rank": 512, "{arch}.rope.dimension_count": 64,
+             "{arch}.attention.key_length_mla": 192, "{arch}.attention.value_length_mla": 128}
+    path = write_gguf(tmp_path / "m.gguf", "deepseek2", heads=16, kv_heads=16, key_length=576, value_length=512,
+                      extra=extra)
+    model = profile_from_gguf_file(path).model
+    assert (model.mla.kv_lora_rank, model.mla.qk_rope_head_dim) == (512, 64)
+    assert (model.head_dim, model.v_dim) == (192, 128)
+    # MLA caches one latent row: 4 layers × (512 + 64) × 2 bytes = 4,608 bytes per token
+    assert cache_layout(model).bytes_per_token == 4 * (512 + 64) * 2 == 4608
+
+
+def test_head_dim_falls_back_to_width_over_heads(tmp_path):
+    model = profile_from_gguf_file(write_gguf(tmp_path / "m.gguf", "llama", key_length=None)).model
+    assert model.head_dim == 512 // 8 == 64
+
+
+def test_not_a_gguf_file(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"NOTGGUF" * 10)
+    with pytest.raises(ProfileError, match="not a readable GGUF file"):
+        profile_from_gguf_file(bad)
+    with pytest.raises(ProfileError, match="no such file"):
+        profile_from_gguf_file(tmp_path / "missing.gguf")
+
+
+def test_missing_gguf_package_names_the_extra(tmp_path, monkeypatch):
+    path = write_gguf(tmp_path / "m.gguf", "llama")
+    monkeypatch.setitem(sys.modules, "gguf", None)  # `import gguf` now raises ImportError
+    with pytest.raises(UsageError, match=r"pip install 'kvplan\[gguf\]'"):
+        profile_from_gguf_file(path)

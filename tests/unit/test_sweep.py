@@ -1,0 +1,83 @@
+"""The vectorized sweep equals plan.evaluate() point by point, exactly, and matches hand figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kvplan import sweep
+from kvplan.catalog import Catalog
+from kvplan.configure import Knobs, build_scenario
+from kvplan.engine import VERDICTS
+from kvplan.plan import evaluate
+
+DATA = Path(__file__).parents[1] / "data"
+REF_PHONE = str(DATA / "profiles" / "ref-phone.yaml")
+REF_7B = str(DATA / "profiles" / "ref-7b.yaml")
+COMPUTE_PHONE = str(DATA / "planning" / "compute-phone.yaml")
+WINDOWED = str(DATA / "planning" / "windowed-1b.yaml")
+
+
+def _profiles(device, model):
+    cat = Catalog()
+    return cat.device(device).profile, cat.model(model).profile
+
+
+@pytest.mark.parametrize("device, model", [(REF_PHONE, REF_7B), (COMPUTE_PHONE, WINDOWED), (COMPUTE_PHONE, REF_7B)])
+@pytest.mark.parametrize("knobs", [Knobs(), Knobs(kv_bits=8, pinned_prefix_tokens=512),
+                                   Knobs(k_bits=8, v_bits=4, weight_bits=3.5, margin_fraction=0.2),
+                                   Knobs(sliding_window=1024, os_reserve_bytes=3_000_000_000)])
+def test_every_column_equals_scalar_evaluate(device, model, knobs):
+    d, m = _profiles(device, model)
+    base = build_scenario(d, m, 1, knobs)
+    ctx, seq = sweep.grid([1, 511, 512, 513, 4096, 5000, 100_000], [1, 2, 3])
+    cols = sweep.evaluate_group(base, ctx, seq)
+    assert len(cols) == 21
+    for i in range(len(cols)):
+        ev = evaluate(base.with_changes(ctx=int(ctx[i]), sequences=int(seq[i])))
+        s = ev.scenario
+        expected = {
+            "device": d.name, "model": m.name, "ctx": s.ctx, "sequences": s.sequences,
+            "pinned_prefix_tokens": s.pinned_prefix_tokens, "weight_bits": ev.weight_bits,
+            "k_bits": ev.layout.k_format.bits, "v_bits": ev.layout.v_format.bits,
+            "kv_bytes_per_token": ev.kv_bytes_per_token, "kv_bytes": ev.kv_bytes,
+            "pinned_prefix_bytes": ev.pinned_prefix_bytes, "weights_bytes": ev.weights_bytes,
+            "overhead_bytes": ev.overhead_bytes, "total_bytes": ev.total_bytes, "budget_bytes": ev.budget_bytes,
+            "headroom_bytes": ev.headroom_bytes, "verdict": ev.verdict,
+            "decode_tokens_per_s": ev.decode_tokens_per_s,
+            "max_ctx": sweep.NO_MAX_CTX if ev.max_ctx is None else ev.max_ctx,
+            "prefill_s": ev.prefill_s,
+        }
+        for name, want in expected.items():
+            got = getattr(cols, name)[i]
+            if name == "verdict":
+                got = VERDICTS[int(got)]
+            elif name == "prefill_s" and want is None:
+                assert np.isnan(got)
+                continue
+            assert got == want, (name, i, got, want)
+
+
+def test_reference_figures_in_the_grid():
+    d, m = _profiles(REF_PHONE, REF_7B)
+    ctx, seq = sweep.grid([4096, 8192], [1, 2])
+    cols = sweep.evaluate_group(build_scenario(d, m, 1), ctx, seq)
+    # 524,288 B/token: 4,096 → 2,147,483,648 B; 8,192 → 4,294,967,296 B; two sequences double it
+    assert cols.kv_bytes.tolist() == [2_147_483_648, 4_294_967_296, 4_294_967_296, 8_589_934_592]
+    # weights 1,750,000,000 + cache; budget 8e9 − 2e9 = 6e9
+    assert cols.total_bytes.tolist() == [3_897_483_648, 6_044_967_296, 6_044_967_296, 10_339_934_592]
+    assert cols.headroom_bytes[0] == 6_000_000_000 - 3_897_483_648
+    assert [VERDICTS[c].value for c in cols.verdict] == ["fit", "over", "over", "over"]
+    # max ctx: ⌊4.25e9 / 524,288⌋ = 8,106 for one sequence; ⌊4.25e9 / 2 / 524,288⌋ = 4,053 for two
+    assert cols.max_ctx.tolist() == [8106, 8106, 4053, 4053]
+
+
+def test_concat_and_take_keep_columns_aligned():
+    d, m = _profiles(REF_PHONE, REF_7B)
+    a = sweep.evaluate_group(build_scenario(d, m, 1), *sweep.grid([1, 2], [1]))
+    b = sweep.evaluate_group(build_scenario(d, m, 1, Knobs(kv_bits=8)), *sweep.grid([3], [1]))
+    both = sweep.concat([a, b])
+    assert both.ctx.tolist() == [1, 2, 3] and both.k_bits.tolist() == [16, 16, 8]
+    assert both.take(slice(1, 3)).kv_bytes.tolist() == [2 * 524_288, 3 * 262_144]
