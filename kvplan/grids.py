@@ -87,7 +87,8 @@ def parse_int_list(values: str | Iterable[str], option: str, lo: int = 1, hi: in
             else:
                 out.append(int(item))
         except ValueError:
-            raise UsageError(f"{option}: expected whole numbers like 16,8,4 or a range like 1..4, got {item!r}") from None
+            raise UsageError(f"{option}: expected whole numbers like 16,8,4 or a range like 1..4, "
+                             f"got {item!r}") from None
         if len(out) > MAX_GRID_POINTS:
             raise UsageError(f"{option}: more than {MAX_GRID_POINTS:,} values")
     bad = [v for v in out if not lo <= v <= hi]

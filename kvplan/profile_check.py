@@ -40,7 +40,11 @@ def validate_file(path: str | Path, kind: str | None = None) -> FileResult:
         doc = load_yaml(path)
     except ProfileError as exc:
         return FileResult(name, kind, None, exc.problems)
-    kind = kind or kind_of_data(doc.data)
+    sniffed = kind_of_data(doc.data)
+    if kind and sniffed and sniffed != kind:
+        return FileResult(name, kind, None, [f"{name}: this is a {sniffed} profile, but a {kind} profile is "
+                                             "needed here"])
+    kind = kind or sniffed
     if kind is None:
         return FileResult(name, None, None, [f"{doc.where(())}: (document): cannot tell a device from a model by "
                                              "its keys; give --kind device or --kind model"])

@@ -23,30 +23,42 @@ def _cases(kind: str):
         yield pytest.param(path, first[len("# expect: "):], id=path.stem)
 
 
-def _commands(kind: str, path: Path) -> list[list[str]]:
-    if kind == "device":
-        return [["check", "--device", str(path), "--model", str(REF_7B), "--ctx", "4096"]]
-    return [["check", "--device", str(REF_PHONE), "--model", str(path), "--ctx", "4096"]]
+def _commands(kind: str, path: Path, out: Path) -> list[list[str]]:
+    """Every command that reads a profile of ``kind``, each pointed at the bad file."""
+    device, model = (path, REF_7B) if kind == "device" else (REF_PHONE, path)
+    common = ["--device", str(device), "--model", str(model)]
+    return [
+        ["check", *common, "--ctx", "4096"],
+        ["profiles", "validate", "--kind", kind, str(path)],
+        ["plot", "memory", *common, "-o", str(out / "memory.png")],
+        ["plot", "decode", *common, "-o", str(out / "decode.png")],
+        ["plot", "fitmap", *common, "-o", str(out / "fitmap.png")],
+    ] + ([["plot", "attention", "--model", str(path), "-o", str(out / "attention.png")]] if kind == "model" else [])
 
 
-def _assert_clean_failure(result, path: Path, fragment: str) -> None:
-    assert result.exit_code == 2, result.stdout + result.stderr
+def _assert_clean_failure(result, path: Path, fragment: str, argv: list[str]) -> None:
+    assert result.exit_code == 2, (argv, result.stdout + result.stderr)
     assert "Traceback" not in result.stderr + result.stdout
-    lines = result.stderr.strip().splitlines()
-    assert lines and all(line.startswith("kvplan: error: ") for line in lines)
-    assert any(str(path) in line and fragment in line for line in lines), (fragment, lines)
+    if argv[:2] == ["profiles", "validate"]:
+        lines = result.stdout.strip().splitlines()  # the problems are validate's report, on stdout
+    else:
+        lines = [line for line in result.stderr.strip().splitlines() if not line.startswith("kvplan: note: ")]
+        assert lines and all(line.startswith("kvplan: error: ") for line in lines), lines
+    assert any(str(path) in line and fragment in line for line in lines), (argv, fragment, lines)
 
 
 @pytest.mark.parametrize("path, fragment", list(_cases("device")))
-def test_bad_device_files(run, path, fragment):
-    for argv in _commands("device", path):
-        _assert_clean_failure(run(*argv), path, fragment)
+def test_bad_device_files(run, path, fragment, tmp_path):
+    for argv in _commands("device", path, tmp_path):
+        _assert_clean_failure(run(*argv), path, fragment, argv)
+    assert not list(tmp_path.iterdir()), "a failed command left an output file"
 
 
 @pytest.mark.parametrize("path, fragment", list(_cases("model")))
-def test_bad_model_files(run, path, fragment):
-    for argv in _commands("model", path):
-        _assert_clean_failure(run(*argv), path, fragment)
+def test_bad_model_files(run, path, fragment, tmp_path):
+    for argv in _commands("model", path, tmp_path):
+        _assert_clean_failure(run(*argv), path, fragment, argv)
+    assert not list(tmp_path.iterdir()), "a failed command left an output file"
 
 
 def test_python_tag_runs_nothing(run, tmp_path):
