@@ -36,9 +36,9 @@ class Resolved(Generic[P]):
 
 def builtin_dir(kind: Kind) -> Path:
     """Folder of the built-in profiles of ``kind`` (wheel data, else the checkout's root folder)."""
-    from importlib.resources import files
-
-    packaged = Path(str(files("kvplan"))) / "_data" / KIND_DIRS[kind]
+    # kvplan is a regular package on disk, so its data folder sits next to this file (what
+    # importlib.resources.files would return, without importing it on every start).
+    packaged = Path(__file__).resolve().parent / "_data" / KIND_DIRS[kind]
     if packaged.is_dir():
         return packaged
     return Path(__file__).resolve().parent.parent / KIND_DIRS[kind]
@@ -62,20 +62,19 @@ def _looks_like_path(ref: str) -> bool:
 class Catalog:
     """Resolves ``--device`` / ``--model`` references to validated profiles."""
 
-    def __init__(self, profiles_dirs: list[str] | None = None):
+    def __init__(self, profiles_dirs: list[str] | None = None, *, fast: bool = True):
         self.user_dirs = user_dirs(profiles_dirs)
+        # fast: a profile validated before may come back as a record from the cache (kvplan.profile_cache)
+        # instead of a pydantic object; commands that need pydantic's introspection pass fast=False.
+        self.fast = fast
 
     # --- public API ---
 
     def device(self, ref: str):
-        from kvplan.profiles import Device
-
-        return self._resolve("device", Device, ref)
+        return self._resolve("device", ref)
 
     def model(self, ref: str):
-        from kvplan.profiles import Model
-
-        return self._resolve("model", Model, ref)
+        return self._resolve("model", ref)
 
     def entries(self, kind: Kind) -> list[tuple[str, list[str], Path, str]]:
         """(name, aliases, path, origin) of every profile of ``kind``, user folders first."""
@@ -91,23 +90,23 @@ class Catalog:
         dirs.append((builtin_dir(kind), "builtin"))
         return dirs
 
-    def _resolve(self, kind: Kind, cls, ref: str) -> Resolved:
+    def _resolve(self, kind: Kind, ref: str) -> Resolved:
         ref = str(ref).strip()
         if not ref:
             raise NotFoundError(f"empty {kind} name")
         if _looks_like_path(ref):
-            return Resolved(load_profile(kind, cls, ref), Path(ref), "file")
+            return Resolved(load_profile(kind, ref, fast=self.fast), Path(ref), "file")
         for folder, origin in self._dirs(kind):
             path = folder / f"{ref}.yaml"
             if path.is_file() and (origin == "builtin" or self._kind_of(path) in (kind, None)):
-                return self._loaded(kind, cls, path, origin)
+                return self._loaded(kind, path, origin)
         for name, aliases, path, origin in self._index(kind):
             if ref.lower() == name or ref.lower() in aliases:
-                return self._loaded(kind, cls, path, origin)
+                return self._loaded(kind, path, origin)
         raise NotFoundError(self._not_found_message(kind, ref))
 
-    def _loaded(self, kind: Kind, cls, path: Path, origin: str) -> Resolved:
-        profile = load_profile(kind, cls, path)
+    def _loaded(self, kind: Kind, path: Path, origin: str) -> Resolved:
+        profile = load_profile(kind, path, fast=self.fast)
         note = None
         if origin == "user":
             builtin = builtin_dir(kind) / f"{profile.name}.yaml"
@@ -125,44 +124,73 @@ class Catalog:
 
     @staticmethod
     def _kind_of(path: Path) -> Kind | None:
-        data = _quick_load(path)
-        if not isinstance(data, dict):
-            return None
-        if "ram" in data or "memory_bandwidth" in data:
-            return "device"
-        if "layers" in data or "attention_heads" in data:
-            return "model"
-        return None
+        return _kind_of_data(_quick_load(path))
 
     def _index(self, kind: Kind):
         cache = self.__dict__.setdefault("_index_cache", {})
         if kind not in cache:
             rows = []
             for folder, origin in self._dirs(kind):
-                for path in sorted(folder.glob("*.yaml")):
-                    data = _quick_load(path)
-                    if not isinstance(data, dict) or self._kind_of(path) not in (kind, None):
-                        continue
-                    name = str(data.get("name", path.stem))
-                    aliases = [str(a).lower() for a in data.get("aliases") or [] if isinstance(a, (str, int))]
-                    rows.append((name, aliases, path, origin))
+                rows += [(name, aliases, path, origin) for name, aliases, path in _folder_index(kind, folder)]
             cache[kind] = rows
         return cache[kind]
 
 
-def load_profile(kind: Kind, cls, path):
-    """Load and validate one profile file, saying so plainly when it is a profile of the other kind."""
+def _folder_index(kind: Kind, folder: Path) -> list[tuple[str, list[str], Path]]:
+    """(name, aliases, path) of the profiles of ``kind`` in one folder (cached by the folder's listing)."""
+    from kvplan import profile_cache
+
+    cached = profile_cache.load_index(kind, folder)
+    if cached is not None:
+        return [(name, aliases, Path(path)) for name, aliases, path in cached]
+    rows = []
+    for path in sorted(folder.glob("*.yaml")):
+        data = _quick_load(path)
+        if not isinstance(data, dict) or _kind_of_data(data) not in (kind, None):
+            continue
+        name = str(data.get("name", path.stem))
+        aliases = [str(a).lower() for a in data.get("aliases") or [] if isinstance(a, (str, int))]
+        rows.append((name, aliases, path))
+    profile_cache.store_index(kind, folder, [[n, a, str(p)] for n, a, p in rows])
+    return rows
+
+
+def _kind_of_data(data: object) -> Kind | None:
+    if not isinstance(data, dict):
+        return None
+    if "ram" in data or "memory_bandwidth" in data:
+        return "device"
+    if "layers" in data or "attention_heads" in data:
+        return "model"
+    return None
+
+
+def load_profile(kind: Kind, path, *, fast: bool = False):
+    """Load and validate one profile file, saying so plainly when it is a profile of the other kind.
+
+    With ``fast``, a profile validated before (unchanged since) comes back from the cache as a record.
+    """
+    from kvplan import profile_cache
+
+    if fast:
+        record = profile_cache.load_record(kind, Path(path))
+        if record is not None:
+            return record
     from kvplan.errors import ProfileError
     from kvplan.loading import validate_document
+    from kvplan.profiles import Device, Model
     from kvplan.yamlio import load_yaml
 
+    cls = Device if kind == "device" else Model
     doc = load_yaml(path)
     if isinstance(doc.data, dict):
         other = {"device": ("layers", "attention_heads", "head_dim"), "model": ("ram", "memory_bandwidth")}[kind]
         if any(key in doc.data for key in other) and not any(key in doc.data for key in _KEYS_OF[kind]):
             wrong = "model" if kind == "device" else "device"
             raise ProfileError([f"{path}: this is a {wrong} profile, but a {kind} profile is needed here"])
-    return validate_document(cls, doc, what=f"{kind} profile")
+    profile = validate_document(cls, doc, what=f"{kind} profile")
+    profile_cache.store(kind, Path(path), profile)
+    return profile
 
 
 _KEYS_OF = {"device": ("ram", "memory_bandwidth", "flash_read"), "model": ("layers", "attention_heads", "head_dim")}

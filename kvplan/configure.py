@@ -6,13 +6,17 @@ means the same thing wherever it is written.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass, fields
 
 from kvplan.engine import DEFAULT_MARGIN_FRACTION
 from kvplan.errors import KvplanError, UsageError
 from kvplan.formats import ElementFormat, format_from_bits, format_from_name
 from kvplan.plan import Scenario
-from kvplan.profiles import Device, Model
+
+if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain records
+    from kvplan.profiles import Device, Model
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Protocol, TYPE_CHECKING
 
 from kvplan import engine
 from kvplan.engine.memory import VERDICTS, Verdict
 from kvplan.formats import ElementFormat
-from kvplan.profiles import Device, Model
+
+if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain records
+    from kvplan.profiles import Device, Model
 
 
 class CacheModel(Protocol):

@@ -13,7 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
 
-from kvplan.formats import ElementFormat, format_from_bits, format_from_name
+from kvplan.formats import format_from_name
+from kvplan.profile_methods import ModelMethods, element_format
 from kvplan.policies import PolicySpec
 from kvplan import schema as js
 from kvplan.units import parse_count, parse_flop_per_s, parse_rate_bytes_per_s, parse_size_bytes, parse_tokens
@@ -150,7 +151,7 @@ KvHeads = Annotated[Annotated[int, Field(gt=0, le=10**6)] | list[Annotated[int, 
                     BeforeValidator(_kv_heads), WithJsonSchema(_KV_HEADS_SCHEMA)]
 
 
-class Model(_Profile):
+class Model(_Profile, ModelMethods):
     """A model's shape and deployment precision."""
 
     family: Slug | None = None
@@ -216,38 +217,3 @@ class Model(_Profile):
         if value is not None and info.data.get(bits_field) is not None:
             raise ValueError(f"give {bits_field} or {info.field_name}, not both")
         return value
-
-    # --- derived figures (pure; no I/O) ---
-
-    @property
-    def v_dim(self) -> int:
-        return self.v_head_dim or self.head_dim
-
-    def kv_heads_of(self, layer: int) -> int:
-        return self.kv_heads[layer] if isinstance(self.kv_heads, list) else self.kv_heads
-
-    def is_local(self, layer: int) -> bool:
-        """Whether a layer attends through the sliding window (not the whole context)."""
-        if self.sliding_window is None:
-            return False
-        pattern = self.sliding_window_pattern
-        if pattern == "all":
-            return True
-        if pattern == "alternating":
-            return layer % 2 == 0
-        if isinstance(pattern, str):
-            period = int(pattern.split(":")[0]) + 1
-            return layer % period < period - 1
-        return layer in pattern
-
-    def k_format(self) -> ElementFormat:
-        return _element_format(self.k_type or self.kv_type, self.k_bits or self.kv_bits, self.kv_group_size)
-
-    def v_format(self) -> ElementFormat:
-        return _element_format(self.v_type or self.kv_type, self.v_bits or self.kv_bits, self.kv_group_size)
-
-
-def _element_format(type_name: str | None, bits: int | None, group_size: int | None) -> ElementFormat:
-    if type_name is not None:
-        return format_from_name(type_name)
-    return format_from_bits(bits or 16, group_size or 0)

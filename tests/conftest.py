@@ -12,6 +12,15 @@ REF_PHONE = DATA / "profiles" / "ref-phone.yaml"
 REF_7B = DATA / "profiles" / "ref-7b.yaml"
 
 
+def pytest_configure(config):
+    # The profile cache (kvplan.profile_cache) goes to a fresh folder per run, never the user's home:
+    # the first use of each profile in a run takes the pydantic path, later ones the cached path.
+    import os
+    import tempfile
+
+    os.environ["KVPLAN_CACHE_DIR"] = tempfile.mkdtemp(prefix="kvplan-test-cache-")
+
+
 @pytest.fixture
 def run(monkeypatch):
     """Run the CLI in-process: ``run("check", "--device", …)`` → result with .exit_code, .stdout, .stderr."""

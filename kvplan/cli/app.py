@@ -48,11 +48,6 @@ def _is_click_exception(exc: Exception) -> bool:
     return type(exc).__module__.startswith(("typer", "click"))
 
 
-app = typer.Typer(cls=KvplanGroup, help=HELP, no_args_is_help=True, add_completion=False,
-                  pretty_exceptions_enable=False, rich_markup_mode=None,
-                  context_settings={"help_option_names": ["-h", "--help"]})
-
-
 def _version(value: bool) -> None:
     if value:
         import kvplan
@@ -61,7 +56,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _main(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
@@ -71,36 +65,61 @@ def _main(
         os.environ["KVPLAN_DEBUG"] = "1"
 
 
-def _register() -> None:
-    from kvplan.cli import check
-
-    app.command("check", help=check.HELP)(check.check)
-    from kvplan.cli import imports, profiles
-
-    app.add_typer(profiles.app, name="profiles", help=profiles.HELP)
-    app.add_typer(imports.app, name="import", help=imports.HELP)
-    from kvplan.cli import gate
-
-    app.command("gate", help=gate.HELP)(gate.gate)
-    from kvplan.cli import report
-
-    app.command("report", help=report.HELP)(report.report)
-    from kvplan.cli import plot
-
-    app.add_typer(plot.plot_app, name="plot", help=plot.HELP)
-    from kvplan.cli import compare, fit, sweep
-
-    app.command("sweep", help=sweep.HELP)(sweep.sweep)
-    app.command("compare", help=compare.HELP)(compare.compare)
-    app.command("fit", help=fit.HELP)(fit.fit)
+# name → (module, attribute, is a sub-app). Modules are imported only for the commands an app holds.
+COMMANDS: dict[str, tuple[str, str, bool]] = {
+    "check": ("kvplan.cli.check", "check", False),
+    "profiles": ("kvplan.cli.profiles", "app", True),
+    "import": ("kvplan.cli.imports", "app", True),
+    "gate": ("kvplan.cli.gate", "gate", False),
+    "report": ("kvplan.cli.report", "report", False),
+    "plot": ("kvplan.cli.plot", "plot_app", True),
+    "sweep": ("kvplan.cli.sweep", "sweep", False),
+    "compare": ("kvplan.cli.compare", "compare", False),
+    "fit": ("kvplan.cli.fit", "fit", False),
+}
 
 
-_register()
+def build_app(only: str | None = None) -> typer.Typer:
+    """The typer app with every command, or with just ``only`` (what one invocation needs).
+
+    typer builds the click objects of every registered command on each start, so the console
+    script registers only the command it runs; help without a command still lists them all.
+    """
+    from importlib import import_module
+
+    application = typer.Typer(cls=KvplanGroup, help=HELP, no_args_is_help=True, add_completion=False,
+                              pretty_exceptions_enable=False, rich_markup_mode=None,
+                              context_settings={"help_option_names": ["-h", "--help"]})
+    application.callback()(_main)
+    for name, (module_name, attribute, is_group) in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        module = import_module(module_name)
+        if is_group:
+            application.add_typer(getattr(module, attribute), name=name, help=module.HELP)
+        else:
+            application.command(name, help=module.HELP)(getattr(module, attribute))
+    return application
+
+
+def _requested_command(argv: list[str]) -> str | None:
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def __getattr__(name: str):
+    # `from kvplan.cli.app import app` (tests, embedding) gets the full app, built once.
+    if name == "app":
+        globals()["app"] = full = build_app()
+        return full
+    raise AttributeError(name)
 
 
 def main() -> None:
     try:
-        app()
+        build_app(_requested_command(sys.argv[1:]))()
     except KvplanError as exc:  # raised outside a command (e.g. in an option callback)
         terminal.display_error(str(exc))
         sys.exit(ExitCode.BAD_INPUT)

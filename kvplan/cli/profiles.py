@@ -48,7 +48,7 @@ def list_(
     from kvplan.profiles import Device, Model
     from kvplan.render import profiles as render
 
-    catalog = Catalog(profiles_dir)
+    catalog = Catalog(profiles_dir, fast=False)
     needle = (name or "").lower()
     entries: list[tuple[dict, object]] = []
     for k in (kind.value,) if kind else ("device", "model"):
@@ -89,7 +89,7 @@ def show(
     from kvplan.cli import terminal
     from kvplan.render import profiles as render
 
-    catalog = Catalog(profiles_dir)
+    catalog = Catalog(profiles_dir, fast=False)
     found_kind, resolved = _resolve_any(catalog, name, kind.value if kind else None)
     if resolved.note:
         terminal.display_note(resolved.note)

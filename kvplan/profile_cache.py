@@ -1,0 +1,133 @@
+"""A cache of validated profiles, so that ``kvplan check`` starts without YAML or pydantic.
+
+Like ``.pyc`` files: the first use of a profile file validates it with pydantic and stores the
+validated fields (base units) as JSON; later uses read the JSON when the file's size, mtime and
+inode, and kvplan's own profile code, are unchanged. The alias index of a profile folder is cached
+the same way, keyed by the folder's listing. The YAML files stay the one source of truth; a
+missing, stale or unreadable cache entry is simply rebuilt. ``KVPLAN_NO_CACHE=1`` turns it off;
+``KVPLAN_CACHE_DIR`` moves it (default ``$XDG_CACHE_HOME/kvplan`` or ``~/.cache/kvplan``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+FORMAT = 1
+# Code whose change changes what a validated profile is: the cache is keyed by its bytes.
+_CODE = ("profiles.py", "units.py", "formats.py", "profile_methods.py", "records.py", "profile_cache.py",
+         "catalog.py")
+
+
+def enabled() -> bool:
+    return os.environ.get("KVPLAN_NO_CACHE", "") in ("", "0") and cache_dir() is not None
+
+
+@lru_cache(maxsize=1)
+def cache_dir() -> Path | None:
+    base = os.environ.get("KVPLAN_CACHE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(xdg, "kvplan")
+    return Path(base)
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    digest = hashlib.blake2b(str(FORMAT).encode(), digest_size=12)
+    here = Path(__file__).parent
+    for name in _CODE:
+        try:
+            digest.update((here / name).read_bytes())
+        except OSError:
+            digest.update(b"?")
+    return digest.hexdigest()
+
+
+def _file_key(path: Path) -> list | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return [str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino, code_fingerprint()]
+
+
+def _entry_path(kind: str, key_text: str) -> Path:
+    name = hashlib.blake2b(key_text.encode(), digest_size=16).hexdigest()
+    return cache_dir() / f"{kind}-{name}.json"
+
+
+def _read(kind: str, key: list) -> object | None:
+    entry = _entry_path(kind, key[0])
+    try:
+        with open(entry, encoding="utf-8") as handle:
+            stored = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stored, dict) or stored.get("key") != key:
+        return None
+    return stored.get("data")
+
+
+def _write(kind: str, key: list, data: object) -> None:
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"key": key, "data": data}, handle)
+        os.replace(tmp, _entry_path(kind, key[0]))
+    except OSError:
+        with contextlib.suppress(Exception):
+            os.unlink(tmp)
+
+
+def load_record(kind: str, path: Path):
+    """The cached, already validated profile at ``path`` as a record, or None."""
+    if not enabled():
+        return None
+    key = _file_key(path)
+    data = _read(kind, key) if key else None
+    if not isinstance(data, dict):
+        return None
+    from kvplan.records import RECORDS
+
+    return RECORDS[kind](data)
+
+
+def store(kind: str, path: Path, profile) -> None:
+    """Remember a profile pydantic just validated (profiles with a KV policy are not cached)."""
+    if not enabled() or getattr(profile, "kv_policy", None) is not None:
+        return
+    key = _file_key(path)
+    if key:
+        _write(kind, key, profile.model_dump(mode="json"))
+
+
+def _listing_key(folder: Path) -> list | None:
+    try:
+        entries = sorted([e.name, e.stat().st_size, e.stat().st_mtime_ns] for e in os.scandir(folder)
+                         if e.name.endswith(".yaml"))
+    except OSError:
+        return None
+    return [str(folder.resolve()), entries, code_fingerprint()]
+
+
+def load_index(kind: str, folder: Path) -> list | None:
+    if not enabled():
+        return None
+    key = _listing_key(folder)
+    rows = _read(f"index-{kind}", key) if key else None
+    return rows if isinstance(rows, list) else None
+
+
+def store_index(kind: str, folder: Path, rows: list) -> None:
+    if enabled():
+        key = _listing_key(folder)
+        if key:
+            _write(f"index-{kind}", key, rows)

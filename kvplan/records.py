@@ -1,0 +1,69 @@
+"""Validated profiles as plain immutable records, so that a cached profile needs no pydantic.
+
+A record is built only from data the pydantic models validated (see :mod:`kvplan.profile_cache`);
+it offers the same attributes and derived methods as :class:`~kvplan.profiles.Device` and
+:class:`~kvplan.profiles.Model`, plus ``model_copy(update=…)`` and ``model_dump()``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from kvplan.profile_methods import ModelMethods
+
+
+class _Record:
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict):
+        object.__setattr__(self, "_data", dict(data))
+
+    def __getattr__(self, name: str):
+        try:
+            return self._data[name]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__} has no field {name!r}") from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other):
+        if isinstance(other, _Record):
+            return type(other) is type(self) and other._data == self._data
+        if hasattr(other, "model_dump"):  # the pydantic object this record was made from
+            return other.model_dump(mode="json") == self.model_dump()
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(json.dumps(self._data, sort_keys=True, default=str))
+
+    def __repr__(self):
+        fields = ", ".join(f"{k}={v!r}" for k, v in self._data.items() if k != "sources")
+        return f"{type(self).__name__}({fields})"
+
+    def model_copy(self, update: dict | None = None):
+        return type(self)({**self._data, **(update or {})})
+
+    def model_dump(self) -> dict:
+        return {k: (v.model_dump() if isinstance(v, _Record) else v) for k, v in self._data.items()}
+
+
+class DeviceRecord(_Record):
+    __slots__ = ()
+
+
+class MlaRecord(_Record):
+    __slots__ = ()
+
+
+class ModelRecord(_Record, ModelMethods):
+    __slots__ = ()
+
+    def __init__(self, data: dict):
+        mla = data.get("mla")
+        if isinstance(mla, dict):
+            data = {**data, "mla": MlaRecord(mla)}
+        super().__init__(data)
+
+
+RECORDS = {"device": DeviceRecord, "model": ModelRecord}
