@@ -3,7 +3,9 @@
 A sweep is a set of *groups*, one per (device, model, weight bits, K/V format): inside a
 group only the context and the number of concurrent sequences vary, so every figure of
 the group is one numpy expression over the grid, computed by the same engine functions
-and the same :class:`~kvplan.plan.CacheModel` as :func:`kvplan.plan.evaluate`. Element
+and the same :class:`~kvplan.plan.CacheModel` as :func:`kvplan.plan.evaluate` (runtime-exact
+and policy caches included: their ``kv_bytes`` take arrays; their exact max-context search
+runs once per distinct number of sequences, since it does not depend on the context). Element
 ``i`` of every column equals the scalar evaluation of point ``i`` exactly (integers in
 ``int64``, rates in ``float64`` through the same operations).
 
@@ -16,7 +18,7 @@ import math
 from dataclasses import dataclass, fields
 
 from kvplan import engine
-from kvplan.plan import Scenario, cache_model_for, weights_of
+from kvplan.plan import CacheLayout, Scenario, cache_model_for, weights_of
 
 # max_ctx when no context fits (weights alone exceed the budget) or the cache never
 # stops growing being bounded by nothing: the scalar evaluation's None.
@@ -112,7 +114,13 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
 
     unbounded = getattr(cache, "unbounded", False)
     ctx_limit = model.max_context if model.max_context and unbounded else math.inf
-    solved = np.asarray(cache.max_ctx(budget - weights - overhead - pinned, sequences, ctx_limit))
+    allowance = budget - weights - overhead - pinned
+    if isinstance(cache, CacheLayout):
+        solved = np.asarray(cache.max_ctx(allowance, sequences, ctx_limit))
+    else:  # runtime and policy caches search exactly, one point at a time; max_ctx depends on sequences only
+        unique, inverse = np.unique(sequences, return_inverse=True)
+        found = np.array([float(cache.max_ctx(allowance, int(s), ctx_limit)) for s in unique], dtype=np.float64)
+        solved = found[inverse.reshape(-1)] if n else np.zeros(0)
     max_ctx = np.where(np.isfinite(solved) & (solved >= 0), solved, NO_MAX_CTX).astype(np.int64)
 
     if device.compute:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from kvplan.cli import options as o
 from kvplan.cli import planopts as p
+from kvplan.cli import policy_options as po
+from kvplan.cli import runtime_options as ro
 
 HELP = """Compare devices × models at one context: verdict, headroom, decode tokens/s, max context.
 
@@ -27,6 +29,21 @@ def compare(
     os_reserve: o.OsReserveOpt = None,
     margin: o.MarginOpt = "10%",
     target_tok_s: o.TargetOpt = None,
+    kv_policy: po.KvPolicyOpt = None,
+    kv_recent_window: po.KvRecentWindowOpt = None,
+    kv_history_ratio: po.KvHistoryRatioOpt = None,
+    kv_history_bits: po.KvHistoryBitsOpt = None,
+    kv_history_group_size: po.KvHistoryGroupOpt = None,
+    kv_evict_every: po.KvEvictEveryOpt = None,
+    runtime: ro.RuntimeOpt = "ideal",
+    parallel: ro.ParallelOpt = None,
+    kv_unified: ro.KvUnifiedOpt = False,
+    ubatch: ro.UbatchOpt = None,
+    batch: ro.BatchOpt = None,
+    swa_full: ro.SwaFullOpt = False,
+    flash_attn: ro.FlashAttnOpt = None,
+    cache: ro.CacheOpt = None,
+    max_cache_len: ro.MaxCacheLenOpt = None,
     output_format: p.TabularFormatOpt = None,
     output: p.OutputOpt = None,
     units: o.UnitsOpt = o.Units.si,
@@ -50,7 +67,11 @@ def compare(
     ctx_tokens = o.parse_ctx(ctx)
     knobs = p.knobs(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, kv_bits=kv_bits,
                     k_bits=k_bits, v_bits=v_bits, sliding_window=sliding_window, os_reserve=os_reserve,
-                    margin=margin, target_tok_s=target_tok_s)
+                    margin=margin, target_tok_s=target_tok_s,
+                    runtime=ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn,
+                                            cache, max_cache_len),
+                    kv_policy=po.policy_knob(kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
+                                             kv_history_group_size, kv_evict_every))
     catalog = Catalog(profiles_dir)
     devices = _resolve(catalog, "device", device)
     models = _resolve(catalog, "model", model)
@@ -60,7 +81,7 @@ def compare(
         for m in models:
             try:
                 row.append(evaluate(build_scenario(d, m, ctx_tokens, knobs)))
-            except UsageError as exc:  # e.g. --os-reserve above one device's RAM
+            except UsageError as exc:  # e.g. --os-reserve above one device's RAM, a runtime refusing a model
                 raise UsageError(f"{d.name} × {m.name}: {exc}") from None
         evaluations.append(row)
 

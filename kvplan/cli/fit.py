@@ -8,6 +8,8 @@ import typer
 
 from kvplan.cli import options as o
 from kvplan.cli import planopts as p
+from kvplan.cli import policy_options as po
+from kvplan.cli import runtime_options as ro
 
 HELP = """The largest context that fits a device, and the changes that would make a target context fit.
 
@@ -36,6 +38,21 @@ def fit(
     os_reserve: o.OsReserveOpt = None,
     margin: o.MarginOpt = "10%",
     target_tok_s: o.TargetOpt = None,
+    kv_policy: po.KvPolicyOpt = None,
+    kv_recent_window: po.KvRecentWindowOpt = None,
+    kv_history_ratio: po.KvHistoryRatioOpt = None,
+    kv_history_bits: po.KvHistoryBitsOpt = None,
+    kv_history_group_size: po.KvHistoryGroupOpt = None,
+    kv_evict_every: po.KvEvictEveryOpt = None,
+    runtime: ro.RuntimeOpt = "ideal",
+    parallel: ro.ParallelOpt = None,
+    kv_unified: ro.KvUnifiedOpt = False,
+    ubatch: ro.UbatchOpt = None,
+    batch: ro.BatchOpt = None,
+    swa_full: ro.SwaFullOpt = False,
+    flash_attn: ro.FlashAttnOpt = None,
+    cache: ro.CacheOpt = None,
+    max_cache_len: ro.MaxCacheLenOpt = None,
     output_format: p.TabularFormatOpt = None,
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
@@ -51,7 +68,16 @@ def fit(
 
     knobs = p.knobs(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, kv_bits=kv_bits,
                     k_bits=k_bits, v_bits=v_bits, sliding_window=sliding_window, os_reserve=os_reserve,
-                    margin=margin, target_tok_s=target_tok_s)
+                    margin=margin, target_tok_s=target_tok_s,
+                    runtime=ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn,
+                                            cache, max_cache_len),
+                    kv_policy=po.policy_knob(kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
+                                             kv_history_group_size, kv_evict_every))
+    # The runtime / policy options as given, so each suggested `kvplan check` applies them too.
+    extra_argv = ro.runtime_argv(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
+                                 max_cache_len) + po.policy_argv(kv_policy, kv_recent_window, kv_history_ratio,
+                                                                 kv_history_bits, kv_history_group_size,
+                                                                 kv_evict_every)
     ctx_tokens = o.parse_ctx(ctx) if ctx is not None else None
     catalog = Catalog(profiles_dir)
     dev, mod = catalog.device(device), catalog.model(model)
@@ -65,7 +91,8 @@ def fit(
     if ev is not None and not ev.fits:
         changes = changes_to_fit(ev, _smaller_models(catalog, mod.profile))
     commands = [render.check_argv(c.evaluation.scenario, device,
-                                  c.value if c.kind == "model" else model, profiles_dir) for c in changes]
+                                  c.value if c.kind == "model" else model, profiles_dir) + extra_argv
+                for c in changes]
 
     fmt_ = output_format or p.TabularFormat.table
     if fmt_ is p.TabularFormat.json:

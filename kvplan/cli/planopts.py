@@ -48,15 +48,19 @@ def pinned_tokens(text: str) -> int:
 
 def knobs(*, sequences: int = 1, pinned_prefix: str = "0", weight_bits=None, kv_bits=None, k_bits=None,
           v_bits=None, sliding_window: str | None = None, os_reserve: str | None = None, margin: str = "10%",
-          target_tok_s: float | None = None):
-    """:class:`~kvplan.configure.Knobs` from single-valued CLI options (parsed, errors naming the option)."""
+          target_tok_s: float | None = None, runtime=None, kv_policy=None):
+    """:class:`~kvplan.configure.Knobs` from single-valued CLI options (parsed, errors naming the option).
+
+    ``runtime`` / ``kv_policy`` are already built by ``runtime_options.runtime_knob`` /
+    ``policy_options.policy_knob``."""
     from kvplan.configure import Knobs
 
     window = o.parse_ctx(sliding_window, "--sliding-window") if sliding_window else None
     return Knobs(sequences=sequences, pinned_prefix_tokens=pinned_tokens(pinned_prefix), weight_bits=weight_bits,
                  kv_bits=kv_bits, k_bits=k_bits, v_bits=v_bits, sliding_window=window,
                  os_reserve_bytes=o.parse_size_option(os_reserve, "--os-reserve"),
-                 margin_fraction=o.parse_margin(margin), target_tokens_per_s=target_tok_s or None)
+                 margin_fraction=o.parse_margin(margin), target_tokens_per_s=target_tok_s or None,
+                 runtime=runtime, kv_policy=kv_policy)
 
 
 def write_or_display_text(text: str, output: str | None) -> None:

@@ -10,6 +10,8 @@ from typing import Annotated
 import typer
 
 from kvplan.cli import options as o
+from kvplan.cli import policy_options as po
+from kvplan.cli import runtime_options as ro
 
 HELP = """Draw a plot: memory, attention, decode or fitmap (PNG, SVG or PDF by the file's extension).
 
@@ -92,15 +94,18 @@ def _start(output: str, ctx: str | None, ctx_max: str | None) -> tuple[int | Non
 
 
 def _scenarios(devices: list[str], models: list[str], ctx: int, profiles_dir, sequences=1, weight_bits=None,
-               kv_bits=None, kv_type=None, os_reserve=None, margin="10%", target=None):
-    """``[device][model]`` scenarios, built exactly as ``kvplan check`` builds one."""
+               kv_bits=None, kv_type=None, os_reserve=None, margin="10%", target=None, cache_knobs=None):
+    """``[device][model]`` scenarios, built exactly as ``kvplan check`` builds one.
+
+    ``cache_knobs``: the ``runtime`` / ``kv_policy`` Knobs fields (:func:`_cache_knobs`)."""
     from kvplan.catalog import Catalog
     from kvplan.cli import terminal
     from kvplan.configure import Knobs, build_scenario
 
     knobs = Knobs(sequences=sequences, weight_bits=weight_bits, kv_bits=kv_bits, kv_type=kv_type,
                   os_reserve_bytes=o.parse_size_option(os_reserve, "--os-reserve"),
-                  margin_fraction=o.parse_margin(margin), target_tokens_per_s=target or None)
+                  margin_fraction=o.parse_margin(margin), target_tokens_per_s=target or None,
+                  **(cache_knobs or {}))
     catalog = Catalog(profiles_dir)
     devs = [catalog.device(d) for d in devices]
     mods = [catalog.model(m) for m in models]
@@ -108,6 +113,17 @@ def _scenarios(devices: list[str], models: list[str], ctx: int, profiles_dir, se
         if resolved.note:
             terminal.display_note(resolved.note)
     return [[build_scenario(d.profile, m.profile, ctx, knobs) for m in mods] for d in devs]
+
+
+def _cache_knobs(runtime="ideal", parallel=None, kv_unified=False, ubatch=None, batch=None, swa_full=False,
+                 flash_attn=None, cache=None, max_cache_len=None, kv_policy=None, kv_recent_window=None,
+                 kv_history_ratio=None, kv_history_bits=None, kv_history_group_size=None,
+                 kv_evict_every=None) -> dict:
+    """The ``runtime`` and ``kv_policy`` Knobs fields of the --runtime … and --kv-policy … options."""
+    return {"runtime": ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
+                                       max_cache_len),
+            "kv_policy": po.policy_knob(kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
+                                        kv_history_group_size, kv_evict_every)}
 
 
 def _done(path) -> None:
@@ -130,12 +146,30 @@ def memory(
     kv_type: KvTypeOpt = None,
     os_reserve: o.OsReserveOpt = None,
     margin: o.MarginOpt = "10%",
+    kv_policy: po.KvPolicyOpt = None,
+    kv_recent_window: po.KvRecentWindowOpt = None,
+    kv_history_ratio: po.KvHistoryRatioOpt = None,
+    kv_history_bits: po.KvHistoryBitsOpt = None,
+    kv_history_group_size: po.KvHistoryGroupOpt = None,
+    kv_evict_every: po.KvEvictEveryOpt = None,
+    runtime: ro.RuntimeOpt = "ideal",
+    parallel: ro.ParallelOpt = None,
+    kv_unified: ro.KvUnifiedOpt = False,
+    ubatch: ro.UbatchOpt = None,
+    batch: ro.BatchOpt = None,
+    swa_full: ro.SwaFullOpt = False,
+    flash_attn: ro.FlashAttnOpt = None,
+    cache: ro.CacheOpt = None,
+    max_cache_len: ro.MaxCacheLenOpt = None,
     units: UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     ctx_tokens, ctx_max_tokens = _start(output, ctx, ctx_max)
+    cache_knobs = _cache_knobs(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
+                               max_cache_len, kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
+                               kv_history_group_size, kv_evict_every)
     grid = _scenarios(device, model, ctx_tokens or 0, profiles_dir, sequences, weight_bits, kv_bits, kv_type,
-                      os_reserve, margin)
+                      os_reserve, margin, cache_knobs=cache_knobs)
     from kvplan.plots import data
     from kvplan.plots.memory import memory_figure
     from kvplan.plots.save import save_figure
@@ -157,10 +191,28 @@ def attention(
     sequences: SequencesOpt = 1,
     kv_bits: KvBitsOpt = None,
     kv_type: KvTypeOpt = None,
+    kv_policy: po.KvPolicyOpt = None,
+    kv_recent_window: po.KvRecentWindowOpt = None,
+    kv_history_ratio: po.KvHistoryRatioOpt = None,
+    kv_history_bits: po.KvHistoryBitsOpt = None,
+    kv_history_group_size: po.KvHistoryGroupOpt = None,
+    kv_evict_every: po.KvEvictEveryOpt = None,
+    runtime: ro.RuntimeOpt = "ideal",
+    parallel: ro.ParallelOpt = None,
+    kv_unified: ro.KvUnifiedOpt = False,
+    ubatch: ro.UbatchOpt = None,
+    batch: ro.BatchOpt = None,
+    swa_full: ro.SwaFullOpt = False,
+    flash_attn: ro.FlashAttnOpt = None,
+    cache: ro.CacheOpt = None,
+    max_cache_len: ro.MaxCacheLenOpt = None,
     units: UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     ctx_tokens, ctx_max_tokens = _start(output, ctx, ctx_max)
+    cache_knobs = _cache_knobs(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
+                               max_cache_len, kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
+                               kv_history_group_size, kv_evict_every)
     if device is None:
         from kvplan.catalog import Catalog
         from kvplan.configure import Knobs, build_scenario
@@ -170,10 +222,10 @@ def attention(
         neutral = Device(name="any-device", ram="1 PB", os_reserve=0, memory_bandwidth=1.0, flash_read=1.0)
         mod = Catalog(profiles_dir).model(model)
         scenario = build_scenario(neutral, mod.profile, ctx_tokens or 0,
-                                  Knobs(sequences=sequences, kv_bits=kv_bits, kv_type=kv_type))
+                                  Knobs(sequences=sequences, kv_bits=kv_bits, kv_type=kv_type, **cache_knobs))
     else:
         scenario = _scenarios([device], [model], ctx_tokens or 0, profiles_dir, sequences, None, kv_bits,
-                              kv_type)[0][0]
+                              kv_type, cache_knobs=cache_knobs)[0][0]
     from kvplan.plots import data
     from kvplan.plots.attention import attention_figure
     from kvplan.plots.save import save_figure
@@ -197,11 +249,29 @@ def decode(
     kv_bits: KvBitsOpt = None,
     kv_type: KvTypeOpt = None,
     os_reserve: o.OsReserveOpt = None,
+    kv_policy: po.KvPolicyOpt = None,
+    kv_recent_window: po.KvRecentWindowOpt = None,
+    kv_history_ratio: po.KvHistoryRatioOpt = None,
+    kv_history_bits: po.KvHistoryBitsOpt = None,
+    kv_history_group_size: po.KvHistoryGroupOpt = None,
+    kv_evict_every: po.KvEvictEveryOpt = None,
+    runtime: ro.RuntimeOpt = "ideal",
+    parallel: ro.ParallelOpt = None,
+    kv_unified: ro.KvUnifiedOpt = False,
+    ubatch: ro.UbatchOpt = None,
+    batch: ro.BatchOpt = None,
+    swa_full: ro.SwaFullOpt = False,
+    flash_attn: ro.FlashAttnOpt = None,
+    cache: ro.CacheOpt = None,
+    max_cache_len: ro.MaxCacheLenOpt = None,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     ctx_tokens, ctx_max_tokens = _start(output, ctx, ctx_max)
+    cache_knobs = _cache_knobs(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
+                               max_cache_len, kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
+                               kv_history_group_size, kv_evict_every)
     grid = _scenarios(device, model, ctx_tokens or 0, profiles_dir, sequences, weight_bits, kv_bits, kv_type,
-                      os_reserve, target=target_tok_s)
+                      os_reserve, target=target_tok_s, cache_knobs=cache_knobs)
     from kvplan.plan import evaluate
     from kvplan.plots import data
     from kvplan.plots.decode import decode_figure
@@ -228,12 +298,30 @@ def fitmap(
     kv_type: KvTypeOpt = None,
     os_reserve: o.OsReserveOpt = None,
     margin: o.MarginOpt = "10%",
+    kv_policy: po.KvPolicyOpt = None,
+    kv_recent_window: po.KvRecentWindowOpt = None,
+    kv_history_ratio: po.KvHistoryRatioOpt = None,
+    kv_history_bits: po.KvHistoryBitsOpt = None,
+    kv_history_group_size: po.KvHistoryGroupOpt = None,
+    kv_evict_every: po.KvEvictEveryOpt = None,
+    runtime: ro.RuntimeOpt = "ideal",
+    parallel: ro.ParallelOpt = None,
+    kv_unified: ro.KvUnifiedOpt = False,
+    ubatch: ro.UbatchOpt = None,
+    batch: ro.BatchOpt = None,
+    swa_full: ro.SwaFullOpt = False,
+    flash_attn: ro.FlashAttnOpt = None,
+    cache: ro.CacheOpt = None,
+    max_cache_len: ro.MaxCacheLenOpt = None,
     units: UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     ctx_tokens, _ = _start(output, ctx, None)
+    cache_knobs = _cache_knobs(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
+                               max_cache_len, kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
+                               kv_history_group_size, kv_evict_every)
     grid = _scenarios(device, model, ctx_tokens or 0, profiles_dir, sequences, weight_bits, kv_bits, kv_type,
-                      os_reserve, margin)
+                      os_reserve, margin, cache_knobs=cache_knobs)
     from kvplan.plots import data
     from kvplan.plots.fitmap import fitmap_figure
     from kvplan.plots.save import save_figure

@@ -44,3 +44,15 @@ def policy_knob(kv_policy: str | None, recent_window: str | None, history_ratio:
         recent_window=parse_ctx(recent_window, "--kv-recent-window") if recent_window is not None else None,
         history_ratio=history_ratio, history_bits=history_bits, history_group_size=history_group_size,
         evict_every=parse_ctx(evict_every, "--kv-evict-every") if evict_every is not None else None)
+
+
+def policy_argv(kv_policy: str | None, recent_window: str | None, history_ratio: str | None,
+                history_bits: str | None, history_group_size: int | None, evict_every: str | None) -> list[str]:
+    """These options as command-line arguments (for a suggested ``kvplan check`` command)."""
+    argv: list[str] = []
+    for option, value in (("--kv-policy", kv_policy), ("--kv-recent-window", recent_window),
+                          ("--kv-history-ratio", history_ratio), ("--kv-history-bits", history_bits),
+                          ("--kv-history-group-size", history_group_size), ("--kv-evict-every", evict_every)):
+        if value is not None:
+            argv += [option, str(value)]
+    return argv

@@ -38,3 +38,16 @@ def runtime_knob(runtime: str = "ideal", parallel: int | None = None, kv_unified
     length = parse_ctx(max_cache_len, "--max-cache-len") if max_cache_len is not None else None
     return runtime_spec(runtime, parallel=parallel, kv_unified=kv_unified, ubatch=ubatch, batch=batch,
                         swa_full=swa_full, flash_attn=flash_attn, cache=cache, max_cache_len=length)
+
+
+def runtime_argv(runtime: str = "ideal", parallel: int | None = None, kv_unified: bool = False,
+                 ubatch: int | None = None, batch: int | None = None, swa_full: bool = False,
+                 flash_attn: str | None = None, cache: str | None = None,
+                 max_cache_len: str | None = None) -> list[str]:
+    """These options as command-line arguments (for a suggested ``kvplan check`` command)."""
+    argv = [] if runtime == "ideal" else ["--runtime", runtime]
+    for option, value in (("--parallel", parallel), ("--ubatch", ubatch), ("--batch", batch),
+                          ("--flash-attn", flash_attn), ("--cache", cache), ("--max-cache-len", max_cache_len)):
+        if value is not None:
+            argv += [option, str(value)]
+    return argv + (["--kv-unified"] if kv_unified else []) + (["--swa-full"] if swa_full else [])

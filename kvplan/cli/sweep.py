@@ -8,14 +8,19 @@ import typer
 
 from kvplan.cli import options as o
 from kvplan.cli import planopts as p
+from kvplan.cli import policy_options as po
+from kvplan.cli import runtime_options as ro
+from kvplan.cli.sweep_plot import SweepPlotOpt, check_sweep_plot, write_sweep_plot
 
 HELP = """Evaluate a grid of configurations at once (vectorized: a million points in about a second).
 
 Every combination of --ctx (a list 1k,4k,8k or an inclusive range START..STOP[:STEP] such as
 1k..32k:1k), --device, --model, --weight-bits, --kv-bits (or --k-bits × --v-bits) and
 --sequences is one row with exact integer bytes: KV cache, weights, total, budget,
-headroom, verdict, decode tokens/s and the largest context that fits. Output as a table
-(first and last rows unless --all), CSV, JSON or Markdown; -o writes a file.
+headroom, verdict, decode tokens/s and the largest context that fits (under --runtime or a
+--kv-policy, that runtime's or policy's exact cache). Output as a table
+(first and last rows unless --all), CSV, JSON or Markdown; -o writes a file;
+--plot FILE also draws the grid (PNG, SVG or PDF).
 Exit code 0 (whatever the verdicts), 2 on bad input."""
 
 TABLE_HEAD_ROWS = 10
@@ -64,9 +69,25 @@ def sweep(
     pinned_prefix: o.PinnedOpt = "0",
     os_reserve: o.OsReserveOpt = None,
     margin: o.MarginOpt = "10%",
+    kv_policy: po.KvPolicyOpt = None,
+    kv_recent_window: po.KvRecentWindowOpt = None,
+    kv_history_ratio: po.KvHistoryRatioOpt = None,
+    kv_history_bits: po.KvHistoryBitsOpt = None,
+    kv_history_group_size: po.KvHistoryGroupOpt = None,
+    kv_evict_every: po.KvEvictEveryOpt = None,
+    runtime: ro.RuntimeOpt = "ideal",
+    parallel: ro.ParallelOpt = None,
+    kv_unified: ro.KvUnifiedOpt = False,
+    ubatch: ro.UbatchOpt = None,
+    batch: ro.BatchOpt = None,
+    swa_full: ro.SwaFullOpt = False,
+    flash_attn: ro.FlashAttnOpt = None,
+    cache: ro.CacheOpt = None,
+    max_cache_len: ro.MaxCacheLenOpt = None,
     output_format: p.TabularFormatOpt = None,
     output: p.OutputOpt = None,
     show_all: AllOpt = False,
+    plot: SweepPlotOpt = None,
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
@@ -84,8 +105,18 @@ def sweep(
         from kvplan.outfiles import check_writable
 
         check_writable(output)
+    check_sweep_plot(plot)  # a bad plot path or extension fails before the grid is evaluated
     ctx_values = parse_ctx_grid(ctx, "--ctx")
     seq_values = parse_int_list(sequences, "--sequences", 1, 1_000_000) if sequences else [1]
+    if parallel is not None:  # llama.cpp's -np is the sweep's sequences (one value)
+        if sequences:
+            raise UsageError("--parallel and --sequences: under llama.cpp both are -np; give --sequences "
+                             "(a list) or --parallel (one value)")
+        seq_values = [parallel]
+    runtime_value = ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
+                                    max_cache_len)
+    policy_value = po.policy_knob(kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
+                                  kv_history_group_size, kv_evict_every)
     weight_values = parse_float_list(weight_bits, "--weight-bits") if weight_bits else [None]
     pairs = _format_pairs(kv_bits, k_bits, v_bits)
 
@@ -101,10 +132,12 @@ def sweep(
             terminal.display_note(resolved.note)
     bases = [build_scenario(d.profile, m.profile, 1, p.knobs(pinned_prefix=pinned_prefix, weight_bits=w,
                                                               k_bits=kb, v_bits=vb, os_reserve=os_reserve,
-                                                              margin=margin))
+                                                              margin=margin, runtime=runtime_value,
+                                                              kv_policy=policy_value))
              for d in devices for m in models for w in weight_values for kb, vb in pairs]
     parts = _evaluate(bases, ctx_values, seq_values)
     _emit(parts, fmt_, output, show_all, units.value)
+    write_sweep_plot(parts, plot, units.value)
 
 
 def _evaluate(bases, ctx_values, seq_values):

@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from kvplan.catalog import Catalog, Resolved, _looks_like_path
 from kvplan.configure import Knobs, build_scenario
 from kvplan.errors import KvplanError, ProfileError
 from kvplan.formats import format_from_name
 from kvplan.loading import validate_document
-from kvplan.plan import Scenario
+from kvplan.plan import Scenario, cache_model_for
+from kvplan.policies import NO_POLICY, PolicySpec, load_policy_file
 from kvplan.profiles import Bits, PositiveInt, SizeBytes, StrictBool, Tokens, WeightBits
 from kvplan.units import parse_size_bytes, parse_tokens
 from kvplan.yamlio import YamlDocument, load_yaml
@@ -78,12 +79,38 @@ def _headroom_limit(value: object) -> object:
         raise ValueError(f"{exc}, or a percentage of the budget like '10%'") from None
 
 
+def _runtime_value(value: object) -> object:
+    """``llama.cpp`` or ``{name: llama.cpp, parallel: 2, …}`` → a RuntimeSpec (None: ideal), as Knobs.runtime."""
+    import re
+
+    from kvplan.runtimes import RuntimeSpec, parse_runtime
+
+    if isinstance(value, RuntimeSpec):
+        return value
+    try:
+        return parse_runtime(value)
+    except KvplanError as exc:  # the CLI's wording (--parallel) → the file's keys (parallel)
+        message = re.sub(r"^runtime[.:] ?", "", str(exc))
+        raise ValueError(re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), message)) from None
+
+
+def _policy_branch(value: object) -> str | None:
+    if isinstance(value, PolicySpec | dict):
+        return "dict"
+    return "str" if isinstance(value, str) else None
+
+
 Margin = Annotated[float, BeforeValidator(_fraction_or_percent)]
 TokensOrZero = Annotated[int, BeforeValidator(lambda v: parse_tokens(v, positive=False))]
 CacheType = Annotated[str, BeforeValidator(_known_cache_type)]
 Seconds = Annotated[float, BeforeValidator(_real_at_least_zero), Field(ge=0)]
 TokensPerS = Annotated[float, BeforeValidator(_real_at_least_zero), Field(gt=0)]
 Headroom = Annotated[HeadroomLimit, BeforeValidator(_headroom_limit)]
+Runtime = Annotated[object, BeforeValidator(_runtime_value)]
+# A policy file (relative to the gate file's folder), "none", or an inline policy mapping.
+KvPolicy = Annotated[Annotated[PolicySpec, Tag("dict")] | Annotated[str, Field(min_length=1), Tag("str")],
+                     Discriminator(_policy_branch, custom_error_type="kv_policy",
+                                   custom_error_message="expected a policy file path, 'none' or a policy mapping")]
 
 
 class _Strict(BaseModel):
@@ -107,6 +134,8 @@ class KnobSpec(_Strict):
     sliding_window: Tokens | None = None
     os_reserve: SizeBytes | None = None
     margin: Margin | None = None
+    runtime: Runtime | None = None
+    kv_policy: KvPolicy | None = None
 
 
 class ThresholdSpec(_Strict):
@@ -202,7 +231,7 @@ class _Profiles:
 
     def __init__(self, catalog: Catalog, base_dir: Path):
         self.catalog, self.base_dir = catalog, base_dir
-        self._cache: dict[tuple[str, str], Resolved | KvplanError] = {}
+        self._cache: dict[tuple[str, str], Resolved | PolicySpec | KvplanError] = {}
 
     def get(self, kind: str, ref: str) -> Resolved:
         if _looks_like_path(ref) and not Path(ref).is_absolute():
@@ -211,6 +240,20 @@ class _Profiles:
         if key not in self._cache:
             try:
                 self._cache[key] = getattr(self.catalog, kind)(ref)
+            except KvplanError as exc:
+                self._cache[key] = exc
+        found = self._cache[key]
+        if isinstance(found, KvplanError):
+            raise found
+        return found
+
+    def policy(self, ref: str) -> PolicySpec:
+        """A kv_policy path, relative to the gate file's folder (each file read once)."""
+        path = Path(ref).expanduser()
+        key = ("kv_policy", str(path if path.is_absolute() else self.base_dir / path))
+        if key not in self._cache:
+            try:
+                self._cache[key] = load_policy_file(key[1])
             except KvplanError as exc:
                 self._cache[key] = exc
         found = self._cache[key]
@@ -293,9 +336,21 @@ def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog) -> GateFile:
         if len(resolved) < 2 or values.get("ctx") is None:
             continue
         notes += [r.note for r in resolved.values() if r.note]
+        policy = values.get("kv_policy")
+        if isinstance(policy, str) and policy.strip().lower() != NO_POLICY:
+            try:
+                values["kv_policy"] = profiles.policy(policy)
+            except ProfileError as exc:
+                problems += [f"{where('kv_policy')}: invalid kv policy file {policy!r}:"] + [
+                    f"  {p}" for p in exc.problems]
+                continue
+            except KvplanError as exc:
+                problems.append(f"{where('kv_policy')}: {exc}")
+                continue
         try:
             scenario = build_scenario(resolved["device"].profile, resolved["model"].profile, values["ctx"],
                                       to_knobs(values))
+            cache_model_for(scenario)  # a runtime refusing the model, a policy with a runtime: this file's error
         except KvplanError as exc:
             problems.append(f"{doc.where(loc)}: {'.'.join(map(str, loc))}: {exc}")
             continue

@@ -2,7 +2,8 @@
 
 ``data`` computes the arrays with the engine (no matplotlib); ``memory``, ``attention``,
 ``decode`` and ``fitmap`` each build a :class:`matplotlib.figure.Figure`; ``save`` writes it
-whole; ``check`` gives the set that matches ``kvplan check``'s tables.
+whole; ``check`` gives the set that matches ``kvplan check``'s tables; ``sweep`` draws
+a whole ``kvplan sweep`` grid (``--plot``).
 """
 
 KINDS = ("memory", "attention", "decode", "fitmap")

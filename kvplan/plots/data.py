@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from kvplan import engine
+from kvplan.errors import KvplanError
 from kvplan.formats import NAMED_FORMATS
 from kvplan.plan import Evaluation, Scenario, cache_model_for, evaluate
 
@@ -173,7 +174,9 @@ class AttentionCurves:
 
 def attention_curves(scenario: Scenario, ctx_max_tokens: int | None = None,
                      ref_ctx: int | None = None) -> AttentionCurves:
-    """KV bytes of the model's own shape as MHA, GQA, MQA, with a window and with a quantized cache."""
+    """KV bytes of the model's own shape as MHA, GQA, MQA, with a window and with a quantized cache.
+
+    Each variant is under the scenario's runtime or policy; a variant the runtime cannot hold is left out."""
     model = scenario.model
     heads = model.attention_heads
     own_cache = cache_model_for(scenario)
@@ -186,8 +189,11 @@ def attention_curves(scenario: Scenario, ctx_max_tokens: int | None = None,
     own_kv = cache_bytes(own_cache, ctx, seq)
 
     def variant(kind, changes, kv_heads=None, window_tokens=None):
-        cache = cache_model_for(scenario.with_changes(**changes))
-        kv = cache_bytes(cache, ctx, seq)
+        try:
+            cache = cache_model_for(scenario.with_changes(**changes))
+            kv = cache_bytes(cache, ctx, seq)
+        except KvplanError:  # a runtime without this shape (llama.cpp adds no window; transformers has no q8_0)
+            return None
         return AttentionVariant(kind, kv_heads, window_tokens, cache.k_format.name, cache.v_format.name,
                                 int(cache.bytes_per_token), kv, False)
 
@@ -211,6 +217,7 @@ def attention_curves(scenario: Scenario, ctx_max_tokens: int | None = None,
 
     import numpy as np
 
+    variants = [v for v in variants if v is not None]
     marked = False
     for i, v in enumerate(variants):
         if not marked and v.kind in ("mha", "gqa", "mqa") and np.array_equal(v.kv_bytes, own_kv):

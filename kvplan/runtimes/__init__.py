@@ -125,7 +125,36 @@ def parse_runtime(value: object) -> RuntimeSpec | None:
     unknown = sorted(set(options) - known)
     if unknown:
         raise UsageError(f"runtime: unknown option {unknown[0]!r}; known: name, {', '.join(sorted(known))}")
-    return runtime_spec(name, **options)
+    return runtime_spec(_text(name, "name"), **{key: _option_value(key, v) for key, v in options.items()})
+
+
+def _text(value: object, key: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise UsageError(f"runtime.{key}: expected a name, got {value!r}")
+    return value
+
+
+def _option_value(key: str, value: object) -> object:
+    """A runtime option from a file, checked for its type (``flash_attn: on`` reads as YAML true)."""
+    if key in ("kv_unified", "swa_full"):
+        if not isinstance(value, bool):
+            raise UsageError(f"runtime.{key}: expected true or false, got {value!r}")
+        return value
+    if key in ("parallel", "ubatch", "batch"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UsageError(f"runtime.{key}: expected a whole number, got {value!r}")
+        return value
+    if key == "flash_attn" and isinstance(value, bool):
+        return "on" if value else "off"
+    if key == "max_cache_len" and value is not None:
+        from kvplan.errors import KvplanError
+        from kvplan.units import parse_tokens
+
+        try:
+            return parse_tokens(value)
+        except KvplanError as exc:
+            raise UsageError(f"runtime.{key}: {exc}") from None
+    return _text(value, key)
 
 
 def resolve_sequences(spec: RuntimeSpec | None, sequences: int, pinned_prefix_tokens: int = 0

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from kvplan import engine
 from kvplan.errors import UsageError
 from kvplan.formats import ElementFormat
-from kvplan.runtimes import LlamaCppSpec
+from kvplan.runtimes import LLAMA_MAX_SEQ, LlamaCppSpec
 
 PAD_CELLS = 256  # GGML_PAD(…, 256) in llama_context and llama_kv_cache_iswa
 LLAMACPP_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
@@ -123,11 +123,37 @@ class LlamaCppCache:
 
     def kv_bytes(self, ctx, sequences=1):
         """Bytes of every K and V tensor llama.cpp allocates for ``-c ctx -np sequences``."""
-        if _is_array(ctx):
-            return _vectorize(lambda c: self.kv_bytes(int(c), sequences), ctx)
+        if _is_array(ctx) or _is_array(sequences):
+            return self._kv_bytes_arrays(ctx, sequences)
         if not ctx:  # the protocol: no tokens, no cache (llama.cpp's -c 0 is resolved by cells())
             return 0
         return self._bytes_of(self.cells(ctx, sequences))
+
+    def _kv_bytes_arrays(self, ctx, sequences):
+        """:meth:`kv_bytes` element by element over int arrays, as numpy integer ops (same rules as
+        :meth:`cells`: pad to 256, split over streams, windowed layers' cells)."""
+        import numpy as np
+
+        ctx, n = np.broadcast_arrays(np.asarray(ctx, dtype=np.int64), np.asarray(sequences, dtype=np.int64))
+        if n.size and (n.min() < 1 or n.max() > LLAMA_MAX_SEQ):
+            raise UsageError(f"sequences: llama.cpp allows 1 to {LLAMA_MAX_SEQ} sequences, got "
+                             f"{int(n.min() if n.min() < 1 else n.max())}")
+        requested = np.maximum(ctx, 1)  # ctx 0 is no cache (masked below), as in the scalar protocol
+        n_ubatch = np.minimum(min(self.spec.ubatch, self.spec.batch), requested)
+        n_ctx = pad(requested)
+        if self.spec.kv_unified:
+            streams, per_stream = np.ones_like(n), n_ctx
+        else:
+            streams, per_stream = n, pad(n_ctx // n)
+            if per_stream.size and per_stream.min() == 0:
+                i = int(np.argmin(per_stream))
+                raise UsageError(f"llama.cpp: n_ctx_seq == 0 ({int(n_ctx[i])} cells for {int(n[i])} sequences)")
+        swa = 0
+        if self.window_tokens:
+            swa = per_stream if self.spec.swa_full else pad(
+                np.minimum(per_stream, self.window_tokens * (n if self.spec.kv_unified else 1) + n_ubatch))
+        out = streams * (self.global_bytes_per_cell * per_stream + self.swa_bytes_per_cell * swa)
+        return np.where(ctx > 0, out, 0)  # the protocol: no tokens, no cache
 
     def kv_peak_bytes(self, ctx, sequences=1):
         """The cache is allocated whole when the context is created: the peak is the allocation."""

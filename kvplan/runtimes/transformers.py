@@ -92,6 +92,8 @@ class TransformersCache:
         if self.spec.cache == "static" and self.spec.max_cache_len is not None:
             if isinstance(ctx, int):
                 self._static_len(ctx)  # refuses ctx > max_cache_len
+            elif getattr(ctx, "size", 0):
+                self._static_len(int(ctx.max()))  # an array (a sweep): refuses any ctx > max_cache_len
             tokens = ctx * 0 + self.spec.max_cache_len
         return engine.kv_bytes(tokens, self.full_bytes_per_token, self.windows) * sequences
 
