@@ -30,9 +30,13 @@ PEER_VENV = HERE / ".peer-venv"
 
 
 def run_timed(argv: list[str], env: dict | None = None) -> float:
+    """Wall time of one run; a run that fails is an error, never a fast time."""
     start = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
-    return time.perf_counter() - start
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT, text=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode not in (0, 1):  # 1 is a verdict (does not fit / gate failed), not a failure
+        raise SystemExit(f"benchmark contender failed (exit {done.returncode}): {' '.join(argv)}\n{done.stderr}")
+    return elapsed
 
 
 def alternate(contenders: dict[str, tuple[list[str], dict | None]], reps: int) -> dict[str, float]:

@@ -96,27 +96,36 @@ class Catalog:
             raise NotFoundError(f"empty {kind} name")
         if _looks_like_path(ref):
             return Resolved(load_profile(kind, ref, fast=self.fast), Path(ref), "file")
+        key = ref.lower()
         for folder, origin in self._dirs(kind):
-            path = folder / f"{ref}.yaml"
-            if path.is_file() and (origin == "builtin" or self._kind_of(path) in (kind, None)):
-                return self._loaded(kind, path, origin)
-        for name, aliases, path, origin in self._index(kind):
-            if ref.lower() == name or ref.lower() in aliases:
-                return self._loaded(kind, path, origin)
+            if origin == "builtin":
+                path = folder / f"{ref}.yaml"  # built-in files are named after their profile: no index needed
+                if path.is_file():
+                    return self._loaded(kind, path, origin)
+            matches = sorted({path for name, aliases, path in _folder_index(kind, folder)
+                              if key == name.lower() or key in aliases})
+            if len(matches) > 1:
+                files = ", ".join(str(p) for p in matches)
+                raise NotFoundError(f"{kind} {ref!r} is ambiguous in {folder}: {files} all use that name or alias")
+            if matches:
+                return self._loaded(kind, matches[0], origin)
         raise NotFoundError(self._not_found_message(kind, ref))
 
     def _loaded(self, kind: Kind, path: Path, origin: str) -> Resolved:
         profile = load_profile(kind, path, fast=self.fast)
         note = None
         if origin == "user":
-            builtin = builtin_dir(kind) / f"{profile.name}.yaml"
-            if builtin.is_file():
-                note = f"using user {kind} profile {path} (shadows the built-in {profile.name!r})"
+            names = {profile.name.lower(), *(a.lower() for a in profile.aliases)}
+            builtin = builtin_dir(kind)
+            shadowed = [name for name, aliases, _ in _folder_index(kind, builtin)
+                        if names & {name.lower(), *aliases}]
+            if shadowed:
+                note = f"using user {kind} profile {path} (shadows the built-in {shadowed[0]!r})"
         return Resolved(profile, path, origin, note)
 
     def _not_found_message(self, kind: Kind, ref: str) -> str:
         names = [n for name, aliases, _, _ in self._index(kind) for n in [name, *aliases]]
-        guesses = difflib.get_close_matches(ref.lower(), names, n=3, cutoff=0.5)
+        guesses = difflib.get_close_matches(ref.lower(), names, n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(guesses)}?" if guesses else ""
         return f"unknown {kind} {ref!r}{hint} (see 'kvplan profiles list --kind {kind}', or pass a YAML path)"
 

@@ -55,6 +55,8 @@ def element_formats(k: Knobs) -> tuple[ElementFormat | None, ElementFormat | Non
     """The (K, V) formats the knobs ask for; ``None`` keeps the model's default for that side."""
     if k.kv_type and k.kv_bits:
         raise UsageError("give kv_bits or kv_type, not both")
+    if k.kv_group_size is not None and k.kv_group_size < 1:
+        raise UsageError(f"kv_group_size: must be at least 1, got {k.kv_group_size}")
     if k.kv_group_size and not (k.kv_bits or k.k_bits or k.v_bits):
         raise UsageError("kv_group_size needs kv_bits (or k_bits / v_bits)")
 

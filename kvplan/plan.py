@@ -9,11 +9,13 @@ does no I/O and holds no display strings.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TYPE_CHECKING
 
 from kvplan import engine
 from kvplan.engine.memory import VERDICTS, Verdict
+from kvplan.errors import UsageError
 from kvplan.formats import ElementFormat
 
 if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain records
@@ -25,6 +27,13 @@ class CacheModel(Protocol):
 
     Alternative cache models (runtime-exact allocations, compression policies) implement
     the same methods and are chosen by :func:`cache_model_for`.
+
+    Two optional methods, for a cache whose ``ctx`` is not the tokens of each sequence
+    (llama.cpp's ``-c`` is the total shared by the sequences), read through
+    :func:`kv_bytes_per_sequence_of` and :func:`tokens_per_sequence_of`:
+    ``kv_bytes_per_sequence(ctx, sequences)`` (the bytes one sequence holds; None when the
+    sequences share one pool) and ``tokens_per_sequence(ctx, sequences)`` (the tokens one
+    sequence can attend). Without them: ``kv_bytes(ctx, 1)`` and ``ctx``.
     """
 
     k_format: ElementFormat
@@ -126,8 +135,37 @@ class Scenario:
     kv_policy: object | None = None  # a compression policy (kvplan.policies), None: plain cache
     runtime: object | None = None  # runtime-exact rules (kvplan.runtimes), None: the ideal formula
 
+    def __post_init__(self):
+        # The library is the CLI's engine: the same inputs are refused here as on the command line.
+        _check_count("ctx", self.ctx, minimum=0)
+        _check_count("sequences", self.sequences, minimum=1)
+        _check_count("pinned_prefix_tokens", self.pinned_prefix_tokens, minimum=0)
+        if self.sliding_window is not None:
+            _check_count("sliding_window", self.sliding_window, minimum=1)
+        if self.weight_bits is not None and not (isinstance(self.weight_bits, (int, float))
+                                                 and 0 < self.weight_bits <= 32):
+            raise UsageError(f"weight_bits: must be above 0 and at most 32, got {self.weight_bits!r}")
+        if not (isinstance(self.margin_fraction, (int, float)) and 0 <= self.margin_fraction < 1):
+            raise UsageError(f"margin: must be at least 0 and below 1, got {self.margin_fraction!r}")
+        if self.os_reserve_bytes is not None:
+            _check_count("os_reserve_bytes", self.os_reserve_bytes, minimum=0)
+            if self.os_reserve_bytes >= self.device.ram:
+                raise UsageError(f"os_reserve: must be less than the device's RAM ({self.device.ram:,} bytes)")
+        if self.target_tokens_per_s is not None and not (isinstance(self.target_tokens_per_s, (int, float))
+                                                         and self.target_tokens_per_s > 0):
+            raise UsageError(f"target_tokens_per_s: must be positive, got {self.target_tokens_per_s!r}")
+
     def with_changes(self, **changes) -> Scenario:
         return replace(self, **changes)
+
+
+def _check_count(name: str, value, *, minimum: int) -> None:
+    try:
+        whole = operator.index(value)  # ints and numpy integers; not floats, strings or arrays
+    except TypeError:
+        whole = None
+    if isinstance(value, bool) or whole is None or whole < minimum:
+        raise UsageError(f"{name}: must be a whole number ≥ {minimum}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -148,7 +186,7 @@ class Evaluation:
     layout: CacheModel  # the cache model used (CacheLayout for the ideal formula)
     weight_bits: float
     kv_bytes_per_token: int
-    kv_bytes_per_sequence: int
+    kv_bytes_per_sequence: int | None  # one sequence's cache; None: the sequences share one pool (llama.cpp unified)
     kv_bytes: int  # steady-state cache of all sequences
     kv_peak_bytes: int  # the most the cache holds at any moment (equals kv_bytes for the ideal cache)
     pinned_prefix_bytes: int
@@ -171,6 +209,9 @@ class Evaluation:
     notes: tuple[str, ...] = field(default=())
     prefill_s: float | None = None  # time to prefill ctx prompt tokens (None: device compute unknown)
     pinned_prefix_recompute_s: float | None = None  # recomputing the pinned prefix instead of keeping it
+    max_ctx_trained: int | None = None  # the model's trained context (profile max_context); not a cap on max_ctx
+    ctx_per_sequence_tokens: int = 0  # the tokens one sequence can attend (llama.cpp: n_ctx_seq)
+    ctx_beyond_trained: bool = False  # ctx_per_sequence_tokens > max_ctx_trained: needs a context extension
 
     @property
     def fits(self) -> bool:
@@ -184,9 +225,20 @@ def weights_of(model: Model, weight_bits: float | None) -> tuple[int, int, float
         weights = model.weights
     else:
         weights = engine.weights_bytes(model.params, bits)
-    read = weights
+    # A decode step streams the weights one token uses. Every expert of a mixture of experts stays resident
+    # (`weights` counts all params), but a step reads only the shared layers and the experts the router picks:
+    # `params_active`, counted like `params` (embedding table included), at the same bytes per parameter —
+    # ceil(params_active · bits / 8), or an explicit `weights` size scaled by params_active / params. From
+    # that, as for a dense model, the untied input-embedding table is left out (a step reads one row of it).
+    active = getattr(model, "params_active", None)
+    if active is None:
+        read = weights
+    elif model.weights is not None and weight_bits is None:
+        read = -(-weights * active // model.params)
+    else:
+        read = engine.weights_bytes(active, bits)
     if model.vocab_size and model.hidden_size and not model.tie_embeddings:
-        read = max(weights - engine.embedding_bytes(model.vocab_size, model.hidden_size, bits), 0)
+        read = max(read - engine.embedding_bytes(model.vocab_size, model.hidden_size, bits), 0)
     return int(weights), int(read), bits
 
 
@@ -217,6 +269,32 @@ def prefill_seconds_of(device: Device, model: Model, tokens):
     return engine.prefill_seconds(flops, device.compute)
 
 
+def kv_bytes_per_sequence_of(cache: CacheModel, ctx: int, sequences: int = 1) -> int | None:
+    """The bytes one of ``sequences`` sequences holds at ``ctx`` (None: they share one pool)."""
+    own = getattr(cache, "kv_bytes_per_sequence", None)
+    return own(ctx, sequences) if own is not None else int(cache.kv_bytes(ctx, 1))
+
+
+def tokens_per_sequence_of(cache: CacheModel, ctx: int, sequences: int = 1) -> int:
+    """The tokens one sequence can attend at ``ctx`` (``ctx`` unless the runtime splits it)."""
+    own = getattr(cache, "tokens_per_sequence", None)
+    return own(ctx, sequences) if own is not None else int(ctx)
+
+
+def max_ctx_limited_by(max_ctx) -> str:
+    """Why a solved max context is what it is (a scalar from ``CacheModel.max_ctx``).
+
+    ``weights``: not even one token fits; ``unbounded``: the cache stops growing (every layer
+    windowed) and fits at every context; ``memory``: the budget. The model's trained context is
+    never a cap on max context (it is reported beside it, :attr:`Evaluation.max_ctx_trained`).
+    """
+    if max_ctx == engine.NO_CONTEXT_FITS:
+        return "weights"
+    if max_ctx == math.inf:
+        return "unbounded"
+    return "memory"
+
+
 def evaluate(s: Scenario) -> Evaluation:
     """Evaluate one configuration with the closed-form engine."""
     device, model = s.device, s.model
@@ -241,19 +319,16 @@ def evaluate(s: Scenario) -> Evaluation:
     read_over_generation = cache.kv_bytes_read_over_generation(n, s.sequences) + n * pinned
     mean_rate = engine.mean_decode_tokens_per_s(n, weights_read, read_over_generation, bandwidth, efficiency)
 
-    unbounded = getattr(cache, "unbounded", False)
-    ctx_limit = model.max_context if model.max_context and unbounded else math.inf
-    max_ctx = cache.max_ctx(budget - weights - overhead - pinned, s.sequences, ctx_limit)
-    limited_by = "memory"
-    if max_ctx == engine.NO_CONTEXT_FITS:
-        limited_by = "weights"
-    elif unbounded and max_ctx >= max(w for w, _ in cache.windows):
-        limited_by = "model" if ctx_limit != math.inf else "unbounded"
+    # Max context is what fits in memory, never capped at the trained context (reported beside it).
+    max_ctx = cache.max_ctx(budget - weights - overhead - pinned, s.sequences)
+    limited_by = max_ctx_limited_by(max_ctx)
+    trained = model.max_context or None
+    per_sequence_tokens = tokens_per_sequence_of(cache, s.ctx, s.sequences)
 
     at_target = None
     if s.target_tokens_per_s:
         step_allowance = math.floor(bandwidth * efficiency / s.target_tokens_per_s) - weights_read - pinned
-        speed_ctx = cache.max_ctx(step_allowance, s.sequences, ctx_limit)
+        speed_ctx = cache.max_ctx(step_allowance, s.sequences)
         at_target = min(max_ctx, speed_ctx)
 
     overflow = int(engine.overflow_bytes(total, budget))
@@ -267,7 +342,7 @@ def evaluate(s: Scenario) -> Evaluation:
 
     return Evaluation(
         scenario=s, layout=cache, weight_bits=bits,
-        kv_bytes_per_token=cache.bytes_per_token, kv_bytes_per_sequence=int(cache.kv_bytes(s.ctx, 1)),
+        kv_bytes_per_token=cache.bytes_per_token, kv_bytes_per_sequence=kv_bytes_per_sequence_of(cache, s.ctx, s.sequences),
         kv_bytes=int(kv), kv_peak_bytes=int(kv_peak),
         pinned_prefix_bytes=int(pinned), weights_bytes=weights, weights_read_bytes=weights_read,
         overhead_bytes=overhead, total_bytes=int(total), budget_bytes=budget, headroom_bytes=int(headroom),
@@ -279,4 +354,6 @@ def evaluate(s: Scenario) -> Evaluation:
         flash=flash,
         prefill_s=prefill_seconds_of(device, model, s.ctx),
         pinned_prefix_recompute_s=prefill_seconds_of(device, model, s.pinned_prefix_tokens),
+        max_ctx_trained=trained, ctx_per_sequence_tokens=int(per_sequence_tokens),
+        ctx_beyond_trained=bool(trained and per_sequence_tokens > trained),
     )

@@ -157,6 +157,8 @@ class Model(_Profile, ModelMethods):
     family: Slug | None = None
     architecture: str | None = None
     params: Count = Field(description="parameter count")
+    params_active: Count | None = Field(None, description="parameters one token uses (mixture of experts), "
+                                        "counted like params: embedding table included")
     layers: PositiveInt
     attention_heads: PositiveInt
     kv_heads: KvHeads
@@ -180,6 +182,15 @@ class Model(_Profile, ModelMethods):
     k_type: str | None = None
     v_type: str | None = None
     kv_policy: PolicySpec | None = Field(None, description="KV cache compression policy (docs/kv-policies.md)")
+
+    @field_validator("params_active")
+    @classmethod
+    def _active_within_params(cls, value, info: ValidationInfo):
+        params = info.data.get("params")
+        if value is not None and params is not None and value > params:
+            raise ValueError(f"must be at most params ({value:,} > {params:,}): the parameters one token uses "
+                             "are a subset of all of them")
+        return value
 
     @field_validator("kv_heads")
     @classmethod

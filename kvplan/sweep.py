@@ -14,14 +14,14 @@ numpy is imported inside the functions; this module does no I/O.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 
+from kvplan.errors import UsageError
 from kvplan import engine
 from kvplan.plan import CacheLayout, Scenario, cache_model_for, weights_of
 
-# max_ctx when no context fits (weights alone exceed the budget) or the cache never
-# stops growing being bounded by nothing: the scalar evaluation's None.
+# max_ctx when no context fits (weights alone exceed the budget) or the cache stops
+# growing (every layer windowed: unbounded): the scalar evaluation's None.
 NO_MAX_CTX = -1
 
 
@@ -67,6 +67,9 @@ class SweepColumns:
         return SweepColumns(**{name: getattr(self, name)[index] for name in self.names()})
 
 
+EXACT_LIMIT = 2**53
+
+
 def grid(ctx, sequences):
     """Flattened (ctx, sequences) grid, ctx varying fastest: two int64 arrays of equal length."""
     import numpy as np
@@ -102,6 +105,14 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     reserve = device.os_reserve if base.os_reserve_bytes is None else base.os_reserve_bytes
     budget = engine.budget_bytes(device.ram, reserve)
 
+    if n:
+        # Arrays hold int64 bytes and some steps pass through float64: both are exact below 2^53.
+        # The cache only grows with ctx and sequences, so the largest row is bounded exactly here.
+        largest = (int(cache.kv_peak_bytes(int(ctx.max()), int(sequences.max()))) + int(weights)
+                   + int(cache.kv_bytes(base.pinned_prefix_tokens, 1)) + int(device.runtime_overhead))
+        if largest >= EXACT_LIMIT:
+            raise UsageError(f"--ctx/--sequences: the largest point needs {largest:,} bytes, beyond the "
+                             f"{EXACT_LIMIT:,} a vectorized sweep holds exactly; use kvplan check for it")
     kv = np.asarray(cache.kv_bytes(ctx, sequences), dtype=np.int64)
     kv_peak = np.asarray(cache.kv_peak_bytes(ctx, sequences), dtype=np.int64)
     pinned = int(cache.kv_bytes(base.pinned_prefix_tokens, 1))
@@ -112,14 +123,13 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     step = engine.bytes_per_token(weights_read, kv + pinned)
     rate = engine.decode_tokens_per_s(device.memory_bandwidth, step, device.bandwidth_efficiency)
 
-    unbounded = getattr(cache, "unbounded", False)
-    ctx_limit = model.max_context if model.max_context and unbounded else math.inf
+    # As kvplan.plan.evaluate: what fits in memory, never capped at the model's trained context.
     allowance = budget - weights - overhead - pinned
     if isinstance(cache, CacheLayout):
-        solved = np.asarray(cache.max_ctx(allowance, sequences, ctx_limit))
+        solved = np.asarray(cache.max_ctx(allowance, sequences))
     else:  # runtime and policy caches search exactly, one point at a time; max_ctx depends on sequences only
         unique, inverse = np.unique(sequences, return_inverse=True)
-        found = np.array([float(cache.max_ctx(allowance, int(s), ctx_limit)) for s in unique], dtype=np.float64)
+        found = np.array([float(cache.max_ctx(allowance, int(s))) for s in unique], dtype=np.float64)
         solved = found[inverse.reshape(-1)] if n else np.zeros(0)
     max_ctx = np.where(np.isfinite(solved) & (solved >= 0), solved, NO_MAX_CTX).astype(np.int64)
 

@@ -79,6 +79,20 @@ def _kind_hint(text: str) -> str:
     return "an unknown unit"
 
 
+def _case_hint(text: str) -> str:
+    """Suggest the spelling when only the letter case is wrong (``2gb`` → ``2 GB``)."""
+    for regex in (_SIZE_RE, _RATE_RE, _FLOPS_RE):
+        m = re.match(r"^\s*([0-9.eE+-]+)\s*([a-zA-Z/]+)\s*$", text)
+        if not m:
+            return ""
+        number, unit = m.groups()
+        for candidate_unit in ("B", "kB", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "B/s", "kB/s", "MB/s",
+                               "GB/s", "TB/s", "KiB/s", "MiB/s", "GiB/s", "GFLOP/s", "TFLOP/s"):
+            if unit.lower() == candidate_unit.lower() and unit != candidate_unit:
+                return f" (units are case-sensitive: did you mean '{number} {candidate_unit}'?)"
+    return ""
+
+
 def _parse(value: object, regex: re.Pattern[str], table: dict[str, int] | None, what: str,
            example: str, *, integral: bool, positive: bool) -> Decimal:
     if not isinstance(value, str):
@@ -90,7 +104,7 @@ def _parse(value: object, regex: re.Pattern[str], table: dict[str, int] | None, 
         return _finish(_decimal(plain["num"]), what, integral=integral, positive=positive)
     match = regex.match(text)
     if not match:
-        raise QuantityError(f"expected {what} like {example!r}, got {_kind_hint(text)} {value!r}")
+        raise QuantityError(f"expected {what} like {example!r}, got {_kind_hint(text)} {value!r}{_case_hint(text)}")
     scale = table.get(match["prefix"] or "") if table is not None else _multiplier(match["prefix"])
     number = _decimal(match["num"]) * scale
     return _finish(number, what, integral=integral, positive=positive)
@@ -100,8 +114,14 @@ def parse_size_bytes(value: object, *, positive: bool = False) -> int:
     """Parse a size such as ``8 GB``, ``8 GiB``, ``512MB`` or a plain number of bytes.
 
     Fractions of a byte that a prefix produces (``3.7 GiB``) round up: a buffer of
-    3.7 GiB needs every one of its bytes.
+    3.7 GiB needs every one of its bytes. A plain number must be whole: ``1.5`` bytes is
+    almost certainly a forgotten unit.
     """
+    if isinstance(value, float) or (isinstance(value, str) and _PLAIN_RE.match(value.strip())):
+        plain = _check_plain(value, "a size") if not isinstance(value, str) else _decimal(value.strip())
+        if plain.is_finite() and plain != plain.to_integral_value():
+            raise QuantityError(f"a size without a unit is a number of bytes and must be whole, got {value!r}: "
+                                f"did you mean '{value} GB'?")
     number = _parse(value, _SIZE_RE, None, "a size", "8 GB", integral=False, positive=positive)
     return int(number.to_integral_value(rounding="ROUND_CEILING"))
 

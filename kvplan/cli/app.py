@@ -7,6 +7,7 @@ errors become ``kvplan: error: …`` with exit code 2 and bugs become exit code 
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from typing import Annotated
@@ -25,6 +26,28 @@ Closed-form KV-cache and memory planning for on-device LLMs. Exit codes: 0 fits 
 
 
 class KvplanGroup(TyperGroup):
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """Run with click's own error display replaced by one ``kvplan: error: …`` line."""
+        from typer._click.exceptions import ClickException
+        from typer.exceptions import Abort
+
+        try:
+            code = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                                standalone_mode=False, **extra)
+        except ClickException as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # `kvplan` or `kvplan plot` alone: show the help
+                exc.show()
+            else:
+                terminal.display_error(_one_line(exc))
+            code = exc.exit_code
+        except Abort:
+            terminal.display_error("aborted")
+            code = ExitCode.FAILED
+        code = code if isinstance(code, int) else ExitCode.OK
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
@@ -35,6 +58,14 @@ class KvplanGroup(TyperGroup):
             raise typer.Exit(ExitCode.BAD_INPUT) from None
         except (typer.Exit, typer.Abort, SystemExit, KeyboardInterrupt):
             raise
+        except OSError as exc:  # writing our own output failed: a full disk, a closed pipe
+            if _is_click_exception(exc) or terminal.debug_enabled():
+                raise
+            if exc.errno == errno.EPIPE:
+                terminal.silence_broken_pipe()
+                raise typer.Exit(ExitCode.OK) from None
+            terminal.display_error(f"cannot write output: {exc.strerror or exc}")
+            raise typer.Exit(ExitCode.BAD_INPUT) from None
         except Exception as exc:
             if _is_click_exception(exc) or terminal.debug_enabled():
                 raise
@@ -46,6 +77,16 @@ class KvplanGroup(TyperGroup):
 def _is_click_exception(exc: Exception) -> bool:
     # Usage errors from the vendored click carry their own exit code 2 and message.
     return type(exc).__module__.startswith(("typer", "click"))
+
+
+def _one_line(exc) -> str:
+    """A click usage error as one line, in kvplan's words rather than pydantic's."""
+    message = " ".join(exc.format_message().split())
+    for old, new in (("Value error, ", ""), ("Input should be ", "must be ")):
+        message = message.replace(old, new)
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None and ctx.command_path else ""
+    return f"{message}{where}"
 
 
 def _version(value: bool) -> None:

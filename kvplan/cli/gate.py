@@ -63,6 +63,7 @@ def gate(
 
     for name, path in outputs.items():
         write_text_atomic(path, reporters.render(name, results, units.value))
+        terminal.display_note(f"wrote {path}")
     if output_format is o.OutputFormat.json:
         terminal.display_json(reporters.json_document(results))
     elif output_format is o.OutputFormat.markdown:

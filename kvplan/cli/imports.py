@@ -46,7 +46,7 @@ def hf(
 
 GGUF_HELP = """Model profile from a GGUF file's header (metadata and tensor shapes; no tensor data is read).
 
-Needs the optional 'gguf' package: pip install 'kvplan[gguf]'. Per-layer KV head counts
+Needs the optional 'gguf' package: pip install gguf (or install kvplan with its [gguf] extra: pip install '.[gguf]'). Per-layer KV head counts
 (an array head_count_kv) and sliding-window patterns are kept; params are the sum of the
 tensor shapes and the weight size is the file's own."""
 

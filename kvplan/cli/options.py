@@ -33,7 +33,7 @@ WeightBitsOpt = Annotated[float | None, typer.Option("--weight-bits", help="Bits
 KvBitsOpt = Annotated[int | None, typer.Option("--kv-bits", help="Bits per cached K and V value (1-32).")]
 KBitsOpt = Annotated[int | None, typer.Option("--k-bits", help="Bits per cached key value (overrides --kv-bits).")]
 VBitsOpt = Annotated[int | None, typer.Option("--v-bits", help="Bits per cached value (overrides --kv-bits).")]
-GroupOpt = Annotated[int | None, typer.Option("--kv-group-size", help="Group-quantize the cache: one fp16 "
+GroupOpt = Annotated[int | None, typer.Option("--kv-group-size", min=1, help="Group-quantize the cache: one fp16 "
                                               "scale per this many values.")]
 KvTypeOpt = Annotated[str | None, typer.Option("--kv-type", help="Cache type by runtime name: f32, f16, bf16, "
                                                "fp8, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl.")]

@@ -129,7 +129,7 @@ def _cache_knobs(runtime="ideal", parallel=None, kv_unified=False, ubatch=None, 
 def _done(path) -> None:
     from kvplan.cli import terminal
 
-    terminal.display_text(f"wrote {path}")
+    terminal.display_note(f"wrote {path}")
 
 
 @plot_app.command("memory", help="Weights, KV cache and overhead stacked against context, the budget line and "

@@ -130,12 +130,17 @@ layers / attention_heads → model) unless --kind is given.
 Exit code 0 when every file is valid, 2 when any is not."""
 
 
+class ValidateFormat(str, Enum):  # problems are lines, not a table: no markdown form
+    table = "table"
+    json = "json"
+
+
 @app.command("validate", help=VALIDATE_HELP)
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Profile YAML files.", show_default=False)],
     kind: KindOpt = None,
-    output_format: Annotated[o.OutputFormat, typer.Option("--format", "-f", help="Output format: table "
-                                                          "(plain lines) or json.")] = o.OutputFormat.table,
+    output_format: Annotated[ValidateFormat, typer.Option("--format", "-f", help="Output format: table "
+                                                          "(plain lines) or json.")] = ValidateFormat.table,
 ) -> None:
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
@@ -143,7 +148,7 @@ def validate(
 
     results = [validate_file(path, kind.value if kind else None) for path in files]
     bad = [r for r in results if r.problems]
-    if output_format is o.OutputFormat.json:
+    if output_format is ValidateFormat.json:
         terminal.display_json({"ok": not bad, "files": [r.as_json() for r in results]})
     else:
         lines = []

@@ -12,7 +12,7 @@ from kvplan.cli import policy_options as po
 from kvplan.cli import runtime_options as ro
 from kvplan.cli.sweep_plot import SweepPlotOpt, check_sweep_plot, write_sweep_plot
 
-HELP = """Evaluate a grid of configurations at once (vectorized: a million points in about a second).
+HELP = """Evaluate a grid of configurations at once (vectorized: a million points in well under a second).
 
 Every combination of --ctx (a list 1k,4k,8k or an inclusive range START..STOP[:STEP] such as
 1k..32k:1k), --device, --model, --weight-bits, --kv-bits (or --k-bits × --v-bits) and
@@ -20,7 +20,8 @@ Every combination of --ctx (a list 1k,4k,8k or an inclusive range START..STOP[:S
 headroom, verdict, decode tokens/s and the largest context that fits (under --runtime or a
 --kv-policy, that runtime's or policy's exact cache). Output as a table
 (first and last rows unless --all), CSV, JSON or Markdown; -o writes a file;
---plot FILE also draws the grid (PNG, SVG or PDF).
+--plot FILE also draws the grid (PNG, SVG or PDF). CSV and JSON are streamed in chunks:
+a million rows take about 2 s end to end as CSV and about 5 s as JSON.
 Exit code 0 (whatever the verdicts), 2 on bad input."""
 
 TABLE_HEAD_ROWS = 10
@@ -28,7 +29,6 @@ TABLE_HEAD_ROWS = 10
 PROGRESS_FROM_POINTS = 200_000
 EVAL_CHUNK_POINTS = 262_144
 PRETTY_JSON_MAX_ROWS = 10_000
-JSON_CHUNK_ROWS = 65_536
 
 CtxGridOpt = Annotated[list[str], typer.Option("--ctx", "-c", help="Contexts: 8192, a list 1k,4k,8k, or an "
                                                "inclusive range START..STOP[:STEP] (1k..32k:1k); repeatable.")]
@@ -159,41 +159,60 @@ def _evaluate(bases, ctx_values, seq_values):
     return parts
 
 
-def _emit(parts, fmt_, output, show_all: bool, units: str) -> None:
+def _stream(chunks, rows: int, what: str, output) -> None:
+    """Write ``chunks`` (bytes) to ``output`` (a temporary file renamed into place) or stdout, as they come."""
     from kvplan.cli import terminal
+
+    with terminal.progress(rows, f"writing {what}", rows >= PROGRESS_FROM_POINTS) as bar:
+        def counted():
+            for n, data in chunks:
+                yield data
+                bar.advance(n)
+
+        if output:
+            from kvplan.outfiles import write_atomic
+
+            def produce(tmp) -> None:
+                with open(tmp, "wb") as f:
+                    for data in counted():
+                        f.write(data)
+
+            write_atomic(output, produce)
+        else:
+            terminal.display_bytes(counted())
+    if output:
+        terminal.display_note(f"wrote {rows:,} rows to {output}")
+
+
+def _emit(parts, fmt_, output, show_all: bool, units: str) -> None:
     from kvplan.render import sweep as render
 
     rows = sum(len(part) for part in parts)
     if fmt_ is p.TabularFormat.csv:
-        with terminal.progress(rows, "writing CSV", rows >= PROGRESS_FROM_POINTS) as bar:
-            chunks = [render.csv_header().encode()]
-            for n, data in render.csv_chunks(parts):
-                chunks.append(data)
-                bar.advance(n)
-        if output:
-            from kvplan.outfiles import write_atomic
+        def csv():
+            yield 0, render.csv_header().encode()
+            yield from render.csv_chunks(parts)
 
-            write_atomic(output, lambda tmp: tmp.write_bytes(b"".join(chunks)))
-            terminal.display_note(f"wrote {rows:,} rows to {output}")
-        else:
-            terminal.display_bytes(chunks)
+        _stream(csv(), rows, "CSV", output)
+        return
+    if fmt_ is p.TabularFormat.json and rows > PRETTY_JSON_MAX_ROWS:
+        def compact():  # vectorized, byte for byte what json.dumps writes (pretty-printing is ~20x slower)
+            yield 0, render.json_head(rows)
+            yield from render.json_chunks(parts)
+            yield 0, render.JSON_TAIL
+
+        _stream(compact(), rows, "JSON", output)
         return
 
     from kvplan import sweep as engine_sweep
+    from kvplan.cli import terminal
 
     cols = engine_sweep.concat(parts)
     if fmt_ is p.TabularFormat.json:
         import json
 
         head = {"rows_count": rows, "columns": engine_sweep.SweepColumns.names()}
-        if rows <= PRETTY_JSON_MAX_ROWS:
-            text = json.dumps({**head, "rows": render.json_rows(cols)}, indent=2, allow_nan=False)
-        else:  # the C encoder, chunk by chunk (the pretty-printer is ~20x slower)
-            pieces = []
-            for start in range(0, rows, JSON_CHUNK_ROWS):
-                chunk = render.json_rows(cols.take(slice(start, start + JSON_CHUNK_ROWS)))
-                pieces.append(json.dumps(chunk, allow_nan=False)[1:-1])
-            text = json.dumps(head)[:-1] + ', "rows": [' + ", ".join(pieces) + "]}"
+        text = json.dumps({**head, "rows": render.json_rows(cols)}, indent=2, allow_nan=False)
         p.write_or_display_text(text + "\n", output)
         return
 

@@ -36,10 +36,18 @@ def display_note(message: str) -> None:
 
 def display_json(document: object) -> None:
     sys.stdout.write(json.dumps(document, indent=2, allow_nan=False) + "\n")
+    sys.stdout.flush()  # a full disk or closed pipe is reported now, not at interpreter exit
 
 
 def display_text(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
+
+
+def silence_broken_pipe() -> None:
+    """After the reader went away (``kvplan … | head``), send the rest to /dev/null quietly."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def display_tables(tables: list[Table], fmt: str = "table") -> None:
@@ -57,21 +65,99 @@ def _use_rich() -> bool:
     return sys.stdout.isatty() or bool(os.environ.get("FORCE_COLOR"))
 
 
-def _print_rich(tables: list[Table]) -> None:
+_GAP = 2  # spaces between columns, as in the plain-text tables
+
+
+def _column_widths(table: Table) -> tuple[list[int], list[int]]:
+    """(narrowest, natural) width of each column.
+
+    Numbers (right-aligned) are never broken: their narrowest width is their longest cell. Text
+    (names, labels) and headings may wrap between words, never inside one (names have no spaces).
+    """
+    narrowest, natural = [], []
+    for i, (heading, align) in enumerate(zip(table.columns, table.alignment())):
+        cells = [row[i] for row in table.rows if i < len(row)]
+        words = [len(word) for word in heading.split()] or [0]
+        if align == "right":
+            words += [len(cell) for cell in cells]
+        else:
+            words += [len(word) for cell in cells for word in cell.split()]
+        narrowest.append(max(words))
+        natural.append(max([len(heading)] + [len(cell) for cell in cells]))
+    return narrowest, natural
+
+
+def _blocks(table: Table, narrowest: list[int], width: int) -> list[list[int]]:
+    """Column indices per printed block: all columns when they fit the terminal at their narrowest,
+    else the key columns repeated with as many of the others as fit (like pandas' wide frames)."""
+    keys = list(range(min(table.key_columns, len(table.columns))))
+    others = list(range(len(keys), len(table.columns)))
+
+    def span(columns: list[int]) -> int:
+        return sum(narrowest[i] for i in columns) + _GAP * max(len(columns) - 1, 0)
+
+    if span(keys + others) <= width or not others:
+        return [keys + others]
+    blocks, current = [], []
+    for i in others:
+        if current and span(keys + current + [i]) > width:
+            blocks.append(keys + current)
+            current = []
+        current.append(i)
+    blocks.append(keys + current)
+    return blocks
+
+
+def _fit_widths(columns: list[int], narrowest: list[int], natural: list[int], table: Table,
+                width: int) -> list[int]:
+    """Widths for ``columns``: the narrowest, grown toward the natural width while space is left
+    (wrapped text first, then headings, left to right)."""
+    widths = {i: narrowest[i] for i in columns}
+    spare = width - sum(widths.values()) - _GAP * (len(columns) - 1)
+    align = table.alignment()
+    for i in sorted(columns, key=lambda i: align[i] == "right"):
+        grow = max(min(spare, natural[i] - widths[i]), 0)
+        widths[i] += grow
+        spare -= grow
+    return [widths[i] for i in columns]
+
+
+def _print_rich(tables: list[Table], console=None) -> None:
+    """Tables on a terminal: a compact box; names and numbers are never truncated or broken.
+
+    Every cell, title and caption is plain text (``rich.text.Text``), never Rich markup: a
+    configuration named ``a[/]b`` prints as ``a[/]b``. A table too wide for the terminal is
+    printed in blocks of columns, each repeating the leading name column(s). Notes follow the
+    table unwrapped, so that a command in a note copies as one line.
+    """
     from rich import box
     from rich.console import Console
     from rich.table import Table as RichTable
+    from rich.text import Text
 
-    console = Console()
-    for table in tables:
-        rich_table = RichTable(title=table.title, box=box.ROUNDED, title_justify="left",
-                               title_style="bold", caption="\n".join(table.notes) or None,
-                               caption_justify="left")
-        for column, align in zip(table.columns, table.alignment()):
-            rich_table.add_column(column, justify=align)
-        for row, style in zip(table.rows, table.styles or [None] * len(table.rows)):
-            rich_table.add_row(*row, style=style)
-        console.print(rich_table)
+    console = console or Console()
+    for n, table in enumerate(tables):
+        if n:
+            console.print()
+        narrowest, natural = _column_widths(table)
+        blocks = _blocks(table, narrowest, console.width)
+        for b, columns in enumerate(blocks):
+            widths = _fit_widths(columns, narrowest, natural, table, console.width)
+            title = table.title if b == 0 else ""
+            rich_table = RichTable(title=Text(title, style="bold") if title else None, box=box.SIMPLE_HEAD,
+                                   show_edge=False, pad_edge=False, padding=(0, _GAP - 1, 0, 0),
+                                   title_justify="left")
+            align = table.alignment()
+            for i, w in zip(columns, widths):
+                # Cells fit their width (see _column_widths); headings may wrap between words.
+                rich_table.add_column(Text(table.columns[i]), justify=align[i], width=w, overflow="fold")
+            for row, style in zip(table.rows, table.styles or [None] * len(table.rows)):
+                rich_table.add_row(*(Text(row[i]) if i < len(row) else Text("") for i in columns), style=style)
+            console.print(rich_table, crop=False)
+            if b < len(blocks) - 1:
+                console.print()
+        for note in table.notes:  # unwrapped (the terminal folds them), so a command copies whole
+            console.print(Text(f"  {note}"), soft_wrap=True)
 
 
 def display_bytes(chunks) -> None:

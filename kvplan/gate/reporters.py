@@ -9,6 +9,7 @@ from pathlib import Path
 from kvplan.gate.result import ConfigResult, GateResult, ThresholdResult
 from kvplan.render import fmt
 from kvplan.render.check import format_json
+from kvplan.render.maxctx import beyond_trained_note, max_ctx_cell
 from kvplan.render.tables import Table, to_markdown
 
 JSON_SCHEMA_VERSION = 1
@@ -70,9 +71,11 @@ def summary_table(result: GateResult, units: str = "si") -> Table:
         ev, s = c.evaluation, c.evaluation.scenario
         t.add(c.name, s.device.name, s.model.name, f"{s.ctx:,}", ev.verdict.value, fmt.bytes_(ev.total_bytes, units),
               fmt.bytes_(ev.headroom_bytes, units), fmt.per_s(ev.decode_tokens_per_s),
-              fmt.tokens(ev.max_ctx) if ev.max_ctx is not None else ("none" if ev.max_ctx_limited_by == "weights"
-                                                                      else "unbounded"),
+              max_ctx_cell(ev),
               _status(c), style=None if c.passed else "bold red")
+        note = beyond_trained_note(ev)
+        if note and f"{c.name}: {note}" not in t.notes:
+            t.notes.append(f"{c.name}: {note}")
     return t
 
 

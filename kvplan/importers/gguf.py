@@ -30,7 +30,7 @@ def _reader(path: str | Path):
     try:
         import gguf
     except ImportError:
-        raise UsageError("reading GGUF files needs the optional 'gguf' package: pip install 'kvplan[gguf]'") from None
+        raise UsageError("reading GGUF files needs the optional 'gguf' package: pip install gguf (or install kvplan with its [gguf] extra: pip install '.[gguf]')") from None
     p = Path(path)
     if not p.is_file():
         raise ProfileError([f"{path}: no such file"])

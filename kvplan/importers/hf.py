@@ -11,6 +11,10 @@ transformers config class of its ``model_type`` (``_DEFAULTS`` below, e.g. a Gem
                       + H·(r_kv+d_rope) + r_kv + r_kv·n_h·(d_nope+d_v) + n_h·d_v·H
     MLP   = 3·H·I (gated: gate, up, down); a MoE layer: (E_routed + E_shared)·3·H·I_moe + E_routed·H (router)
     norms = 2·H per layer (Gemma 2/3: 4·H)
+
+A MoE config also gives ``params_active``, the parameters one token uses, counted the same way
+(embeddings included) with each MoE layer's MLP replaced by the experts a token runs through:
+(k + E_shared)·3·H·I_moe + E_routed·H, k = num_experts_per_tok.
 """
 
 from __future__ import annotations
@@ -103,8 +107,8 @@ def local_layers(c: dict, model_type: str, layers: int, max_context: int | None)
 
 
 def derived_params(c: dict, model_type: str, layers: int, heads: int, kv_heads: int, head_dim: int,
-                   v_head_dim: int) -> tuple[int, str]:
-    """Parameter count from the shapes (module docstring), and the arithmetic as text."""
+                   v_head_dim: int) -> tuple[int, int | None, str]:
+    """Parameter count from the shapes (module docstring), the active count of a MoE (else None), the arithmetic."""
     hidden = _need(c, "hidden_size", "config")
     vocab = _need(c, "vocab_size", "config")
     inter = _need(c, "intermediate_size", "config")
@@ -140,14 +144,22 @@ def derived_params(c: dict, model_type: str, layers: int, heads: int, kv_heads: 
         mlp_text = (f"{layers - moe_layers} dense MLP layers × {dense_mlp:,} + {moe_layers} MoE layers × "
                     f"({experts} routed + {shared} shared) experts × 3×{hidden}×{moe_inter} + router "
                     f"{experts}×{hidden} = {moe_mlp:,}")
+        per_token = int(c["num_experts_per_tok"])
+        active_moe_mlp = (per_token + shared) * 3 * hidden * moe_inter + experts * hidden
+        active_mlp_total = moe_layers * active_moe_mlp + (layers - moe_layers) * dense_mlp
+        mlp_text += (f"; active per token: ({per_token} routed (num_experts_per_tok) + {shared} shared) experts "
+                     f"+ router = {active_moe_mlp:,} per MoE layer")
     else:
-        mlp_total = layers * dense_mlp
+        mlp_total = active_mlp_total = layers * dense_mlp
         mlp_text = f"MLP 3×{hidden}×{inter} = {dense_mlp:,} per layer"
-    total = embed * (1 if tied else 2) + hidden + layers * (attn + norms) + mlp_total
+    rest = embed * (1 if tied else 2) + hidden + layers * (attn + norms)
+    total = rest + mlp_total
+    active = rest + active_mlp_total if experts else None
     text = (f"derived from config: embeddings {vocab}×{hidden} = {embed:,}"
             f"{' (tied output layer)' if tied else f' + untied lm_head {embed:,}'}; per layer {attn_text}, "
-            f"norms {norms:,}; {mlp_text}; final norm {hidden:,}; total {total:,}")
-    return total, text
+            f"norms {norms:,}; {mlp_text}; final norm {hidden:,}; total {total:,}"
+            f"{f', active {active:,} (embeddings included)' if active else ''}")
+    return total, active, text
 
 
 def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json", params: int | None = None,
@@ -175,20 +187,26 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     pattern = window_pattern(local, layers)
     window = int(c["sliding_window"]) if pattern is not None else None
     notes = []
+    params_active = None
     if params is None:
         try:
-            params, params_note = derived_params(c, model_type, layers, heads, kv_heads, head_dim, v_head_dim)
+            params, params_active, params_note = derived_params(c, model_type, layers, heads, kv_heads, head_dim,
+                                                                v_head_dim)
         except (ProfileError, KeyError, TypeError, ValueError) as exc:
             raise ProfileError([f"{where}: cannot derive the parameter count from this config ({exc}); "
                                 "give --params"]) from None
     else:
         params_note = "given on the command line (--params)"
+        if c.get("n_routed_experts"):
+            notes.append("a mixture of experts: params_active is derived only when params is (no --params); "
+                         "add it from the model card, or decode is priced as if every expert were read")
     source = config.get("_name_or_path") or where
     fields = [
         ("name", name, ""),
         ("description", f"imported from {Path(where).name} ({model_type or 'unknown model_type'})", ""),
         ("architecture", config.get("model_type") or model_type or None, "config model_type"),
         ("params", params, "see sources.params"),
+        ("params_active", params_active, "mixture of experts: parameters one token uses, see sources.params"),
         ("layers", layers, "num_hidden_layers"),
         ("attention_heads", heads, "num_attention_heads"),
         ("kv_heads", kv_heads, "num_key_value_heads"),

@@ -50,14 +50,13 @@ def draw_fitmap(ax, m: FitMap, units: str = "si"):
                 v = m.max_ctx_tokens[i, j]
                 if np.isnan(v):
                     text = "none:\nweights too big"
-                elif np.isinf(v):
-                    text = "unbounded\n(windowed)"
+                elif np.isinf(v):  # every layer windowed: memory never runs out; show the trained context
+                    trained = ev.max_ctx_trained
+                    text = "unbounded\n(windowed" + (f"; trained: {ctx_label(trained)})" if trained else ")")
                 else:
                     text = f"{int(v):,}"
-                    trained = ev.scenario.model.max_context
-                    if ev.max_ctx_limited_by == "model":
-                        text += "\n(trained context)"
-                    elif trained and v > trained:
+                    trained = ev.max_ctx_trained
+                    if trained and v > trained:
                         text += f"\n(trained: {ctx_label(trained)})"
             else:
                 text = f"{size_label(ev.headroom_bytes, units)}\n{_VERDICT[int(m.verdict_codes[i, j])].upper()}"

@@ -7,6 +7,7 @@ import math
 from kvplan.advice import Change
 from kvplan.plan import Evaluation
 from kvplan.render import fmt
+from kvplan.render import maxctx as maxctx_render
 from kvplan.render import policy as policy_render
 from kvplan.render import runtime as runtime_render
 from kvplan.render.tables import Table
@@ -39,6 +40,8 @@ def format_json(ev: Evaluation) -> dict:
         "bytes_per_step": ev.bytes_per_step,
         "max_ctx": ev.max_ctx,
         "max_ctx_limited_by": ev.max_ctx_limited_by,
+        "max_ctx_trained": ev.max_ctx_trained,
+        "ctx_beyond_trained": ev.ctx_beyond_trained,
         "max_ctx_at_target": ev.max_ctx_at_target,
         "target_tokens_per_s": s.target_tokens_per_s,
         "prefill_s": ev.prefill_s,
@@ -85,6 +88,7 @@ def change_json(change: Change) -> dict:
         "headroom_bytes": ev.headroom_bytes,
         "decode_tokens_per_s": ev.decode_tokens_per_s,
         "max_ctx": ev.max_ctx,
+        "max_ctx_limited_by": ev.max_ctx_limited_by,
     }
 
 
@@ -118,10 +122,19 @@ def memory_table(ev: Evaluation, units: str = "si") -> Table:
     def row(label, n, style=None):
         t.add(label, fmt.exact_bytes(n), fmt.bytes_(n, units), fmt.percent(n / b) if b else "", style=style)
 
-    row(f"weights ({fmt.bits(ev.weight_bits)}-bit, {s.model.params / 1e9:.2f}B params)", ev.weights_bytes)
-    # concurrency on its own line: one sequence's cache, then the others' (not for llama.cpp, whose -c is shared)
-    if s.sequences > 1 and getattr(ev.layout, "name", None) != "llama.cpp":
-        row(f"KV cache ({_kv_format_label(ev)}, {s.ctx:,} tokens, 1 sequence)", ev.kv_bytes_per_sequence)
+    if s.model.weights is not None and s.weight_bits is None:
+        row(f"weights (as stated in the profile, {s.model.params / 1e9:.2f}B params)", ev.weights_bytes)
+    else:
+        row(f"weights ({fmt.bits(ev.weight_bits)}-bit, {s.model.params / 1e9:.2f}B params)", ev.weights_bytes)
+    # concurrency on its own line: one sequence's cache, then the others'
+    shared_ctx = getattr(ev.layout, "name", None) == "llama.cpp"  # -c is the total of the -np sequences
+    if s.sequences > 1 and ev.kv_bytes_per_sequence is None:  # llama.cpp --kv-unified: one shared stream
+        row(f"KV cache ({_kv_format_label(ev)}, -c {s.ctx:,} in one stream shared by {s.sequences} sequences)",
+            ev.kv_bytes)
+    elif s.sequences > 1:
+        of = (f"1 of {s.sequences} sequences, {ev.ctx_per_sequence_tokens:,} cells of -c {s.ctx:,}"
+              if shared_ctx else f"{s.ctx:,} tokens, 1 sequence")
+        row(f"KV cache ({_kv_format_label(ev)}, {of})", ev.kv_bytes_per_sequence)
         row(f"KV cache of {s.sequences - 1} more concurrent sequence{'s' if s.sequences > 2 else ''}",
             ev.kv_bytes - ev.kv_bytes_per_sequence)
     else:
@@ -154,25 +167,19 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
     t.add(f"decode at {s.ctx:,} tokens ({fmt.percent(d.bandwidth_efficiency)} of "
           f"{fmt.rate(d.memory_bandwidth, units)})", f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
     t.add("decode at roofline (100 % bandwidth)", f"{fmt.per_s(ev.decode_tokens_per_s_roofline)} tok/s")
-    t.add(f"mean decode over a {s.ctx:,}-token generation", f"{fmt.per_s(ev.mean_decode_tokens_per_s)} tok/s")
+    t.add(f"mean decode over a generation of {s.ctx:,} tokens", f"{fmt.per_s(ev.mean_decode_tokens_per_s)} tok/s")
     if ev.prefill_s is not None:
         t.add(f"prefill {s.ctx:,} prompt tokens at {d.compute / 1e12:g} TFLOP/s", fmt.seconds(ev.prefill_s))
     if ev.pinned_prefix_recompute_s is not None and s.pinned_prefix_tokens:
         t.add(f"recompute the {s.pinned_prefix_tokens:,}-token pinned prefix instead of keeping it",
               fmt.seconds(ev.pinned_prefix_recompute_s))
-    t.add("max context that fits", _max_ctx_text(ev))
+    t.add("max context that fits", maxctx_render.max_ctx_text(ev))
     if ev.max_ctx_at_target is not None:
         t.add(f"max context at ≥ {s.target_tokens_per_s:g} tok/s", f"{ev.max_ctx_at_target:,} tokens")
-    if s.model.max_context:
-        t.add("model's trained context", f"{s.model.max_context:,} tokens")
+    note = maxctx_render.beyond_trained_note(ev)
+    if note:
+        t.notes.append(note)
     return t
-
-
-def _max_ctx_text(ev: Evaluation) -> str:
-    if ev.max_ctx is None:
-        return "none: the weights alone exceed the budget" if ev.max_ctx_limited_by == "weights" else "unbounded"
-    suffix = {"model": " (all layers windowed; capped at the trained context)"}.get(ev.max_ctx_limited_by, "")
-    return f"{ev.max_ctx:,} tokens{suffix}"
 
 
 def flash_table(ev: Evaluation, units: str = "si") -> Table:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from kvplan.plan import Evaluation
 from kvplan.render import fmt
+from kvplan.render.maxctx import beyond_trained_note, max_ctx_cell
 from kvplan.render.tables import Table, to_csv
 
 CSV_COLUMNS = ["device", "model", "ctx", "sequences", "pinned_prefix_tokens", "weight_bits", "k_format", "v_format",
                "kv_bytes_per_token", "kv_bytes", "pinned_prefix_bytes", "weights_bytes", "overhead_bytes",
                "total_bytes", "budget_bytes", "headroom_bytes", "verdict", "decode_tokens_per_s", "max_ctx",
-               "max_ctx_at_target"]
+               "max_ctx_limited_by", "max_ctx_trained", "max_ctx_at_target"]
 
 
 def _row(ev: Evaluation) -> dict:
@@ -23,7 +24,8 @@ def _row(ev: Evaluation) -> dict:
         "overhead_bytes": ev.overhead_bytes, "total_bytes": ev.total_bytes, "budget_bytes": ev.budget_bytes,
         "headroom_bytes": ev.headroom_bytes, "verdict": ev.verdict.value,
         "decode_tokens_per_s": ev.decode_tokens_per_s, "max_ctx": ev.max_ctx,
-        "max_ctx_at_target": ev.max_ctx_at_target,
+        "max_ctx_limited_by": ev.max_ctx_limited_by, "max_ctx_trained": ev.max_ctx_trained,
+        "ctx_beyond_trained": ev.ctx_beyond_trained, "max_ctx_at_target": ev.max_ctx_at_target,
     }
 
 
@@ -55,7 +57,7 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
     extra = (f", {s.sequences} sequences" if s.sequences > 1 else "") + \
         (f", {s.pinned_prefix_tokens:,}-token pinned prefix" if s.pinned_prefix_tokens else "")
     t = Table(f"compare at {s.ctx:,} tokens{extra}", columns,
-              align=["left", "left", "left"] + ["right"] * (len(columns) - 3))
+              align=["left", "left", "left"] + ["right"] * (len(columns) - 3), key_columns=2)
     for ev in cells:
         style = {"fit": "green", "tight": "yellow", "over": "red"}[ev.verdict.value]
         cells_text = [ev.scenario.device.name, ev.scenario.model.name, ev.verdict.value,
@@ -64,6 +66,9 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
         if target:
             cells_text.append(fmt.tokens(ev.max_ctx_at_target))
         t.add(*cells_text, style=style)
+        note = beyond_trained_note(ev)
+        if note and note not in t.notes:
+            t.notes.append(note)
     tables = [t]
     if len(evaluations) > 1 and len(evaluations[0]) > 1:
         models = [ev.scenario.model.name for ev in evaluations[0]]
@@ -76,6 +81,4 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
 
 
 def _max_ctx(ev: Evaluation) -> str:
-    if ev.max_ctx is None:
-        return "none" if ev.max_ctx_limited_by == "weights" else "unbounded"
-    return f"{ev.max_ctx:,}"
+    return max_ctx_cell(ev)

@@ -8,6 +8,7 @@ from kvplan.advice import Change
 from kvplan.engine import DEFAULT_MARGIN_FRACTION
 from kvplan.plan import Evaluation, Scenario
 from kvplan.render import fmt
+from kvplan.render import maxctx as maxctx_render
 from kvplan.render.check import change_json, describe_change, memory_json
 from kvplan.render.tables import Table
 
@@ -60,6 +61,8 @@ def fit_json(probe: Evaluation, ev: Evaluation | None, changes: list[Change] | N
         "kv_bytes_per_token": probe.kv_bytes_per_token,
         "max_ctx": probe.max_ctx,
         "max_ctx_limited_by": probe.max_ctx_limited_by,
+        "max_ctx_trained": probe.max_ctx_trained,
+        "ctx_beyond_trained": None,
         "target_tokens_per_s": s.target_tokens_per_s,
         "max_ctx_at_target": probe.max_ctx_at_target,
         "ctx": None,
@@ -70,7 +73,7 @@ def fit_json(probe: Evaluation, ev: Evaluation | None, changes: list[Change] | N
     }
     if ev is not None:
         document.update(ctx=ev.scenario.ctx, verdict=ev.verdict.value, memory=memory_json(ev),
-                        decode_tokens_per_s=ev.decode_tokens_per_s)
+                        decode_tokens_per_s=ev.decode_tokens_per_s, ctx_beyond_trained=ev.ctx_beyond_trained)
         document["changes_to_fit"] = [{**change_json(c), "check_command": argv}
                                       for c, argv in zip(changes or [], commands)]
     return document
@@ -86,12 +89,7 @@ def limits_table(probe: Evaluation, ev: Evaluation | None) -> Table:
     if s.pinned_prefix_tokens:
         knobs.append(f"{s.pinned_prefix_tokens:,}-token pinned prefix")
     t = Table(f"{s.device.name} × {s.model.name} ({', '.join(knobs)})", ["figure", "value"])
-    if probe.max_ctx is None:
-        largest = "none: the weights alone exceed the budget" if probe.max_ctx_limited_by == "weights" \
-            else "unbounded (every layer windowed)"
-    else:
-        largest = f"{probe.max_ctx:,} tokens"
-    t.add("largest context that fits", largest)
+    t.add("largest context that fits", maxctx_render.max_ctx_text(probe))
     if s.target_tokens_per_s:
         at = probe.max_ctx_at_target
         t.add(f"largest that also decodes at ≥ {s.target_tokens_per_s:g} tok/s",
@@ -100,17 +98,24 @@ def limits_table(probe: Evaluation, ev: Evaluation | None) -> Table:
         t.add(f"at {ev.scenario.ctx:,} tokens",
               f"{ev.verdict.value.upper()}, headroom {fmt.bytes_(ev.headroom_bytes)}, "
               f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
+        note = maxctx_render.beyond_trained_note(ev)
+        if note:
+            t.notes.append(note)
     return t
 
 
 def changes_table(changes: list[Change], commands: list[list[str]], units: str = "si") -> Table:
+    """The ranked changes; the `kvplan check` command of each follows the table as a numbered list."""
     t = Table("ranked changes that make it fit (most headroom first)",
-              ["#", "change", "verdict", "headroom", "decode tok/s", "kvplan check command"],
-              align=["right", "left", "left", "right", "right", "left"])
-    for rank, (change, argv) in enumerate(zip(changes, commands), 1):
+              ["#", "change", "verdict", "headroom", "decode tok/s"],
+              align=["right", "left", "left", "right", "right"], key_columns=2)
+    for rank, change in enumerate(changes, 1):
         ev = change.evaluation
         t.add(rank, describe_change(change), ev.verdict.value, fmt.bytes_(ev.headroom_bytes, units),
-              fmt.per_s(ev.decode_tokens_per_s), command_line(argv))
+              fmt.per_s(ev.decode_tokens_per_s))
     if not changes:
-        t.add("", "no single change fits", "", "", "", "")
+        t.add("", "no single change fits", "", "", "")
+    if commands:
+        t.notes.append("apply a change with:")
+        t.notes.extend(f"{rank}. {command_line(argv)}" for rank, argv in enumerate(commands, 1))
     return t

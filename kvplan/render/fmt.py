@@ -9,10 +9,14 @@ _IEC = ((2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, 
 
 
 def bytes_(n: float | int, units: str = "si", digits: int = 2) -> str:
-    """``4294967296`` → ``4.29 GB`` (or ``4.00 GiB``); negative sizes keep their sign."""
+    """``4294967296`` → ``4.29 GB`` (or ``4.00 GiB``); negative sizes keep their sign.
+
+    The sign is the ASCII hyphen-minus, as in exact bytes and percentages, so a copied figure
+    pastes as a number.
+    """
     if n is None:
         return "—"
-    sign = "−" if n < 0 else ""
+    sign = "-" if n < 0 else ""
     n = abs(n)
     for scale, unit in _IEC if units == "iec" else _SI:
         if n >= scale:

@@ -19,6 +19,7 @@ class Table:
     notes: list[str] = field(default_factory=list)
     align: list[str] | None = None  # "left" | "right" per column; default: first left, rest right
     styles: list[str | None] = field(default_factory=list)  # optional per-row style for terminals
+    key_columns: int = 1  # leading name columns a terminal never wraps or truncates
 
     def add(self, *cells: object, style: str | None = None) -> None:
         self.rows.append(["" if c is None else str(c) for c in cells])

@@ -155,6 +155,26 @@ class LlamaCppCache:
         out = streams * (self.global_bytes_per_cell * per_stream + self.swa_bytes_per_cell * swa)
         return np.where(ctx > 0, out, 0)  # the protocol: no tokens, no cache
 
+    def kv_bytes_per_sequence(self, ctx: int, sequences: int = 1) -> int | None:
+        """What one of the ``-np`` sequences holds at ``-c ctx``: one stream's K and V tensors [bytes].
+
+        ``-c`` is the total shared by the sequences, so this is ``kv_bytes(ctx, sequences) / streams``
+        (exact: every stream has the same cells), not ``kv_bytes(ctx, 1)``. None with
+        ``--kv-unified`` and more than one sequence: they share one stream and none has its own.
+        """
+        if not ctx:
+            return 0
+        c = self.cells(ctx, sequences)
+        if c.streams != int(sequences):  # unified: one stream shared by every sequence
+            return None
+        return self._bytes_of(c) // c.streams
+
+    def tokens_per_sequence(self, ctx: int, sequences: int = 1) -> int:
+        """The cells one sequence can use, ``n_ctx_seq`` (what llama.cpp checks against ``n_ctx_train``)."""
+        if not ctx:
+            return 0
+        return self.cells(ctx, sequences).n_ctx_seq
+
     def kv_peak_bytes(self, ctx, sequences=1):
         """The cache is allocated whole when the context is created: the peak is the allocation."""
         return self.kv_bytes(ctx, sequences)

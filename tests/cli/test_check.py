@@ -87,7 +87,8 @@ def test_plain_table_text(run):
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0] == "ref-phone × ref-7b at 4,096 tokens — FIT"
-    assert "KV cache (f16, 4,096 tokens)               2,147,483,648 B  2.15 GB     35.8 %" in lines
+    assert "weights (as stated in the profile, 7.00B params)  1,750,000,000 B  1.75 GB     29.2 %" in lines
+    assert "KV cache (f16, 4,096 tokens)                      2,147,483,648 B  2.15 GB     35.8 %" in lines
     assert any(line.startswith("headroom → FIT") and "2,102,516,352 B" in line for line in lines)
 
 

@@ -112,7 +112,7 @@ def test_markdown_format_on_stdout_lists_failures(run):
     result = run("gate", GATE / "fail" / "ref-8k-over.yaml", "--format", "markdown")
     assert result.exit_code == 1
     assert result.stdout.startswith("## ❌ kvplan gate: failed — 0 of 1 configurations pass")
-    assert "| ref-8k | must_fit | fit (headroom ≥ 0) | over (headroom −44.97 MB) | 44.97 MB over budget |" \
+    assert "| ref-8k | must_fit | fit (headroom ≥ 0) | over (headroom -44.97 MB) | 44.97 MB over budget |" \
         in result.stdout
 
 

@@ -55,4 +55,4 @@ def test_import_gguf_without_the_package_is_one_line(run, tmp_path, monkeypatch)
     result = run("import", "gguf", path)
     assert result.exit_code == 2
     assert result.stderr == ("kvplan: error: reading GGUF files needs the optional 'gguf' package: "
-                             "pip install 'kvplan[gguf]'\n")
+                             "pip install gguf (or install kvplan with its [gguf] extra: pip install '.[gguf]')\n")

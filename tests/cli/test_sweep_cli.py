@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 from tests.conftest import REF_7B, REF_PHONE
 
@@ -57,10 +58,15 @@ def test_json_rows_are_exact(run):
 def test_table_shows_first_and_last_rows_unless_all(run):
     result = run("sweep", "-d", REF_PHONE, "-m", REF_7B, "-c", "1..100")
     assert "80 rows omitted" in result.stdout
-    lines = result.stdout.splitlines()
-    assert sum(1 for line in lines if line.startswith("ref-phone")) == 20
+    # One device and model: named once in the title, not on every row (each row starts with its ctx).
+    assert result.stdout.splitlines()[0].startswith("sweep: 100 configurations — ref-phone × ref-7b")
+
+    def data_rows(text: str) -> int:
+        return sum(1 for line in text.splitlines() if re.match(r"\s*[\d,]+\s+\d", line))
+
+    assert data_rows(result.stdout) == 20
     full = run("sweep", "-d", REF_PHONE, "-m", REF_7B, "-c", "1..100", "--all")
-    assert sum(1 for line in full.stdout.splitlines() if line.startswith("ref-phone")) == 100
+    assert data_rows(full.stdout) == 100
 
 
 def test_output_file_format_from_extension(run, tmp_path):
@@ -77,3 +83,15 @@ def test_bad_input_names_the_option(run):
     assert result.exit_code == 2 and "--kv-bits:" in result.stderr
     result = run("sweep", "-m", REF_7B, "-c", "1k")
     assert result.exit_code == 2 and "--device" in result.stderr
+
+
+def test_large_json_is_streamed_to_a_file_and_equals_stdout(run, tmp_path):
+    # above 10,000 rows JSON is compact and written chunk by chunk; the file and stdout are the same document
+    out = tmp_path / "grid.json"
+    result = run("sweep", "-d", REF_PHONE, "-m", REF_7B, "-c", "1..12000", "-o", out)
+    assert result.exit_code == 0 and "wrote 12,000 rows" in result.stderr
+    doc = json.loads(out.read_text())
+    assert doc["rows_count"] == 12000 and len(doc["rows"]) == 12000
+    # ref-7b: 32 layers × 32 heads × 128 × 2 (K, V) × 2 bytes = 524,288 B per token; at 12,000 tokens 6,291,456,000 B
+    assert doc["rows"][-1]["kv_bytes"] == 6_291_456_000
+    assert run("sweep", "-d", REF_PHONE, "-m", REF_7B, "-c", "1..12000", "-f", "json").stdout == out.read_text()

@@ -125,3 +125,43 @@ def test_internal_errors_exit_3_and_debug_shows_the_traceback(run, monkeypatch):
     monkeypatch.setenv("KVPLAN_DEBUG", "1")
     with pytest.raises(ZeroDivisionError):
         run("check", "--device", str(REF_PHONE), "--model", str(REF_7B), "--ctx", "1k")
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["check", "-d", "pixel8", "-m", "7b", "--ctx", "4k", "-n", "0"], "--sequences' / '-n': must be greater than"),
+    (["check", "-d", "pixel8", "-m", "7b", "--ctx", "4k", "--units", "foo"], "'foo' is not one of 'si', 'iec'"),
+    (["check", "-d", "pixel8", "-m", "7b"], "Missing option '--ctx'"),
+    (["chek"], "No such command 'chek'. Did you mean 'check'?"),
+    (["check", "-d", "pixel8", "-m", "7b", "--ctx", "4k", "--bogus"], "No such option: --bogus"),
+])
+def test_usage_errors_are_one_line(run, argv, fragment):
+    result = run(*argv)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kvplan: error: ") and fragment in lines[0], lines
+    assert "help" in lines[0]
+
+
+def test_a_full_disk_on_stdout_is_exit_2_not_a_bug():
+    import subprocess
+    import sys
+
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "kvplan", "check", "-d", "pixel8", "-m", "7b", "--ctx", "4k",
+                               "--format", "json"], stdout=full, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "kvplan: error: cannot write output: No space left on device"
+
+
+def test_library_refuses_what_the_cli_refuses():
+    from kvplan import Catalog, Scenario
+    from kvplan.errors import UsageError
+
+    cat = Catalog()
+    device, model = cat.device(str(REF_PHONE)).profile, cat.model(str(REF_7B)).profile
+    for bad in ({"ctx": -5}, {"ctx": 4.5}, {"ctx": 4, "sequences": 0}, {"ctx": 4, "weight_bits": 0},
+                {"ctx": 4, "margin_fraction": 1.5}, {"ctx": 4, "os_reserve_bytes": 9 * 10**9}):
+        with pytest.raises(UsageError):
+            Scenario(device, model, **bad)

@@ -81,3 +81,24 @@ def test_concat_and_take_keep_columns_aligned():
     both = sweep.concat([a, b])
     assert both.ctx.tolist() == [1, 2, 3] and both.k_bits.tolist() == [16, 16, 8]
     assert both.take(slice(1, 3)).kv_bytes.tolist() == [2 * 524_288, 3 * 262_144]
+
+
+def test_a_grid_beyond_exact_integers_is_refused():
+    # 10^9 tokens · 10^6 sequences · 524,288 B = 5.2 · 10^20 bytes: far beyond 2^53, so int64/float64
+    # arrays would print wrong "exact" bytes; the sweep refuses instead of wrapping around.
+    import numpy as np
+    import pytest
+
+    from kvplan.catalog import Catalog
+    from kvplan.errors import UsageError
+    from kvplan.plan import Scenario
+    from kvplan.sweep import evaluate_group
+
+    cat = Catalog()
+    base = Scenario(cat.device("pixel8").profile, cat.model("7b").profile, 1)
+    with pytest.raises(UsageError, match="beyond the 9,007,199,254,740,992"):
+        evaluate_group(base, np.array([10**9]), np.array([10**6]))
+    # just below the limit it is exact: 2^53 // 524,288 − 10^5 tokens leaves room for the 3.37 GB of weights
+    ctx = 2**53 // 524_288 - 10**5
+    cols = evaluate_group(base, np.array([ctx]), np.array([1]))
+    assert int(cols.kv_bytes[0]) == ctx * 524_288

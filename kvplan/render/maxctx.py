@@ -1,0 +1,52 @@
+"""How every command words the max context and the model's trained context.
+
+``max_ctx`` is the largest context that fits in memory (the contract's definition); the
+trained context is shown beside it and never caps it. One wording for check, fit,
+compare, gate and report.
+"""
+
+from __future__ import annotations
+
+from kvplan.plan import Evaluation
+
+
+def _trained(ev: Evaluation) -> int | None:
+    return ev.max_ctx_trained
+
+
+def max_ctx_text(ev: Evaluation) -> str:
+    """Long form: ``5,016 tokens (model trained to 4,096)``; ``unbounded: …``; ``none: …``."""
+    trained = _trained(ev)
+    suffix = f" (model trained to {trained:,})" if trained else ""
+    if ev.max_ctx is None:
+        if ev.max_ctx_limited_by == "weights":
+            return "none: the weights alone exceed the budget"
+        windows = getattr(ev.layout, "windows", ()) or ()
+        stop = max((w for w, _ in windows), default=0)
+        where = f" at {stop:,} tokens" if stop else ""
+        return f"unbounded: every layer windowed, the cache stops growing{where}{suffix}"
+    return f"{ev.max_ctx:,} tokens{suffix}"
+
+
+def max_ctx_cell(ev: Evaluation) -> str:
+    """Short form for a table cell: ``5,016``, ``5,016 (trained 4,096)`` past the trained context,
+    ``unbounded (trained 32,768)``, ``none``."""
+    trained = _trained(ev)
+    if ev.max_ctx is None:
+        if ev.max_ctx_limited_by == "weights":
+            return "none"
+        return f"unbounded (trained {trained:,})" if trained else "unbounded"
+    if trained and ev.max_ctx > trained:
+        return f"{ev.max_ctx:,} (trained {trained:,})"
+    return f"{ev.max_ctx:,}"
+
+
+def beyond_trained_note(ev: Evaluation) -> str | None:
+    """A note when the context asked about is past the model's trained context, else None."""
+    if not ev.ctx_beyond_trained:
+        return None
+    s = ev.scenario
+    tokens = ev.ctx_per_sequence_tokens
+    what = f"{tokens:,}" if tokens == s.ctx else f"-c {s.ctx:,} ({tokens:,} cells per sequence)"
+    return (f"{s.model.name} was trained to {ev.max_ctx_trained:,} tokens; {what} needs a context extension "
+            "(RoPE scaling)")
