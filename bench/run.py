@@ -39,15 +39,22 @@ def run_timed(argv: list[str], env: dict | None = None) -> float:
     return elapsed
 
 
-def alternate(contenders: dict[str, tuple[list[str], dict | None]], reps: int) -> dict[str, float]:
-    """Median wall time of each contender, runs interleaved so drift hits all of them alike."""
+def alternate(contenders: dict[str, tuple[list[str], dict | None]], reps: int) -> dict[str, list[float]]:
+    """Wall times of each contender, runs interleaved so drift hits all of them alike."""
     times: dict[str, list[float]] = {name: [] for name in contenders}
     for name, (argv, env) in contenders.items():  # one warm-up each (page cache, .pyc)
         run_timed(argv, env)
     for _ in range(reps):
         for name, (argv, env) in contenders.items():
             times[name].append(run_timed(argv, env))
-    return {name: statistics.median(values) for name, values in times.items()}
+    return times
+
+
+def paired_ratio(times: dict[str, list[float]], a: str, b: str) -> dict:
+    """Median and quartiles of a/b over the repetitions (each pair ran back to back)."""
+    ratios = sorted(x / y for x, y in zip(times[a], times[b]))
+    q = statistics.quantiles(ratios, n=4)
+    return {"median": statistics.median(ratios), "q1": q[0], "q3": q[2]}
 
 
 def ensure_peer() -> Path | None:
@@ -74,7 +81,22 @@ def gate_file(n: int, folder: Path) -> Path:
     return path
 
 
+def compile_like_pip() -> None:
+    """Write kvplan's bytecode, as ``pip install`` does.
+
+    Start time is measured for kvplan as installed. Run from a checkout with
+    PYTHONDONTWRITEBYTECODE set (as on the machines here), every start would otherwise compile
+    every module from source, which an installed kvplan never does.
+    """
+    import compileall
+
+    import kvplan
+
+    compileall.compile_dir(str(Path(kvplan.__file__).parent), quiet=1)
+
+
 def cold_start(reps: int) -> dict:
+    compile_like_pip()
     env_plain = {**os.environ, "NO_COLOR": "1"}
     env_rich = {**os.environ, "FORCE_COLOR": "1", "COLUMNS": "120"}
     check = KVPLAN + ["check", "--device", "pixel8", "--model", "7b", "--ctx", "8192"]
@@ -94,17 +116,19 @@ def cold_start(reps: int) -> dict:
         gate = gate_file(100, Path(tmp))
         contenders["kvplan gate (100 configurations)"] = (KVPLAN + ["gate", str(gate), "--format", "json"],
                                                           env_plain)
-        medians = alternate(contenders, reps)
+        times = alternate(contenders, reps)
+    medians = {name: statistics.median(values) for name, values in times.items()}
     ratios = {
-        "check json / typer json (target ≤ 1.15)": medians["kvplan check --format json"]
-        / medians["minimal typer app, JSON"],
-        "check table / typer table (target ≤ 1.15)": medians["kvplan check (Rich table)"]
-        / medians["minimal typer app, Rich table"],
-        "gate ×100 / one check json (target ≤ 1.5)": medians["kvplan gate (100 configurations)"]
-        / medians["kvplan check --format json"],
+        "check json / typer json (target ≤ 1.15)": paired_ratio(times, "kvplan check --format json",
+                                                               "minimal typer app, JSON"),
+        "check table / typer table (target ≤ 1.15)": paired_ratio(times, "kvplan check (Rich table)",
+                                                                 "minimal typer app, Rich table"),
+        "gate ×100 / one check json (target ≤ 1.5)": paired_ratio(times, "kvplan gate (100 configurations)",
+                                                                 "kvplan check --format json"),
     }
     if peer:
-        ratios["check json / sparkfit json"] = medians["kvplan check --format json"] / medians["sparkfit plan --json"]
+        ratios["check json / sparkfit json"] = paired_ratio(times, "kvplan check --format json",
+                                                            "sparkfit plan --json")
     return {"medians_s": medians, "ratios": ratios}
 
 
@@ -159,6 +183,7 @@ def sweep_throughput(reps: int) -> dict:
         argv = KVPLAN + ["sweep", "--device", "pixel8", "--model", "7b", "--ctx", "1..1000000", "--format", "csv",
                          "-o", str(out)]
         sweep = alternate({"kvplan sweep 10^6 points to CSV": (argv, dict(os.environ))}, max(3, reps // 3))
+        sweep = {name: statistics.median(values) for name, values in sweep.items()}
         rows = sum(1 for _ in out.open()) - 1 if out.exists() else 0
     return {
         "engine_evaluations_per_s": vec_rate,
@@ -196,8 +221,8 @@ def main() -> None:
     print("\ncold start (median wall time, s)")
     for name, value in results["cold_start"]["medians_s"].items():
         print(f"  {name:<40} {value:8.3f}")
-    for name, value in results["cold_start"]["ratios"].items():
-        print(f"  {name:<48} {value:6.2f}×")
+    for name, r in results["cold_start"]["ratios"].items():
+        print(f"  {name:<48} {r['median']:5.2f}×  (quartiles {r['q1']:.2f}–{r['q3']:.2f})")
     s = results["sweep"]
     print("\nsweep throughput")
     print(f"  engine, vectorized (10^6 points)        {s['engine_evaluations_per_s']:>14,.0f} evaluations/s")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass, field, replace
-from typing import Protocol, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kvplan import engine
 from kvplan.engine.memory import VERDICTS, Verdict
@@ -22,8 +22,11 @@ if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain
     from kvplan.profiles import Device, Model
 
 
-class CacheModel(Protocol):
+class CacheModel:
     """What :func:`evaluate` needs to know about a cache; :class:`CacheLayout` is the ideal one.
+
+    An interface by convention (duck typing), not a ``typing.Protocol``: building a Protocol
+    class costs a few milliseconds at every start, and nothing checks it at run time.
 
     Alternative cache models (runtime-exact allocations, compression policies) implement
     the same methods and are chosen by :func:`cache_model_for`.
@@ -95,9 +98,29 @@ def layer_bytes_per_token(model: Model, layer: int, k_format: ElementFormat, v_f
     return k_format.row_bytes(n_kv * model.head_dim) + v_format.row_bytes(n_kv * model.v_dim)
 
 
+_LAYOUTS: dict[tuple, tuple[object, CacheLayout]] = {}
+
+
 def cache_layout(model: Model, k_format: ElementFormat | None = None, v_format: ElementFormat | None = None,
                  sliding_window: int | None = None) -> CacheLayout:
-    """Group the model's layers by window; ``sliding_window`` (tokens) puts every layer behind one."""
+    """Group the model's layers by window; ``sliding_window`` (tokens) puts every layer behind one.
+
+    Memoized per model object (profiles are immutable): a gate of 100 configurations over a few
+    models groups each model's layers once, not 100 times.
+    """
+    key = (id(model), k_format, v_format, sliding_window)
+    hit = _LAYOUTS.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    layout = _cache_layout(model, k_format, v_format, sliding_window)
+    if len(_LAYOUTS) > 512:
+        _LAYOUTS.clear()
+    _LAYOUTS[key] = (model, layout)  # holding the model keeps its id from being reused
+    return layout
+
+
+def _cache_layout(model: Model, k_format: ElementFormat | None, v_format: ElementFormat | None,
+                  sliding_window: int | None) -> CacheLayout:
     k_format = k_format or model.k_format()
     v_format = v_format or model.v_format()
     if sliding_window is not None:
@@ -105,8 +128,13 @@ def cache_layout(model: Model, k_format: ElementFormat | None = None, v_format: 
     global_bpt = 0
     windowed: dict[int, int] = {}
     global_layers = 0
+    # Layers differ only by their KV head count, so each distinct count is priced once.
+    priced: dict[int, int] = {}
     for layer in range(model.layers):
-        b = layer_bytes_per_token(model, layer, k_format, v_format)
+        n_kv = model.kv_heads_of(layer)
+        b = priced.get(n_kv)
+        if b is None:
+            b = priced[n_kv] = layer_bytes_per_token(model, layer, k_format, v_format)
         if model.is_local(layer):
             windowed[model.sliding_window] = windowed.get(model.sliding_window, 0) + b
         else:

@@ -163,4 +163,14 @@ def concat(parts: list[SweepColumns]) -> SweepColumns:
 
     if len(parts) == 1:
         return parts[0]
-    return SweepColumns(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in SweepColumns.names()})
+    total = sum(len(p) for p in parts)
+
+    def joined(name):
+        columns = [getattr(p, name) for p in parts]
+        first = columns[0]
+        # A column that is one value in every group stays a zero-stride view: writers print it as a constant.
+        if all(c.strides == (0,) and len(c) and c[0] == first[0] for c in columns):
+            return np.broadcast_to(first[:1], (total,))
+        return np.concatenate(columns)
+
+    return SweepColumns(**{name: joined(name) for name in SweepColumns.names()})

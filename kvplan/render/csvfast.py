@@ -15,25 +15,43 @@ from __future__ import annotations
 _ZERO, _MINUS, _DOT, _COMMA, _NEWLINE = 48, 45, 46, 44, 10
 
 
+def _four_digits():
+    import numpy as np
+
+    table = np.empty((10_000, 4), dtype=np.uint8)
+    numbers = np.arange(10_000)
+    for j in range(3, -1, -1):
+        table[:, j] = numbers % 10 + _ZERO
+        numbers //= 10
+    return table
+
+
+_TABLE = None
+
+
 def int_field(values, empty=None):
     """ASCII matrix of whole numbers (``-`` for negatives); rows where ``empty`` is True are blank."""
     import numpy as np
 
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = _four_digits()
     values = np.asarray(values, dtype=np.int64)
     n = len(values)
     magnitude = np.abs(values)
     largest = int(magnitude.max()) if n else 0
-    width = len(str(largest))
+    groups = max(1, -(-len(str(largest)) // 4))  # digits in blocks of four, from a lookup table
+    width = 4 * groups
     out = np.empty((n, width + 1), dtype=np.uint8)
-    rest = magnitude.copy()
-    for j in range(width, 0, -1):
-        out[:, j] = rest % 10 + _ZERO
-        rest //= 10
-    digits = np.ones(n, dtype=np.int64)
-    for k in range(1, width):
-        digits += magnitude >= 10**k
-    leading = np.arange(width + 1)[None, :] < (width + 1 - digits)[:, None]
-    out[leading] = 0
+    rest = magnitude
+    for g in range(groups - 1, -1, -1):
+        rest, block = np.divmod(rest, 10_000)
+        out[:, 1 + 4 * g:5 + 4 * g] = _TABLE[block]
+    # Leading zeros become 0 (dropped when the rows are joined); the last digit always stays.
+    significant = np.logical_or.accumulate(out[:, 1:] != _ZERO, axis=1)
+    significant[:, -1] = True
+    body = out[:, 1:]
+    body[~significant] = 0
     out[:, 0] = np.where(values < 0, _MINUS, 0)
     if empty is not None:
         out[np.asarray(empty)] = 0
