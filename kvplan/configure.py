@@ -38,7 +38,8 @@ class Knobs:
     margin_fraction: float = DEFAULT_MARGIN_FRACTION
     target_tokens_per_s: float | None = None
     kv_policy: object | None = None  # PolicySpec, a policy YAML path, a mapping, or "none" (kvplan.policies)
-    runtime: object | None = None  # a RuntimeSpec, a runtime name or mapping (kvplan.runtimes); None: ideal
+    runtime: object | None = None  # a RuntimeSpec, a runtime name or mapping (kvplan.runtimes); "ideal": the
+    # contract's formula even when the model profile names a runtime; None: the model profile's runtime, else ideal
 
     def merged(self, other: Knobs) -> Knobs:
         """``other``'s settings over these, field by field (for defaults + per-configuration overrides)."""
@@ -84,22 +85,38 @@ def build_scenario(device: Device, model: Model, ctx: int, knobs: Knobs = Knobs(
     if not 0 <= knobs.margin_fraction < 1:
         raise UsageError(f"margin: must be at least 0 and below 100 %, got {knobs.margin_fraction}")
     k_format, v_format = element_formats(knobs)
-    runtime, sequences = _runtime(knobs)
+    policy = _policy(knobs.kv_policy)
+    runtime, sequences, from_profile = _runtime(knobs, model, policy)
     return Scenario(device, model, ctx, sequences=sequences, pinned_prefix_tokens=knobs.pinned_prefix_tokens,
                     weight_bits=knobs.weight_bits, k_format=k_format, v_format=v_format,
                     sliding_window=knobs.sliding_window, os_reserve_bytes=knobs.os_reserve_bytes,
                     margin_fraction=knobs.margin_fraction, target_tokens_per_s=knobs.target_tokens_per_s,
-                    kv_policy=_policy(knobs.kv_policy), runtime=runtime)
+                    kv_policy=policy, runtime=runtime, runtime_from_profile=from_profile)
 
 
-def _runtime(knobs: Knobs):
-    """Knobs.runtime → (RuntimeSpec or None, sequences): llama.cpp's -np and the sequences must agree."""
-    if knobs.runtime is None:
-        return None, knobs.sequences
+def _runtime(knobs: Knobs, model: Model, policy):
+    """Knobs.runtime → (RuntimeSpec or None, sequences, from the profile?): llama.cpp's -np and the
+    sequences must agree. Without a runtime in the knobs (no --runtime, no ``runtime:`` key) the model
+    profile's ``runtime`` is the default; an explicit ``ideal`` overrides it."""
+    value, from_profile = knobs.runtime, False
+    if value is None:
+        value = getattr(model, "runtime", None)
+        from_profile = value not in (None, "ideal")
+    if value is None:
+        return None, knobs.sequences, False
     from kvplan.runtimes import RuntimeSpec, parse_runtime, resolve_sequences
 
-    spec = knobs.runtime if isinstance(knobs.runtime, RuntimeSpec) else parse_runtime(knobs.runtime)
-    return resolve_sequences(spec, knobs.sequences, knobs.pinned_prefix_tokens)
+    spec = value if isinstance(value, RuntimeSpec) else parse_runtime(value)
+    if not from_profile:
+        return (*resolve_sequences(spec, knobs.sequences, knobs.pinned_prefix_tokens), False)
+    where = f"the model profile {model.name!r} names runtime {spec.name}"
+    if policy is not None and not policy.is_plain:
+        raise UsageError(f"kv_policy: {where}, whose allocation does not model a compression policy; "
+                         "add --runtime ideal (gate file: runtime: ideal) to use the policy")
+    try:
+        return (*resolve_sequences(spec, knobs.sequences, knobs.pinned_prefix_tokens), True)
+    except UsageError as exc:
+        raise UsageError(f"{exc} ({where}; --runtime overrides it)") from None
 
 
 def _policy(value):

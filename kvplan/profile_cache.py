@@ -21,7 +21,7 @@ from pathlib import Path
 FORMAT = 1
 # Code whose change changes what a validated profile is: the cache is keyed by its bytes.
 _CODE = ("profiles.py", "units.py", "formats.py", "profile_methods.py", "records.py", "profile_cache.py",
-         "catalog.py")
+         "catalog.py", "runtimes/__init__.py")
 
 
 def enabled() -> bool:

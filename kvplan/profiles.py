@@ -151,6 +151,30 @@ KvHeads = Annotated[Annotated[int, Field(gt=0, le=10**6)] | list[Annotated[int, 
                     BeforeValidator(_kv_heads), WithJsonSchema(_KV_HEADS_SCHEMA)]
 
 
+def _runtime(value: object) -> object:
+    """A runtime as a gate file names it (``llama.cpp`` or ``{name: llama.cpp, parallel: 2}``), kept in the
+    canonical JSON form of :func:`kvplan.runtimes.runtime_value` (so the profile cache stores it as is)."""
+    from kvplan.runtimes import file_runtime, runtime_value
+
+    return runtime_value(file_runtime(value))
+
+
+_RUNTIME_NAME_SCHEMA = {"enum": ["ideal", "llama.cpp", "llamacpp", "llama-cpp", "transformers", "hf"]}
+_RUNTIME_SCHEMA = {"anyOf": [
+    _RUNTIME_NAME_SCHEMA,
+    {"type": "object", "additionalProperties": False, "properties": {
+        "name": _RUNTIME_NAME_SCHEMA,
+        "parallel": {"type": "integer", "minimum": 1, "maximum": 256},
+        "kv_unified": {"type": "boolean"},
+        "ubatch": {"type": "integer", "minimum": 1},
+        "batch": {"type": "integer", "minimum": 1},
+        "swa_full": {"type": "boolean"},
+        "flash_attn": {"anyOf": [{"enum": ["auto", "on", "off"]}, {"type": "boolean"}]},
+        "cache": {"enum": ["dynamic", "static"]},
+        "max_cache_len": js.TOKENS_SCHEMA}}]}
+RuntimeField = Annotated[str | dict[str, str | int | bool], BeforeValidator(_runtime), WithJsonSchema(_RUNTIME_SCHEMA)]
+
+
 class Model(_Profile, ModelMethods):
     """A model's shape and deployment precision."""
 
@@ -182,6 +206,17 @@ class Model(_Profile, ModelMethods):
     k_type: str | None = None
     v_type: str | None = None
     kv_policy: PolicySpec | None = Field(None, description="KV cache compression policy (docs/kv-policies.md)")
+    runtime: RuntimeField | None = Field(None, description="the runtime this model is deployed with, used when "
+                                         "no --runtime is given (docs/runtimes.md)")
+
+    @field_validator("runtime")
+    @classmethod
+    def _runtime_without_policy(cls, value, info: ValidationInfo):
+        policy = info.data.get("kv_policy")
+        if value not in (None, "ideal") and policy is not None and not policy.is_plain:
+            raise ValueError("a runtime's allocation does not model a compression policy (kv_policy); "
+                             "give one of them")
+        return value
 
     @field_validator("params_active")
     @classmethod

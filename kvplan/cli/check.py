@@ -39,7 +39,7 @@ def check(
     kv_history_bits: po.KvHistoryBitsOpt = None,
     kv_history_group_size: po.KvHistoryGroupOpt = None,
     kv_evict_every: po.KvEvictEveryOpt = None,
-    runtime: ro.RuntimeOpt = "ideal",
+    runtime: ro.RuntimeOpt = None,
     parallel: ro.ParallelOpt = None,
     kv_unified: ro.KvUnifiedOpt = False,
     ubatch: ro.UbatchOpt = None,

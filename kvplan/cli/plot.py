@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from kvplan.cli import options as o
+from kvplan.cli import planopts as p
 from kvplan.cli import policy_options as po
 from kvplan.cli import runtime_options as ro
 
@@ -18,10 +19,12 @@ HELP = """Draw a plot: memory, attention, decode or fitmap (PNG, SVG or PDF by t
 Each kind writes one file (-o/--output, default kvplan-KIND.png) and exits 0; a bad
 path or extension is an error (exit 2) reported before anything is computed."""
 
-DevicesOpt = Annotated[list[str], typer.Option("--device", "-d", help="Device: built-in name, alias, or YAML "
-                                               "path (repeatable).")]
-ModelsOpt = Annotated[list[str], typer.Option("--model", "-m", help="Model: built-in name, alias, or YAML "
-                                              "path (repeatable).")]
+DevicesOpt = Annotated[list[str], typer.Option(
+    "--device", "-d", callback=p.split_devices, help="Device: built-in name, alias, or YAML path (repeatable, or "
+    "comma-separated: -d pixel8,oneplus-12).")]
+ModelsOpt = Annotated[list[str], typer.Option(
+    "--model", "-m", callback=p.split_models, help="Model: built-in name, alias, or YAML path (repeatable, or "
+    "comma-separated: -m 7b,llama-3.1-8b).")]
 OptionalDeviceOpt = Annotated[str | None, typer.Option("--device", "-d", help="Device (only its runtime "
                                                        "rules matter here; optional).")]
 OptionalCtxOpt = Annotated[str | None, typer.Option("--ctx", "-c", help="Mark this context (8192, 8k).")]
@@ -115,7 +118,7 @@ def _scenarios(devices: list[str], models: list[str], ctx: int, profiles_dir, se
     return [[build_scenario(d.profile, m.profile, ctx, knobs) for m in mods] for d in devs]
 
 
-def _cache_knobs(runtime="ideal", parallel=None, kv_unified=False, ubatch=None, batch=None, swa_full=False,
+def _cache_knobs(runtime=None, parallel=None, kv_unified=False, ubatch=None, batch=None, swa_full=False,
                  flash_attn=None, cache=None, max_cache_len=None, kv_policy=None, kv_recent_window=None,
                  kv_history_ratio=None, kv_history_bits=None, kv_history_group_size=None,
                  kv_evict_every=None) -> dict:
@@ -152,7 +155,7 @@ def memory(
     kv_history_bits: po.KvHistoryBitsOpt = None,
     kv_history_group_size: po.KvHistoryGroupOpt = None,
     kv_evict_every: po.KvEvictEveryOpt = None,
-    runtime: ro.RuntimeOpt = "ideal",
+    runtime: ro.RuntimeOpt = None,
     parallel: ro.ParallelOpt = None,
     kv_unified: ro.KvUnifiedOpt = False,
     ubatch: ro.UbatchOpt = None,
@@ -197,7 +200,7 @@ def attention(
     kv_history_bits: po.KvHistoryBitsOpt = None,
     kv_history_group_size: po.KvHistoryGroupOpt = None,
     kv_evict_every: po.KvEvictEveryOpt = None,
-    runtime: ro.RuntimeOpt = "ideal",
+    runtime: ro.RuntimeOpt = None,
     parallel: ro.ParallelOpt = None,
     kv_unified: ro.KvUnifiedOpt = False,
     ubatch: ro.UbatchOpt = None,
@@ -255,7 +258,7 @@ def decode(
     kv_history_bits: po.KvHistoryBitsOpt = None,
     kv_history_group_size: po.KvHistoryGroupOpt = None,
     kv_evict_every: po.KvEvictEveryOpt = None,
-    runtime: ro.RuntimeOpt = "ideal",
+    runtime: ro.RuntimeOpt = None,
     parallel: ro.ParallelOpt = None,
     kv_unified: ro.KvUnifiedOpt = False,
     ubatch: ro.UbatchOpt = None,
@@ -304,7 +307,7 @@ def fitmap(
     kv_history_bits: po.KvHistoryBitsOpt = None,
     kv_history_group_size: po.KvHistoryGroupOpt = None,
     kv_evict_every: po.KvEvictEveryOpt = None,
-    runtime: ro.RuntimeOpt = "ideal",
+    runtime: ro.RuntimeOpt = None,
     parallel: ro.ParallelOpt = None,
     kv_unified: ro.KvUnifiedOpt = False,
     ubatch: ro.UbatchOpt = None,

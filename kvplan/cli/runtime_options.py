@@ -10,9 +10,10 @@ from typing import Annotated
 
 import typer
 
-RuntimeOpt = Annotated[str, typer.Option(
-    "--runtime", help="Whose allocation to compute: ideal (the contract's formula), llama.cpp or transformers. "
-    "Under llama.cpp --ctx is -c, the TOTAL context shared by the --parallel sequences.")]
+RuntimeOpt = Annotated[str | None, typer.Option(
+    "--runtime", help="Whose allocation to compute: ideal (the contract's formula), llama.cpp or transformers "
+    "(default: the model profile's runtime, else ideal). Under llama.cpp --ctx is -c, the TOTAL context "
+    "shared by the --parallel sequences.")]
 ParallelOpt = Annotated[int | None, typer.Option(
     "--parallel", help="llama.cpp: parallel sequences (-np); same number as --sequences.")]
 KvUnifiedOpt = Annotated[bool, typer.Option(
@@ -28,24 +29,31 @@ MaxCacheLenOpt = Annotated[str | None, typer.Option(
     "--max-cache-len", help="transformers: StaticCache length in tokens (default: --ctx).")]
 
 
-def runtime_knob(runtime: str = "ideal", parallel: int | None = None, kv_unified: bool = False,
+def runtime_knob(runtime: str | None = None, parallel: int | None = None, kv_unified: bool = False,
                  ubatch: int | None = None, batch: int | None = None, swa_full: bool = False,
                  flash_attn: str | None = None, cache: str | None = None, max_cache_len: str | None = None):
-    """The RuntimeSpec these options ask for (None: the ideal formula)."""
+    """The RuntimeSpec these options ask for; ``"ideal"`` for an explicit ``--runtime ideal`` (it overrides a
+    model profile's runtime); None without any runtime option (the model profile's runtime, else ideal)."""
     from kvplan.cli.options import parse_ctx
     from kvplan.runtimes import runtime_spec
 
+    if runtime is None and not (parallel is not None or kv_unified or ubatch is not None or batch is not None
+                                or swa_full or flash_attn is not None or cache is not None
+                                or max_cache_len is not None):
+        return None
+
     length = parse_ctx(max_cache_len, "--max-cache-len") if max_cache_len is not None else None
-    return runtime_spec(runtime, parallel=parallel, kv_unified=kv_unified, ubatch=ubatch, batch=batch,
+    spec = runtime_spec(runtime, parallel=parallel, kv_unified=kv_unified, ubatch=ubatch, batch=batch,
                         swa_full=swa_full, flash_attn=flash_attn, cache=cache, max_cache_len=length)
+    return "ideal" if spec is None else spec
 
 
-def runtime_argv(runtime: str = "ideal", parallel: int | None = None, kv_unified: bool = False,
+def runtime_argv(runtime: str | None = None, parallel: int | None = None, kv_unified: bool = False,
                  ubatch: int | None = None, batch: int | None = None, swa_full: bool = False,
                  flash_attn: str | None = None, cache: str | None = None,
                  max_cache_len: str | None = None) -> list[str]:
     """These options as command-line arguments (for a suggested ``kvplan check`` command)."""
-    argv = [] if runtime == "ideal" else ["--runtime", runtime]
+    argv = [] if runtime is None else ["--runtime", runtime]
     for option, value in (("--parallel", parallel), ("--ubatch", ubatch), ("--batch", batch),
                           ("--flash-attn", flash_attn), ("--cache", cache), ("--max-cache-len", max_cache_len)):
         if value is not None:

@@ -80,18 +80,14 @@ def _headroom_limit(value: object) -> object:
 
 
 def _runtime_value(value: object) -> object:
-    """``llama.cpp`` or ``{name: llama.cpp, parallel: 2, …}`` → a RuntimeSpec (None: ideal), as Knobs.runtime."""
-    import re
+    """``llama.cpp`` or ``{name: llama.cpp, parallel: 2, …}`` → a RuntimeSpec, as Knobs.runtime.
 
-    from kvplan.runtimes import RuntimeSpec, parse_runtime
+    ``ideal`` stays the name ``"ideal"``: an explicit choice that overrides a model profile's ``runtime``.
+    """
+    from kvplan.runtimes import file_runtime
 
-    if isinstance(value, RuntimeSpec):
-        return value
-    try:
-        return parse_runtime(value)
-    except KvplanError as exc:  # the CLI's wording (--parallel) → the file's keys (parallel)
-        message = re.sub(r"^runtime[.:] ?", "", str(exc))
-        raise ValueError(re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), message)) from None
+    spec = file_runtime(value)
+    return "ideal" if spec is None else spec
 
 
 def _policy_branch(value: object) -> str | None:

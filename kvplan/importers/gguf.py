@@ -14,6 +14,13 @@ rule for the architecture (Gemma 2 alternating, Gemma 3 period 6, Cohere 2 perio
 
 params = Σ tensor elements; the weight size is Σ tensor bytes of the file, so the
 profile's ``weights`` is the file's own (quantized) size.
+
+A mixture of experts (``{arch}.expert_count`` E > 0 and ``{arch}.expert_used_count`` k) also
+gives ``params_active``, counted like ``params``: params − Σ_routed-expert tensors (E − k) ·
+(their elements / E). The routed-expert tensors are those named ``*_exps.*``
+(``blk.N.ffn_{gate,up,down}_exps.weight`` and their biases), whose outermost dimension
+(GGUF's last, numpy's first) is the E experts; shared experts (``*_shexp``) and the router
+(``ffn_gate_inp``) run for every token and stay counted.
 """
 
 from __future__ import annotations
@@ -40,8 +47,9 @@ def _reader(path: str | Path):
         raise ProfileError([f"{path}: not a readable GGUF file ({exc})"]) from None
 
 
-def read_metadata(path: str | Path) -> tuple[dict, list[tuple[str, int, int]]]:
-    """The header's key/value metadata and ``(name, elements, bytes)`` of every tensor."""
+def read_metadata(path: str | Path) -> tuple[dict, list[tuple]]:
+    """The header's key/value metadata and ``(name, elements, bytes, shape)`` of every tensor
+    (``shape`` outermost dimension first, numpy's order: GGUF lists it innermost first)."""
     reader = _reader(path)
     meta = {}
     for key, fld in reader.fields.items():
@@ -52,7 +60,8 @@ def read_metadata(path: str | Path) -> tuple[dict, list[tuple[str, int, int]]]:
             meta[key] = fld.contents()
         except (ValueError, UnicodeDecodeError, IndexError):
             continue
-    tensors = [(t.name, int(t.n_elements), int(t.n_bytes)) for t in reader.tensors]
+    tensors = [(t.name, int(t.n_elements), int(t.n_bytes), tuple(int(n) for n in reversed(t.shape)))
+               for t in reader.tensors]
     return meta, tensors
 
 
@@ -74,7 +83,33 @@ def profile_from_gguf_file(path: str | Path, *, name: str | None = None, params:
                                       weight_bits=weight_bits)
 
 
-def profile_from_gguf_metadata(meta: dict, tensors: list[tuple[str, int, int]], *, where: str,
+def _active_params(meta: dict, tensors: list[tuple], arch: str, params: int, notes: list[str]):
+    """(params_active, the arithmetic) of a mixture of experts (module docstring), or (None, None)."""
+    k = f"{arch}."
+    experts = meta.get(k + "expert_count")
+    if not isinstance(experts, int) or isinstance(experts, bool) or experts <= 0:
+        return None, None
+    used = meta.get(k + "expert_used_count")
+    if not isinstance(used, int) or isinstance(used, bool) or not 0 < used <= experts:
+        notes.append(f"{k}expert_count is {experts} but {k}expert_used_count is {used!r}: params_active not "
+                     "derived; add it from the model card, or decode is priced as if every expert were read")
+        return None, None
+    routed = [t for t in tensors if "_exps." in t[0]]
+    bad = [t[0] for t in routed if len(t) < 4 or not t[3] or t[3][0] != experts]
+    if not routed or bad:
+        why = (f"tensor {bad[0]} has no outermost dimension of {experts} experts" if bad
+               else "no routed-expert tensors (*_exps.*) in the file")
+        notes.append(f"a mixture of experts, but {why}: params_active not derived; add it from the model card")
+        return None, None
+    per_expert = sum(t[1] // experts for t in routed)  # one expert's elements in every layer
+    idle = (experts - used) * per_expert
+    text = (f"active per token ({k}expert_used_count {used} of {k}expert_count {experts}): params − "
+            f"({experts} − {used}) × {per_expert:,} (one routed expert: the {len(routed)} *_exps tensors' "
+            f"elements / {experts}) = {params:,} − {idle:,} = {params - idle:,}")
+    return params - idle, text
+
+
+def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
                                name: str | None = None, params: int | None = None,
                                weight_bits: float | None = None) -> ImportedProfile:
     arch = meta.get("general.architecture")
@@ -133,15 +168,23 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple[str, int, int]], 
         window_note = "no sliding window in the GGUF metadata"
     pattern = window_pattern(local, layers)
 
-    n_elements = sum(e for _, e, _ in tensors)
-    n_bytes = sum(b for _, _, b in tensors)
-    tied = bool(tensors) and not any(t == "output.weight" for t, _, _ in tensors)
+    n_elements = sum(t[1] for t in tensors)
+    n_bytes = sum(t[2] for t in tensors)
+    tied = bool(tensors) and not any(t[0] == "output.weight" for t in tensors)
+    params_active = None
     if params is None:
         if not n_elements:
             raise ProfileError([f"{where}: the file lists no tensors; give --params"])
         params, params_note = n_elements, f"sum of the {len(tensors)} tensor shapes in the GGUF header: {n_elements:,}"
+        params_active, active_note = _active_params(meta, tensors, arch, params, notes)
+        if active_note:
+            params_note += f"; {active_note}"
     else:
         params_note = "given on the command line (--params)"
+        count = meta.get(k + "expert_count")
+        if isinstance(count, int) and count > 0:
+            notes.append("a mixture of experts: params_active is derived only when params is (no --params); "
+                         "add it from the model card, or decode is priced as if every expert were read")
     weights = None
     if weight_bits is None and n_bytes:
         weights = n_bytes
@@ -156,6 +199,7 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple[str, int, int]], 
         ("description", f"imported from {Path(where).name} (GGUF, {arch})", ""),
         ("architecture", arch, "general.architecture"),
         ("params", params, "see sources.params"),
+        ("params_active", params_active, "mixture of experts: parameters one token uses, see sources.params"),
         ("layers", layers, "block_count"),
         ("attention_heads", heads, "attention.head_count"),
         ("kv_heads", kv_heads, "attention.head_count_kv"),

@@ -16,8 +16,17 @@ def runtime_json(ev: Evaluation) -> dict:
     cache = runtime_cache(ev)
     if cache is None:
         rule = "contract closed form: Σ_ℓ c_ℓ(ctx) · n_kv · (d_k · bytes_k + d_v · bytes_v)"
-        return {"name": "ideal", "rules": [rule], "cells": None}
-    return cache.describe(ev.scenario.ctx, ev.scenario.sequences)
+        return {"name": "ideal", "rules": [rule], "cells": None, "from_profile": False}
+    d = cache.describe(ev.scenario.ctx, ev.scenario.sequences)
+    from_profile = bool(getattr(ev.scenario, "runtime_from_profile", False))
+    if from_profile:
+        d["rules"] = [profile_rule(ev)] + list(d["rules"])
+    return {**d, "from_profile": from_profile}
+
+
+def profile_rule(ev: Evaluation) -> str:
+    return (f"runtime {ev.scenario.runtime.name} named by the model profile {ev.scenario.model.name!r} "
+            "(no --runtime given; --runtime ideal overrides it)")
 
 
 def runtime_table(ev: Evaluation, units: str = "si") -> Table | None:
@@ -26,6 +35,8 @@ def runtime_table(ev: Evaluation, units: str = "si") -> Table | None:
         return None
     d = cache.describe(ev.scenario.ctx, ev.scenario.sequences)
     t = Table(f"runtime: {d['name']}", ["rule or figure", "value"])
+    if getattr(ev.scenario, "runtime_from_profile", False):
+        t.add(profile_rule(ev), "model profile")
     for rule in d["rules"]:
         t.add(rule, "applied")
     for part in d.get("caches", []):

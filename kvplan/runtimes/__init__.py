@@ -128,6 +128,35 @@ def parse_runtime(value: object) -> RuntimeSpec | None:
     return runtime_spec(_text(name, "name"), **{key: _option_value(key, v) for key, v in options.items()})
 
 
+def file_runtime(value: object) -> RuntimeSpec | None:
+    """:func:`parse_runtime` for a file's ``runtime:`` key: errors name the file's keys, not the CLI's options.
+
+    Raises ``ValueError`` (pydantic reports it as ``file:line: runtime: message``).
+    """
+    import re
+
+    from kvplan.errors import KvplanError
+
+    if isinstance(value, RuntimeSpec):
+        return value
+    try:
+        return parse_runtime(value)
+    except KvplanError as exc:  # the CLI's wording (--parallel) → the file's keys (parallel)
+        message = re.sub(r"^runtime[.:] ?", "", str(exc))
+        raise ValueError(re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), message)) from None
+
+
+def runtime_value(spec: RuntimeSpec | None) -> str | dict:
+    """A spec as a file would write it: the name alone, or ``{name, …}`` with the options that differ
+    from the runtime's defaults (JSON-able; :func:`parse_runtime` reads it back to the same spec)."""
+    if spec is None:
+        return "ideal"
+    defaults = type(spec)()
+    options = {f.name: getattr(spec, f.name) for f in fields(spec)
+               if getattr(spec, f.name) != getattr(defaults, f.name)}
+    return {"name": spec.name, **options} if options else spec.name
+
+
 def _text(value: object, key: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise UsageError(f"runtime.{key}: expected a name, got {value!r}")

@@ -133,3 +133,56 @@ def test_missing_gguf_package_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "gguf", None)  # `import gguf` now raises ImportError
     with pytest.raises(UsageError, match=r"pip install gguf \(or install kvplan with its \[gguf\] extra"):
         profile_from_gguf_file(path)
+
+
+def _moe_tensors(experts=8, hidden=8, ff=4, layers=2):
+    """Per layer: gate/up/down routed-expert tensors (experts outermost), a router and a shared expert."""
+    tensors = [("token_embd.weight", (16, hidden), np.float16)]
+    for i in range(layers):
+        tensors += [(f"blk.{i}.ffn_gate_exps.weight", (experts, ff, hidden), np.float16),
+                    (f"blk.{i}.ffn_up_exps.weight", (experts, ff, hidden), np.float16),
+                    (f"blk.{i}.ffn_down_exps.weight", (experts, hidden, ff), np.float16),
+                    (f"blk.{i}.ffn_gate_inp.weight", (experts, hidden), np.float32),
+                    (f"blk.{i}.ffn_gate_shexp.weight", (ff, hidden), np.float16)]
+    return tensors
+
+
+MOE_KEYS = {"{arch}.expert_count": 8, "{arch}.expert_used_count": 2}
+
+
+def test_moe_params_active_from_the_expert_tensors(tmp_path):
+    path = write_gguf(tmp_path / "m.gguf", "qwen2moe", tensors=_moe_tensors(), extra=MOE_KEYS)
+    model = profile_from_gguf_file(path).model
+    # per layer: 3 routed tensors × 8 × 4 × 8 = 768, router 8 × 8 = 64, shared expert 4 × 8 = 32 → 864;
+    # params = embedding 16 × 8 = 128 + 2 layers × 864 = 1,856
+    assert model.params == 128 + 2 * (768 + 64 + 32) == 1856
+    # one routed expert: 768 / 8 = 96 per layer, 192 over 2 layers; 8 − 2 = 6 idle experts:
+    # active = 1,856 − 6 × 192 = 704 (= 128 + 2 × (2 × 96 + 64 + 32))
+    assert model.params_active == 1856 - 6 * 192 == 128 + 2 * (2 * 96 + 64 + 32) == 704
+    assert "expert_used_count 2 of qwen2moe.expert_count 8" in model.sources["params"]
+    assert "1,856 − 1,152 = 704" in model.sources["params"]
+
+
+def test_dense_file_has_no_params_active(tmp_path):
+    assert profile_from_gguf_file(write_gguf(tmp_path / "m.gguf", "llama")).model.params_active is None
+    # expert tensors without expert_count: the file does not say it is a MoE
+    path = write_gguf(tmp_path / "e.gguf", "llama", tensors=_moe_tensors())
+    assert profile_from_gguf_file(path).model.params_active is None
+
+
+@pytest.mark.parametrize("extra, tensors, note", [
+    ({"{arch}.expert_count": 8}, _moe_tensors(), "expert_used_count is None: params_active not derived"),
+    (MOE_KEYS, _moe_tensors(experts=4), "has no outermost dimension of 8 experts"),
+    (MOE_KEYS, [("token_embd.weight", (16, 8), np.float16)], "no routed-expert tensors"),
+])
+def test_moe_without_usable_expert_figures_says_so(tmp_path, extra, tensors, note):
+    imported = profile_from_gguf_file(write_gguf(tmp_path / "m.gguf", "qwen2moe", tensors=tensors, extra=extra))
+    assert imported.model.params_active is None
+    assert any(note in n for n in imported.notes), imported.notes
+
+
+def test_moe_with_params_given_leaves_active_to_the_user(tmp_path):
+    path = write_gguf(tmp_path / "m.gguf", "qwen2moe", tensors=_moe_tensors(), extra=MOE_KEYS)
+    imported = profile_from_gguf_file(path, params=10_000)
+    assert imported.model.params == 10_000 and imported.model.params_active is None
+    assert any("derived only when params is" in n for n in imported.notes)
