@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from dataclasses import dataclass, fields
 
 from kvplan.engine import DEFAULT_MARGIN_FRACTION
-from kvplan.errors import KvplanError, UsageError
+from kvplan.errors import UsageError
 from kvplan.formats import ElementFormat, format_from_bits, format_from_name
 from kvplan.plan import Scenario
 
@@ -54,21 +54,23 @@ class Knobs:
 
 def element_formats(k: Knobs) -> tuple[ElementFormat | None, ElementFormat | None]:
     """The (K, V) formats the knobs ask for; ``None`` keeps the model's default for that side."""
-    if k.kv_type and k.kv_bits:
-        raise UsageError("give kv_bits or kv_type, not both")
+    for name in ("kv_bits", "k_bits", "v_bits"):
+        bits = getattr(k, name)
+        if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= 32):
+            raise UsageError(f"{name}: must be a whole number from 1 to 32, got {bits!r}")
+    for bits_name, type_name in (("kv_bits", "kv_type"), ("k_bits", "k_type"), ("v_bits", "v_type")):
+        if getattr(k, bits_name) is not None and getattr(k, type_name):
+            raise UsageError(f"give {bits_name} or {type_name}, not both")
     if k.kv_group_size is not None and k.kv_group_size < 1:
         raise UsageError(f"kv_group_size: must be at least 1, got {k.kv_group_size}")
-    if k.kv_group_size and not (k.kv_bits or k.k_bits or k.v_bits):
+    if k.kv_group_size and all(b is None for b in (k.kv_bits, k.k_bits, k.v_bits)):
         raise UsageError("kv_group_size needs kv_bits (or k_bits / v_bits)")
 
     def one(bits, type_name):
         if type_name:
             return format_from_name(type_name)
-        if bits:
-            try:
-                return format_from_bits(bits, k.kv_group_size or 0)
-            except KvplanError as exc:
-                raise UsageError(f"kv_bits: {exc}") from None
+        if bits is not None:
+            return format_from_bits(bits, k.kv_group_size or 0)
         return None
 
     return one(k.k_bits, k.k_type) or one(k.kv_bits, k.kv_type), one(k.v_bits, k.v_type) or one(k.kv_bits, k.kv_type)

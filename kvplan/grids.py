@@ -2,7 +2,8 @@
 
 A list item is a single value or an inclusive range ``START..STOP[:STEP]`` (``STEP``
 defaults to 1), and items are joined with commas; an option may also be repeated
-(``--kv-bits 8 --kv-bits 4``). Token items take the token units of
+(``--kv-bits 8 --kv-bits 4``). A value given twice is kept once, where it first appears
+(``--kv-bits 8,8`` is one 8-bit row). Token items take the token units of
 :func:`kvplan.units.parse_tokens` (``8k`` = 8,192). Mistakes raise
 :class:`~kvplan.errors.UsageError` naming the option.
 
@@ -31,6 +32,11 @@ def _items(values: str | Iterable[str], option: str) -> list[str]:
     return items
 
 
+def _first_of_each(values: list) -> list:
+    """``values`` without repeats, in the order each first appears."""
+    return list(dict.fromkeys(values))
+
+
 def _tokens(text: str, option: str, what: str) -> int:
     try:
         return parse_tokens(text)
@@ -39,7 +45,7 @@ def _tokens(text: str, option: str, what: str) -> int:
 
 
 def parse_ctx_grid(values: str | Iterable[str], option: str = "--ctx"):
-    """Token counts of ``1k,4k,8k`` / ``1k..32k:1k`` / repeated options, in the order given.
+    """Token counts of ``1k,4k,8k`` / ``1k..32k:1k`` / repeated options, in the order given, each once.
 
     Returns
     -------
@@ -68,11 +74,15 @@ def parse_ctx_grid(values: str | Iterable[str], option: str = "--ctx"):
             parts.append(np.array([_tokens(item, option, "value")], dtype=np.int64))
     if count > MAX_GRID_POINTS:
         raise UsageError(f"{option}: more than {MAX_GRID_POINTS:,} values; use a coarser step")
-    return np.concatenate(parts)
+    values = np.concatenate(parts)
+    if len(parts) == 1 and (len(values) < 2 or parts[0][1] > parts[0][0]):  # one value or one range: no repeats
+        return values
+    _, first = np.unique(values, return_index=True)
+    return values if len(first) == len(values) else values[np.sort(first)]
 
 
 def parse_int_list(values: str | Iterable[str], option: str, lo: int = 1, hi: int = 10**6) -> list[int]:
-    """Whole numbers from ``16,8,4``, ``1..4`` or repeated options, each within ``[lo, hi]``."""
+    """Whole numbers from ``16,8,4``, ``1..4`` or repeated options, each within ``[lo, hi]``, each once."""
     out: list[int] = []
     for item in _items(values, option):
         start_text, dots, rest = item.partition("..")
@@ -94,11 +104,11 @@ def parse_int_list(values: str | Iterable[str], option: str, lo: int = 1, hi: in
     bad = [v for v in out if not lo <= v <= hi]
     if bad:
         raise UsageError(f"{option}: {bad[0]} is out of range ({lo}-{hi})")
-    return out
+    return _first_of_each(out)
 
 
 def parse_float_list(values: str | Iterable[str], option: str, lo: float = 0.0, hi: float = 32.0) -> list[float]:
-    """Numbers from ``4,8`` or ``4.5,8`` or repeated options, each in ``(lo, hi]``."""
+    """Numbers from ``4,8`` or ``4.5,8`` or repeated options, each in ``(lo, hi]``, each once."""
     out: list[float] = []
     for item in _items(values, option):
         try:
@@ -108,4 +118,4 @@ def parse_float_list(values: str | Iterable[str], option: str, lo: float = 0.0, 
         if not lo < value <= hi:
             raise UsageError(f"{option}: {item} is out of range (above {lo:g}, at most {hi:g})")
         out.append(value)
-    return out
+    return _first_of_each(out)

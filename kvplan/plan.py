@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from kvplan import engine
 from kvplan.engine.memory import VERDICTS, Verdict
 from kvplan.errors import UsageError
-from kvplan.formats import ElementFormat
+from kvplan.formats import ElementFormat, format_from_name
 
 if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain records
     from kvplan.profiles import Device, Model
@@ -166,6 +166,26 @@ class Scenario:
 
     def __post_init__(self):
         # The library is the CLI's engine: the same inputs are refused here as on the command line.
+        for name, needed in (("device", ("ram", "memory_bandwidth")), ("model", ("layers", "head_dim"))):
+            if not all(hasattr(getattr(self, name), attr) for attr in needed):
+                raise UsageError(f"{name}: expected a {name} profile (kvplan.Catalog().{name}(name).profile), "
+                                 f"got {type(getattr(self, name)).__name__}")
+        for name in ("k_format", "v_format"):  # a runtime type name or bit width is accepted, as on the CLI
+            value = getattr(self, name)
+            if isinstance(value, (str, int)) and not isinstance(value, bool):
+                object.__setattr__(self, name, format_from_name(str(value)))
+            elif value is not None and not isinstance(value, ElementFormat):
+                raise UsageError(f"{name}: expected a cache type such as 'q8_0' or an ElementFormat, got {value!r}")
+        if self.runtime is not None:  # a runtime name or mapping, as a gate file writes it, or a spec
+            from kvplan.runtimes import parse_runtime, resolve_sequences
+
+            spec = parse_runtime(self.runtime) if isinstance(self.runtime, (str, dict)) else self.runtime
+            spec, sequences = resolve_sequences(spec, self.sequences, self.pinned_prefix_tokens)
+            object.__setattr__(self, "runtime", spec)
+            object.__setattr__(self, "sequences", sequences)
+        if isinstance(self.kv_policy, str):
+            raise UsageError("kv_policy: pass a policy (kvplan.policies.load_policy_file(path)), not a path: "
+                             "the library reads no files on its own")
         _check_count("ctx", self.ctx, minimum=0)
         _check_count("sequences", self.sequences, minimum=1)
         _check_count("pinned_prefix_tokens", self.pinned_prefix_tokens, minimum=0)
@@ -185,6 +205,9 @@ class Scenario:
             raise UsageError(f"target_tokens_per_s: must be positive, got {self.target_tokens_per_s!r}")
 
     def with_changes(self, **changes) -> Scenario:
+        if "sequences" in changes and "runtime" not in changes and getattr(self.runtime, "parallel", None):
+            # under llama.cpp the sequences are -np: a new count re-derives it rather than contradicting it
+            changes["runtime"] = replace(self.runtime, parallel=None)
         return replace(self, **changes)
 
 

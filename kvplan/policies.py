@@ -338,6 +338,13 @@ def policy_from_options(recent_window: int | None = None, history_ratio: str | N
         return None
     if history_ratio is None:
         raise UsageError("--kv-history-ratio is needed with the --kv-recent-window / --kv-history-* flags")
+    try:  # the range in the flag's own words (pydantic would say "less than or equal to 1")
+        ratio = _fraction(history_ratio)
+        in_range = isinstance(ratio, float) and 0 <= ratio <= 1
+    except ValueError:
+        in_range = True  # not a number: PolicySpec reports it below
+    if not in_range:
+        raise UsageError(f"--kv-history-ratio: must be between 0 and 1 (or 0–100 %), got {history_ratio}")
     history: dict = {"ratio": history_ratio}
     group = 128 if history_group_size is None else history_group_size
     if history_group_size is not None and history_bits is None:

@@ -14,10 +14,12 @@ numpy is imported inside the functions; this module does no I/O.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 from kvplan.errors import UsageError
 from kvplan import engine
+from kvplan.labels import policy_label, runtime_label
 from kvplan.plan import CacheLayout, Scenario, cache_model_for, weights_of
 
 # max_ctx when no context fits (weights alone exceed the budget) or the cache stops
@@ -30,8 +32,14 @@ class SweepColumns:
     """One numpy array per column, all of the same length (one element per grid point).
 
     ``verdict`` holds codes indexing :data:`kvplan.engine.VERDICTS` (0 fit, 1 tight, 2 over);
-    ``max_ctx`` is :data:`NO_MAX_CTX` where the scalar evaluation says None; ``prefill_s`` is
-    NaN where the device gives no ``compute``.
+    ``max_ctx`` (and ``max_ctx_at_target``) is :data:`NO_MAX_CTX` where the scalar evaluation
+    says None; ``prefill_s`` is NaN where the device gives no ``compute``. ``runtime`` and
+    ``kv_policy`` are the labels of :mod:`kvplan.labels`. ``max_ctx_at_target`` is None (not a
+    column at all, see :meth:`columns`) unless the sweep has a decode target.
+
+    Every row satisfies ``total_bytes = weights_bytes + kv_peak_bytes + pinned_prefix_bytes +
+    overhead_bytes`` (``kv_bytes`` is the steady allocation; the peak, right after a one-shot
+    prefill, is what the total counts).
     """
 
     device: object  # str array
@@ -43,7 +51,7 @@ class SweepColumns:
     k_bits: object  # int64
     v_bits: object  # int64
     kv_bytes_per_token: object  # int64 [bytes/token]
-    kv_bytes: object  # int64 [bytes] all sequences
+    kv_bytes: object  # int64 [bytes] all sequences, steady state
     pinned_prefix_bytes: object  # int64 [bytes]
     weights_bytes: object  # int64 [bytes]
     overhead_bytes: object  # int64 [bytes]
@@ -54,17 +62,29 @@ class SweepColumns:
     decode_tokens_per_s: object  # float64 [tokens/s]
     max_ctx: object  # int64 [tokens]
     prefill_s: object  # float64 [s]
+    # Added after the first release's columns, so a script reading columns by position keeps working.
+    kv_peak_bytes: object  # int64 [bytes] all sequences, peak (what total_bytes counts)
+    runtime: object  # str array (kvplan.labels.runtime_label)
+    kv_policy: object  # str array (kvplan.labels.policy_label)
+    k_format: object  # str array (f16, q8_0, int4/g32 …)
+    v_format: object  # str array
+    max_ctx_at_target: object = None  # int64 [tokens], only with a decode target
 
     def __len__(self) -> int:
         return len(self.ctx)
 
     @classmethod
     def names(cls) -> list[str]:
+        """Every possible column (the optional ones included); a sweep's own are :meth:`columns`."""
         return [f.name for f in fields(cls)]
+
+    def columns(self) -> list[str]:
+        """The columns this sweep has: :meth:`names` without the optional ones left unset."""
+        return [name for name in self.names() if getattr(self, name) is not None]
 
     def take(self, index) -> SweepColumns:
         """The rows at ``index`` (an integer array, slice or boolean mask)."""
-        return SweepColumns(**{name: getattr(self, name)[index] for name in self.names()})
+        return SweepColumns(**{name: getattr(self, name)[index] for name in self.columns()})
 
 
 EXACT_LIMIT = 2**53
@@ -124,14 +144,24 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     rate = engine.decode_tokens_per_s(device.memory_bandwidth, step, device.bandwidth_efficiency)
 
     # As kvplan.plan.evaluate: what fits in memory, never capped at the model's trained context.
-    allowance = budget - weights - overhead - pinned
-    if isinstance(cache, CacheLayout):
-        solved = np.asarray(cache.max_ctx(allowance, sequences))
-    else:  # runtime and policy caches search exactly, one point at a time; max_ctx depends on sequences only
+    def solve(allowance_bytes):  # the cache's max_ctx at every row, float64 (inf: unbounded, -1: none)
+        if isinstance(cache, CacheLayout):
+            return np.asarray(cache.max_ctx(allowance_bytes, sequences), dtype=np.float64)
+        # runtime and policy caches search exactly, one point at a time; max_ctx depends on sequences only
         unique, inverse = np.unique(sequences, return_inverse=True)
-        found = np.array([float(cache.max_ctx(allowance, int(s))) for s in unique], dtype=np.float64)
-        solved = found[inverse.reshape(-1)] if n else np.zeros(0)
-    max_ctx = np.where(np.isfinite(solved) & (solved >= 0), solved, NO_MAX_CTX).astype(np.int64)
+        found = np.array([float(cache.max_ctx(allowance_bytes, int(s))) for s in unique], dtype=np.float64)
+        return found[inverse.reshape(-1)] if n else np.zeros(0)
+
+    def tokens_or_none(solved):
+        return np.where(np.isfinite(solved) & (solved >= 0), solved, NO_MAX_CTX).astype(np.int64)
+
+    solved = solve(budget - weights - overhead - pinned)
+    max_ctx = tokens_or_none(solved)
+    at_target = None
+    if base.target_tokens_per_s:  # as kvplan.plan.evaluate: min(max_ctx, the largest ctx decoding at the target)
+        step_allowance = (math.floor(device.memory_bandwidth * device.bandwidth_efficiency
+                                     / base.target_tokens_per_s) - weights_read - pinned)
+        at_target = tokens_or_none(np.minimum(solved, solve(step_allowance)))
 
     if device.compute:
         params = getattr(model, "params_active", None) or model.params
@@ -144,16 +174,18 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
         return np.broadcast_to(np.asarray(value, dtype=dtype), (n,))
 
     return SweepColumns(
-        device=const(device.name), model=const(model.name), ctx=ctx, sequences=sequences,
+        device=const(device.name), model=const(model.name), runtime=const(runtime_label(base.runtime)),
+        kv_policy=const(policy_label(cache)), ctx=ctx, sequences=sequences,
         pinned_prefix_tokens=const(base.pinned_prefix_tokens, dtype=np.int64),
         weight_bits=const(bits, dtype=np.float64),
+        k_format=const(cache.k_format.name), v_format=const(cache.v_format.name),
         k_bits=const(cache.k_format.bits, dtype=np.int64), v_bits=const(cache.v_format.bits, dtype=np.int64),
         kv_bytes_per_token=const(cache.bytes_per_token, dtype=np.int64), kv_bytes=kv,
-        pinned_prefix_bytes=const(pinned, dtype=np.int64), weights_bytes=const(weights, dtype=np.int64),
+        kv_peak_bytes=kv_peak, pinned_prefix_bytes=const(pinned, dtype=np.int64), weights_bytes=const(weights, dtype=np.int64),
         overhead_bytes=const(overhead, dtype=np.int64), total_bytes=np.asarray(total, dtype=np.int64),
         budget_bytes=const(budget, dtype=np.int64), headroom_bytes=np.asarray(headroom, dtype=np.int64),
         verdict=verdict, decode_tokens_per_s=np.asarray(rate, dtype=np.float64), max_ctx=max_ctx,
-        prefill_s=np.broadcast_to(np.asarray(prefill, dtype=np.float64), (n,)),
+        prefill_s=np.broadcast_to(np.asarray(prefill, dtype=np.float64), (n,)), max_ctx_at_target=at_target,
     )
 
 
@@ -164,6 +196,9 @@ def concat(parts: list[SweepColumns]) -> SweepColumns:
     if len(parts) == 1:
         return parts[0]
     total = sum(len(p) for p in parts)
+    names = parts[0].columns()
+    if any(p.columns() != names for p in parts):
+        raise ValueError("concat: the groups of a sweep must have the same columns")
 
     def joined(name):
         columns = [getattr(p, name) for p in parts]
@@ -173,4 +208,4 @@ def concat(parts: list[SweepColumns]) -> SweepColumns:
             return np.broadcast_to(first[:1], (total,))
         return np.concatenate(columns)
 
-    return SweepColumns(**{name: joined(name) for name in SweepColumns.names()})
+    return SweepColumns(**{name: joined(name) for name in names})

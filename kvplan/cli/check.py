@@ -71,7 +71,7 @@ def check(
         not in ("0", "") else 0, weight_bits=weight_bits, kv_bits=kv_bits, k_bits=k_bits, v_bits=v_bits,
         kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type, v_type=v_type,
         os_reserve_bytes=o.parse_size_option(os_reserve, "--os-reserve"), margin_fraction=o.parse_margin(margin),
-        target_tokens_per_s=target_tok_s or None,
+        target_tokens_per_s=target_tok_s,
         sliding_window=o.parse_ctx(sliding_window, "--sliding-window") if sliding_window else None,
         kv_policy=po.policy_knob(kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
                                  kv_history_group_size, kv_evict_every),

@@ -25,6 +25,10 @@ def compare(
     kv_bits: o.KvBitsOpt = None,
     k_bits: o.KBitsOpt = None,
     v_bits: o.VBitsOpt = None,
+    kv_group_size: o.GroupOpt = None,
+    kv_type: o.KvTypeOpt = None,
+    k_type: o.KTypeOpt = None,
+    v_type: o.VTypeOpt = None,
     sliding_window: o.SlidingWindowOpt = None,
     os_reserve: o.OsReserveOpt = None,
     margin: o.MarginOpt = "10%",
@@ -66,7 +70,8 @@ def compare(
         check_writable(output)
     ctx_tokens = o.parse_ctx(ctx)
     knobs = p.knobs(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, kv_bits=kv_bits,
-                    k_bits=k_bits, v_bits=v_bits, sliding_window=sliding_window, os_reserve=os_reserve,
+                    k_bits=k_bits, v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type,
+                    v_type=v_type, sliding_window=sliding_window, os_reserve=os_reserve,
                     margin=margin, target_tok_s=target_tok_s,
                     runtime=ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn,
                                             cache, max_cache_len),

@@ -34,6 +34,10 @@ def fit(
     kv_bits: o.KvBitsOpt = None,
     k_bits: o.KBitsOpt = None,
     v_bits: o.VBitsOpt = None,
+    kv_group_size: o.GroupOpt = None,
+    kv_type: o.KvTypeOpt = None,
+    k_type: o.KTypeOpt = None,
+    v_type: o.VTypeOpt = None,
     sliding_window: o.SlidingWindowOpt = None,
     os_reserve: o.OsReserveOpt = None,
     margin: o.MarginOpt = "10%",
@@ -67,7 +71,8 @@ def fit(
     from kvplan.render import fit as render
 
     knobs = p.knobs(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, kv_bits=kv_bits,
-                    k_bits=k_bits, v_bits=v_bits, sliding_window=sliding_window, os_reserve=os_reserve,
+                    k_bits=k_bits, v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type,
+                    v_type=v_type, sliding_window=sliding_window, os_reserve=os_reserve,
                     margin=margin, target_tok_s=target_tok_s,
                     runtime=ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn,
                                             cache, max_cache_len),
@@ -100,11 +105,7 @@ def fit(
     elif fmt_ is p.TabularFormat.csv:
         from kvplan.render.tables import to_csv
 
-        terminal.display_text(to_csv(
-            ["rank", "change", "value", "verdict", "headroom_bytes", "decode_tokens_per_s", "check_command"],
-            [[i, c.kind, c.value, c.evaluation.verdict.value, c.evaluation.headroom_bytes,
-              c.evaluation.decode_tokens_per_s, render.command_line(argv)]
-             for i, (c, argv) in enumerate(zip(changes, commands), 1)]))
+        terminal.display_text(to_csv(render.FIT_CSV_COLUMNS, render.fit_csv_rows(changes, commands)))
     else:
         tables = [render.limits_table(probe, ev)]
         if ev is not None:

@@ -59,13 +59,20 @@ _EXTENSION_FORMATS = {".csv": TabularFormat.csv, ".json": TabularFormat.json, ".
 
 
 def output_format(chosen: TabularFormat | None, output: str | None) -> TabularFormat:
-    """The format asked for, else the one the output file's extension names, else a table."""
+    """The format asked for, else the one the output file's extension names (.csv, .json, .md; .txt or none: a
+    table); any other extension without ``--format`` is a usage error, raised before anything is evaluated."""
     if chosen is not None:
         return chosen
     if output:
         from pathlib import Path
 
-        return _EXTENSION_FORMATS.get(Path(output).suffix.lower(), TabularFormat.table)
+        suffix = Path(output).suffix.lower()
+        if suffix and suffix not in _EXTENSION_FORMATS and suffix != ".txt":  # out.xlsx: never a text table
+            from kvplan.errors import UsageError
+
+            raise UsageError(f"--output {output}: unknown extension {suffix!r}; use .csv, .json, .md or .txt, "
+                             "or give --format")
+        return _EXTENSION_FORMATS.get(suffix, TabularFormat.table)
     return TabularFormat.table
 
 
@@ -74,8 +81,9 @@ def pinned_tokens(text: str) -> int:
 
 
 def knobs(*, sequences: int = 1, pinned_prefix: str = "0", weight_bits=None, kv_bits=None, k_bits=None,
-          v_bits=None, sliding_window: str | None = None, os_reserve: str | None = None, margin: str = "10%",
-          target_tok_s: float | None = None, runtime=None, kv_policy=None):
+          v_bits=None, kv_group_size: int | None = None, kv_type: str | None = None, k_type: str | None = None,
+          v_type: str | None = None, sliding_window: str | None = None, os_reserve: str | None = None,
+          margin: str = "10%", target_tok_s: float | None = None, runtime=None, kv_policy=None):
     """:class:`~kvplan.configure.Knobs` from single-valued CLI options (parsed, errors naming the option).
 
     ``runtime`` / ``kv_policy`` are already built by ``runtime_options.runtime_knob`` /
@@ -84,7 +92,8 @@ def knobs(*, sequences: int = 1, pinned_prefix: str = "0", weight_bits=None, kv_
 
     window = o.parse_ctx(sliding_window, "--sliding-window") if sliding_window else None
     return Knobs(sequences=sequences, pinned_prefix_tokens=pinned_tokens(pinned_prefix), weight_bits=weight_bits,
-                 kv_bits=kv_bits, k_bits=k_bits, v_bits=v_bits, sliding_window=window,
+                 kv_bits=kv_bits, k_bits=k_bits, v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type,
+                 k_type=k_type, v_type=v_type, sliding_window=window,
                  os_reserve_bytes=o.parse_size_option(os_reserve, "--os-reserve"),
                  margin_fraction=o.parse_margin(margin), target_tokens_per_s=target_tok_s or None,
                  runtime=runtime, kv_policy=kv_policy)

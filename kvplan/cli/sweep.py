@@ -15,8 +15,9 @@ from kvplan.cli.sweep_plot import SweepPlotOpt, check_sweep_plot, write_sweep_pl
 HELP = """Evaluate a grid of configurations at once (vectorized: a million points in well under a second).
 
 Every combination of --ctx (a list 1k,4k,8k or an inclusive range START..STOP[:STEP] such as
-1k..32k:1k), --device, --model, --weight-bits, --kv-bits (or --k-bits × --v-bits) and
---sequences is one row with exact integer bytes: KV cache, weights, total, budget,
+1k..32k:1k), --device, --model, --weight-bits, --kv-bits / --kv-type (or --k-bits / --k-type ×
+--v-bits / --v-type) and --sequences is one row with exact integer bytes: KV cache (steady and
+peak; the total counts the peak), weights, total, budget,
 headroom, verdict, decode tokens/s and the largest context that fits (under --runtime or a
 --kv-policy, that runtime's or policy's exact cache). Output as a table
 (first and last rows unless --all), CSV, JSON or Markdown; -o writes a file;
@@ -42,19 +43,62 @@ KBitsListOpt = Annotated[list[str] | None, typer.Option("--k-bits", help="Bits p
                                                         "with --v-bits, or with --kv-bits for V).")]
 VBitsListOpt = Annotated[list[str] | None, typer.Option("--v-bits", help="Bits per cached value: 8,4 (crossed "
                                                         "with --k-bits, or with --kv-bits for K).")]
+KvTypeListOpt = Annotated[list[str] | None, typer.Option("--kv-type", help="Cache types by runtime name for K and "
+                                                         "V: f16,q8_0,q4_0 (swept like --kv-bits, with which "
+                                                         "they may be listed together).")]
+KTypeListOpt = Annotated[list[str] | None, typer.Option("--k-type", help="Key cache types: f16,q8_0 (swept like "
+                                                        "--k-bits).")]
+VTypeListOpt = Annotated[list[str] | None, typer.Option("--v-type", help="Value cache types: q8_0,q4_0 (swept "
+                                                        "like --v-bits).")]
 AllOpt = Annotated[bool, typer.Option("--all", help="Table/Markdown: print every row, not the first and last "
                                       f"{TABLE_HEAD_ROWS}.")]
 
 
-def _format_pairs(kv_bits, k_bits, v_bits) -> list[tuple[int | None, int | None]]:
+def _types(values, option: str) -> list[tuple[str, str]]:
+    """``--kv-type f16,q8_0`` → [("type", "f16"), ("type", "q8_0")], each name checked."""
+    from kvplan.errors import KvplanError, UsageError
+    from kvplan.formats import format_from_name
+
+    names = [item.strip() for value in values or [] for item in str(value).split(",")]
+    if values and not all(names):
+        raise UsageError(f"{option}: empty value in {', '.join(map(repr, values))}; write types like f16,q8_0")
+    for name in names:
+        try:
+            format_from_name(name)
+        except KvplanError as exc:
+            raise UsageError(f"{option}: {exc}") from None
+    return [("type", name) for name in dict.fromkeys(names)]  # a type given twice is one row
+
+
+def _format_pairs(kv_bits, k_bits, v_bits, kv_type=None, k_type=None, v_type=None) -> list[tuple]:
+    """The (K, V) cache formats swept: each side ``("bits", n)``, ``("type", name)`` or None (the model's).
+
+    Bits and types of one side are listed together (``--kv-bits 16 --kv-type q8_0``: two formats); K and V
+    lists are crossed, either falling back to the ``--kv-*`` list."""
     from kvplan.grids import parse_int_list
 
-    kv = parse_int_list(kv_bits, "--kv-bits", 1, 32) if kv_bits else []
-    k = parse_int_list(k_bits, "--k-bits", 1, 32) if k_bits else []
-    v = parse_int_list(v_bits, "--v-bits", 1, 32) if v_bits else []
+    kv = [("bits", b) for b in (parse_int_list(kv_bits, "--kv-bits", 1, 32) if kv_bits else [])]
+    kv += _types(kv_type, "--kv-type")
+    k = [("bits", b) for b in (parse_int_list(k_bits, "--k-bits", 1, 32) if k_bits else [])]
+    k += _types(k_type, "--k-type")
+    v = [("bits", b) for b in (parse_int_list(v_bits, "--v-bits", 1, 32) if v_bits else [])]
+    v += _types(v_type, "--v-type")
     if not k and not v:
-        return [(b, b) for b in kv] or [(None, None)]
-    return [(kb, vb) for kb in (k or kv or [None]) for vb in (v or kv or [None])]
+        return [(f, f) for f in kv] or [(None, None)]
+    return [(kf, vf) for kf in (k or kv or [None]) for vf in (v or kv or [None])]
+
+
+def _format_knobs(pair, group_size: int | None, any_bits: bool) -> dict:
+    """:func:`kvplan.cli.planopts.knobs` arguments for one (K, V) pair; ``--kv-group-size`` applies to the
+    pairs given in bits (a pair of runtime types has its own blocks), or to all when no bits are listed (so
+    the knobs refuse it: "kv_group_size needs kv_bits", as check does)."""
+    out = {}
+    for side, spec in zip(("k", "v"), pair):
+        if spec is not None:
+            out[f"{side}_{spec[0]}"] = spec[1]
+    if group_size is not None and (not any_bits or any(spec and spec[0] == "bits" for spec in pair)):
+        out["kv_group_size"] = group_size
+    return out
 
 
 def sweep(
@@ -66,9 +110,15 @@ def sweep(
     kv_bits: KvBitsListOpt = None,
     k_bits: KBitsListOpt = None,
     v_bits: VBitsListOpt = None,
+    kv_type: KvTypeListOpt = None,
+    k_type: KTypeListOpt = None,
+    v_type: VTypeListOpt = None,
+    kv_group_size: o.GroupOpt = None,
     pinned_prefix: o.PinnedOpt = "0",
+    sliding_window: o.SlidingWindowOpt = None,
     os_reserve: o.OsReserveOpt = None,
     margin: o.MarginOpt = "10%",
+    target_tok_s: o.TargetOpt = None,
     kv_policy: po.KvPolicyOpt = None,
     kv_recent_window: po.KvRecentWindowOpt = None,
     kv_history_ratio: po.KvHistoryRatioOpt = None,
@@ -118,7 +168,8 @@ def sweep(
     policy_value = po.policy_knob(kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
                                   kv_history_group_size, kv_evict_every)
     weight_values = parse_float_list(weight_bits, "--weight-bits") if weight_bits else [None]
-    pairs = _format_pairs(kv_bits, k_bits, v_bits)
+    pairs = _format_pairs(kv_bits, k_bits, v_bits, kv_type, k_type, v_type)
+    any_bits = any(spec is not None and spec[0] == "bits" for pair in pairs for spec in pair)
 
     from kvplan.catalog import Catalog
     from kvplan.cli import terminal
@@ -131,12 +182,14 @@ def sweep(
         if resolved.note:
             terminal.display_note(resolved.note)
     bases = [build_scenario(d.profile, m.profile, 1, p.knobs(pinned_prefix=pinned_prefix, weight_bits=w,
-                                                              k_bits=kb, v_bits=vb, os_reserve=os_reserve,
-                                                              margin=margin, runtime=runtime_value,
+                                                              **_format_knobs(pair, kv_group_size, any_bits),
+                                                              sliding_window=sliding_window,
+                                                              os_reserve=os_reserve, margin=margin,
+                                                              target_tok_s=target_tok_s, runtime=runtime_value,
                                                               kv_policy=policy_value))
-             for d in devices for m in models for w in weight_values for kb, vb in pairs]
+             for d in devices for m in models for w in weight_values for pair in pairs]
     parts = _evaluate(bases, ctx_values, seq_values)
-    _emit(parts, fmt_, output, show_all, units.value)
+    _emit(parts, fmt_, output, show_all, units.value, target_tok_s)
     write_sweep_plot(parts, plot, units.value)
 
 
@@ -181,23 +234,23 @@ def _stream(chunks, rows: int, what: str, output) -> None:
         else:
             terminal.display_bytes(counted())
     if output:
-        terminal.display_note(f"wrote {rows:,} rows to {output}")
+        terminal.display_note(f"wrote {rows:,} row{'' if rows == 1 else 's'} to {output}")
 
 
-def _emit(parts, fmt_, output, show_all: bool, units: str) -> None:
+def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float | None = None) -> None:
     from kvplan.render import sweep as render
 
     rows = sum(len(part) for part in parts)
     if fmt_ is p.TabularFormat.csv:
         def csv():
-            yield 0, render.csv_header().encode()
+            yield 0, render.csv_header(parts[0].columns()).encode()
             yield from render.csv_chunks(parts)
 
         _stream(csv(), rows, "CSV", output)
         return
     if fmt_ is p.TabularFormat.json and rows > PRETTY_JSON_MAX_ROWS:
         def compact():  # vectorized, byte for byte what json.dumps writes (pretty-printing is ~20x slower)
-            yield 0, render.json_head(rows)
+            yield 0, render.json_head(rows, parts[0].columns())
             yield from render.json_chunks(parts)
             yield 0, render.JSON_TAIL
 
@@ -211,7 +264,7 @@ def _emit(parts, fmt_, output, show_all: bool, units: str) -> None:
     if fmt_ is p.TabularFormat.json:
         import json
 
-        head = {"rows_count": rows, "columns": engine_sweep.SweepColumns.names()}
+        head = {"rows_count": rows, "columns": cols.columns()}
         text = json.dumps({**head, "rows": render.json_rows(cols)}, indent=2, allow_nan=False)
         p.write_or_display_text(text + "\n", output)
         return
@@ -225,7 +278,7 @@ def _emit(parts, fmt_, output, show_all: bool, units: str) -> None:
         indices = np.concatenate([np.arange(head), np.arange(rows - head, rows)])
         after, omitted = head - 1, rows - 2 * head
     title = f"sweep: {rows:,} configuration{'s' if rows != 1 else ''}"
-    tables = [render.table(cols, indices, after, omitted, units, title)]
+    tables = [render.table(cols, indices, after, omitted, units, title, target_tok_s)]
     if output:
         from kvplan.render.tables import to_markdown, to_plain
 

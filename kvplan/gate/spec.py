@@ -4,24 +4,26 @@ The same file format feeds ``kvplan gate`` and ``kvplan report``. Every configur
 that sets a knob is a field of :class:`KnobSpec`, named like the :class:`~kvplan.configure.Knobs`
 field it fills (``KNOB_FIELDS`` maps the three whose YAML name differs), so a new knob is one
 field here. Validation reports every problem of the file at once as ``file:line: field: message``,
-including unknown device and model names, which point at the line of the configuration using them.
+including unknown device and model names, which point at the line of the configuration using them,
+and what building and evaluating each configuration refuses (a runtime's limits), worded with the file's keys.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
 
 from kvplan.catalog import Catalog, Resolved, _looks_like_path
 from kvplan.configure import Knobs, build_scenario
 from kvplan.errors import KvplanError, ProfileError
 from kvplan.formats import format_from_name
 from kvplan.loading import validate_document
-from kvplan.plan import Scenario, cache_model_for
+from kvplan.plan import Scenario, evaluate
 from kvplan.policies import NO_POLICY, PolicySpec, load_policy_file
 from kvplan.profiles import Bits, PositiveInt, SizeBytes, StrictBool, Tokens, WeightBits
 from kvplan.units import parse_size_bytes, parse_tokens
@@ -259,15 +261,130 @@ class _Profiles:
 
 
 def load_gate(path: str, catalog: Catalog | None = None) -> GateFile:
-    """Load, validate and resolve a gate file; every problem is collected into one ProfileError."""
+    """Load, validate and resolve a gate file; every problem is collected into one ProfileError.
+
+    When some configurations break the schema, the others are still resolved (their scenario built
+    and evaluated once), so build errors come in the same round as the schema errors.
+    """
     doc = load_yaml(path)
     catalog = catalog or Catalog()
     try:
         spec = validate_document(GateSpec, doc, what="gate file")
     except ProfileError as exc:
-        # Report unknown device/model names together with the schema problems, not in a second round.
-        raise ProfileError(list(dict.fromkeys(exc.problems + _name_problems(doc, catalog)))) from None
+        # Report unknown device/model names and the valid configurations' build errors together with the
+        # schema problems, not in a second round.
+        problems = exc.problems + _name_problems(doc, catalog)
+        valid = _valid_part(doc)
+        if valid is not None:
+            part, indices = valid
+            try:
+                resolve(part, doc, catalog, indices=indices)
+            except ProfileError as more:
+                problems += more.problems
+        raise ProfileError(_in_file_order(problems, doc)) from None
     return resolve(spec, doc, catalog)
+
+
+def _valid_part(doc: YamlDocument) -> tuple[GateSpec, list[int]] | None:
+    """The configurations of a file that failed validation which are valid on their own, with their indices.
+
+    A configuration is skipped when it has a schema error itself or inherits a default that has one.
+    """
+    data = doc.data
+    if not isinstance(data, dict) or not isinstance(data.get("configurations"), list):
+        return None
+    raw_defaults = data.get("defaults", {})
+    if not isinstance(raw_defaults, dict) or any(not isinstance(k, str) for k in raw_defaults):
+        return None
+    bad: set = set()
+    try:
+        defaults = Defaults.model_validate(raw_defaults)
+    except ValidationError as exc:
+        bad = {error["loc"][0] for error in exc.errors() if error["loc"]}
+        try:
+            defaults = Defaults.model_validate({k: v for k, v in raw_defaults.items() if k not in bad})
+        except ValidationError:
+            return None
+    configurations, indices = [], []
+    for i, raw in enumerate(data["configurations"]):
+        if not isinstance(raw, dict) or not bad <= set(raw):
+            continue
+        try:
+            configurations.append(Configuration.model_validate(raw))
+        except ValidationError:
+            continue
+        indices.append(i)
+    if not configurations:
+        return None
+    return GateSpec.model_construct(title=None, defaults=defaults, configurations=configurations), indices
+
+
+def _in_file_order(problems: list[str], doc: YamlDocument) -> list[str]:
+    """Problems (each with its indented continuation lines) sorted by line, duplicates dropped."""
+    at_line = re.compile(re.escape(doc.path) + r":(\d+):")
+    groups: list[list[str]] = []
+    for problem in dict.fromkeys(problems):
+        if problem.startswith("  ") and groups:
+            groups[-1].append(problem)
+        else:
+            groups.append([problem])
+
+    def line(group: list[str]) -> int:
+        found = at_line.match(group[0])
+        return int(found.group(1)) if found else 0
+
+    return [p for group in sorted(groups, key=line) for p in group]
+
+
+# CLI options in messages from configure/runtimes → the keys a gate file writes.
+_FILE_KEYS = {"--runtime": "runtime", "--parallel": "runtime.parallel", "--kv-unified": "runtime.kv_unified",
+              "--ubatch": "runtime.ubatch", "--batch": "runtime.batch", "--swa-full": "runtime.swa_full",
+              "--flash-attn": "runtime.flash_attn", "--cache": "runtime.cache",
+              "--max-cache-len": "runtime.max_cache_len", "--os-reserve": "os_reserve"}
+_FLAG = re.compile(r"--([a-z][a-z-]*)(?: (on|off|auto|static|dynamic|ideal|llama\.cpp|transformers)\b)?")
+# The leading word of a (translated) message → the keys it is about, the first one a configuration sets wins.
+_FORMAT_KEYS = {"k": ("k_type", "k_bits", "kv_type", "kv_bits"), "v": ("v_type", "v_bits", "kv_type", "kv_bits"),
+                "kv": ("kv_type", "kv_bits", "k_type", "k_bits", "v_type", "v_bits")}
+_ABOUT = {"k_type": _FORMAT_KEYS["k"] + ("runtime",), "v_type": _FORMAT_KEYS["v"] + ("runtime",),
+          "kv_type": _FORMAT_KEYS["kv"] + ("runtime",), "kv_group_size": ("kv_group_size",)}
+_ABOUT_TEXT = ((re.compile(r"keeps K and V in the same dtype"), _ABOUT["kv_type"]),
+               (re.compile(r"quantized V cache"), _FORMAT_KEYS["v"] + ("runtime",)),
+               (re.compile(r"store a K row"), _FORMAT_KEYS["k"] + ("runtime",)),
+               (re.compile(r"store a V row"), _FORMAT_KEYS["v"] + ("runtime",)),
+               (re.compile(r"n_ctx_seq"), ("ctx", "sequences", "runtime")),
+               (re.compile(r"^give (\w+) or"), None))
+_LEADING = re.compile(r"^([a-z_]+(?:\.[a-z_]+)?)(?=[: ])")
+
+
+def file_wording(message: str) -> str:
+    """A configure/runtime error worded with the CLI's options, reworded with a gate file's keys."""
+    message = re.sub(r"\s*\(gate file: [^)]*\)", "", message)
+
+    def key(match: re.Match) -> str:
+        flag = f"--{match.group(1)}"
+        name = _FILE_KEYS.get(flag, match.group(1).replace("-", "_"))
+        return f"{name}: {match.group(2)}" if match.group(2) else name
+
+    return _FLAG.sub(key, message)
+
+
+def _error_keys(message: str) -> tuple[tuple[str, ...], str | None]:
+    """(keys the message is about, best first; its leading key to drop once placed there, if any)."""
+    leading = _LEADING.match(message)
+    word = leading.group(1) if leading else None
+    for pattern, keys in _ABOUT_TEXT:
+        found = pattern.search(message)
+        if found:
+            return keys or (found.group(1),), None
+    if word is None:
+        return (), None
+    if word.startswith("runtime."):
+        return ("runtime",), "runtime."
+    if word in _ABOUT:
+        return _ABOUT[word], word + ": "
+    if word in KNOB_NAMES or word == "ctx":
+        return (word,), word + ": "
+    return (), None
 
 
 def _name_problems(doc: YamlDocument, catalog: Catalog) -> list[str]:
@@ -298,14 +415,19 @@ def _profile_problems(profiles: _Profiles, kind: str, ref: str, where: str) -> l
     return []
 
 
-def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog) -> GateFile:
+def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog, indices: list[int] | None = None) -> GateFile:
+    """Resolve every configuration: profiles, policy files, the scenario, one evaluation (its checks).
+
+    ``indices``: each configuration's place in the file, when ``spec`` holds only some of them.
+    """
     profiles = _Profiles(catalog, Path(doc.path).parent)
     defaults = _set_fields(spec.defaults)
     problems: list[str] = []
     notes: list[str] = []
     configs: list[GateConfig] = []
     first_of: dict[str, int] = {}
-    for i, cfg in enumerate(spec.configurations):
+    for j, cfg in enumerate(spec.configurations):
+        i = j if indices is None else indices[j]
         own = _set_fields(cfg)
         values = {**defaults, **own}
         loc = ("configurations", i)
@@ -346,9 +468,9 @@ def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog) -> GateFile:
         try:
             scenario = build_scenario(resolved["device"].profile, resolved["model"].profile, values["ctx"],
                                       to_knobs(values))
-            cache_model_for(scenario)  # a runtime refusing the model, a policy with a runtime: this file's error
+            evaluate(scenario)  # a runtime refusing the model or the ctx, a policy with a runtime: this file's error
         except KvplanError as exc:
-            problems.append(f"{doc.where(loc)}: {'.'.join(map(str, loc))}: {exc}")
+            problems.append(_build_problem(doc, loc, own, defaults, exc))
             continue
         given = {k: v for k, v in values.items() if k in THRESHOLD_NAMES and v is not None}
         thresholds = Thresholds(**{k: v for k, v in values.items() if k in THRESHOLD_NAMES
@@ -356,5 +478,19 @@ def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog) -> GateFile:
         configs.append(GateConfig(cfg.name, doc.line_of(loc), scenario, thresholds, bool(given),
                                   resolved["device"], resolved["model"]))
     if problems:
-        raise ProfileError(list(dict.fromkeys(problems)))
+        raise ProfileError(_in_file_order(problems, doc))
     return GateFile(doc.path, spec.title, tuple(configs), tuple(dict.fromkeys(notes)))
+
+
+def _build_problem(doc: YamlDocument, loc: tuple, own: dict, defaults: dict, exc: KvplanError) -> str:
+    """``file:line: configurations.N.key: message`` at the key the error is about (where it is set: the
+    configuration, else ``defaults``), else at the configuration; worded with the file's keys."""
+    message = file_wording(str(exc))
+    keys, prefix = _error_keys(message)
+    for key in keys:
+        if own.get(key) is not None or defaults.get(key) is not None:
+            at = loc + (key,) if own.get(key) is not None else ("defaults", key)
+            if prefix and message.startswith(prefix):
+                message = message[len(prefix):]
+            return f"{doc.where(at)}: {'.'.join(map(str, loc + (key,)))}: {message}"
+    return f"{doc.where(loc)}: {'.'.join(map(str, loc))}: {message}"

@@ -14,7 +14,7 @@ _IEC = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")
 COLORS = {
     "weights": "#4c72b0", "kv": "#dd8452", "pinned": "#937860", "overhead": "#8c8c8c", "budget": "#c44e52",
     "margin": "#f2c14e", "total": "#222222", "ctx": "#555555", "max_ctx": "#c44e52", "decode": "#4c72b0",
-    "roofline": "#9aa9c9", "flash": "#c44e52", "target": "#55a868",
+    "roofline": "#9aa9c9", "flash": "#c44e52", "target": "#55a868", "ctx_limit": "#8172b3",
 }
 
 
@@ -43,6 +43,23 @@ def ctx_label(n: float) -> str:
         if n >= unit and (n * 4) % unit == 0:
             return f"{n / unit:g}{suffix}"
     return f"{n:,}"
+
+
+def ctx_limit_label(limit: tuple[int, str]) -> str:
+    """The mark of a cache's hard context limit: ``(16384, "max_cache_len")`` → ``max_cache_len 16,384``."""
+    tokens, option = limit
+    return f"{option} {tokens:,}"
+
+
+def draw_ctx_limit(ax, limit: tuple[int, str] | None, x_end: float, color: str | None = None, gid: str = "ctx_limit"):
+    """A dash-dot line at the context a cache cannot go past, labelled with the option that sets it."""
+    if not limit or limit[0] > x_end:
+        return
+    color = color or COLORS["ctx_limit"]
+    ax.axvline(limit[0], color=color, linestyle="-.", linewidth=1.8, clip_on=False, zorder=6, gid=gid)
+    ax.annotate(ctx_limit_label(limit), (limit[0], 0.5), xycoords=ax.get_xaxis_transform(), xytext=(-4, 0),
+                textcoords="offset points", rotation=90, ha="right", va="center", fontsize=9, color=color,
+                gid=f"{gid}_label")
 
 
 def size_label(n: float, units: str = "si", unit: tuple[int, str] | None = None) -> str:

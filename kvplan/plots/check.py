@@ -18,6 +18,7 @@ def summary_figure(ev: Evaluation, units: str = "si"):
     from kvplan.plots.axes import new_figure
     from kvplan.plots.decode import draw_decode
     from kvplan.plots.memory import draw_memory
+    from kvplan.render.fmt import n_tokens
 
     s = ev.scenario
     fig = new_figure(14, 5.6)
@@ -27,7 +28,7 @@ def summary_figure(ev: Evaluation, units: str = "si"):
     ax_dec.set_title("decode speed", fontsize=11)
     for ax in (ax_mem, ax_dec):
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=2, frameon=False, fontsize=9)
-    fig.suptitle(f"{s.device.name} × {s.model.name} at {s.ctx:,} tokens — {ev.verdict.value.upper()}",
+    fig.suptitle(f"{s.device.name} × {s.model.name} at {n_tokens(s.ctx)} — {ev.verdict.value.upper()}",
                  fontsize=12)
     return fig
 

@@ -65,8 +65,29 @@ def cache_bytes(cache, ctx_tokens, sequences: int = 1, peak: bool = False):
     return np.array([fn(int(c), sequences) for c in ctx_tokens])
 
 
+def ctx_limit_of(cache) -> tuple[int, str] | None:
+    """``(tokens, option)``: the largest ctx a cache model can hold at all, and the option that sets it
+    (transformers' StaticCache: ``max_cache_len``); None when any context fits.
+
+    A cache model states it with an optional ``ctx_limit`` attribute (llama.cpp has no such limit:
+    ``-c`` may be any size)."""
+    limit = getattr(cache, "ctx_limit", None)
+    return (int(limit[0]), str(limit[1])) if limit else None
+
+
+def clamp_ctx_max(ctx_max_tokens: int, cache) -> int:
+    """``ctx_max_tokens``, but not past the cache's hard limit (:func:`ctx_limit_of`) [tokens]."""
+    limit = ctx_limit_of(cache)
+    return min(int(ctx_max_tokens), limit[0]) if limit else int(ctx_max_tokens)
+
+
 def default_ctx_max(ev: Evaluation, show_ctx: bool = True) -> int:
-    """Context axis end: past the max-context crossing, the scenario's ctx and any window [tokens]."""
+    """Context axis end: past the max-context crossing, the scenario's ctx and any window [tokens].
+
+    A cache that cannot hold more than N tokens (StaticCache's ``max_cache_len``) ends the axis at N exactly."""
+    limit = ctx_limit_of(ev.layout)
+    if limit:
+        return limit[0]
     want = MIN_CTX_AXIS_TOKENS
     if ev.max_ctx is not None:
         want = max(want, 1.25 * ev.max_ctx)
@@ -90,16 +111,17 @@ class MemoryCurves:
     kv_bytes: object  # ndarray [bytes], all sequences, the cache's peak
     total_bytes: object  # ndarray [bytes] = weights + kv + pinned prefix + overhead
     show_ctx: bool  # mark the scenario's own ctx
+    ctx_limit: tuple[int, str] | None = None  # (tokens, option): the cache holds no more; the axis ends there
 
 
 def memory_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ctx: bool = True) -> MemoryCurves:
     ev = evaluate(scenario)
-    ctx_max_tokens = ctx_max_tokens or default_ctx_max(ev, show_ctx)
+    ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.layout)
     marks = (ev.max_ctx, scenario.ctx if show_ctx else None, *_windows(ev.layout))
     ctx = ctx_grid(ctx_max_tokens, marks)
     kv = cache_bytes(ev.layout, ctx, scenario.sequences, peak=True)
     total = engine.total_bytes(ev.weights_bytes, kv, 1, ev.pinned_prefix_bytes, ev.overhead_bytes)
-    return MemoryCurves(ev, ctx, kv, total, show_ctx)
+    return MemoryCurves(ev, ctx, kv, total, show_ctx, ctx_limit_of(ev.layout))
 
 
 # --- decode -----------------------------------------------------------------------------------
@@ -116,6 +138,7 @@ class DecodeCurves:
     streamed_tokens_per_s: object  # ndarray [tokens/s]; NaN where the configuration fits
     target_tokens_per_s: float | None
     show_ctx: bool
+    ctx_limit: tuple[int, str] | None = None  # (tokens, option): the cache holds no more; the curve ends there
 
 
 def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ctx: bool = True,
@@ -124,7 +147,7 @@ def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
     import numpy as np
 
     ev = evaluate(scenario)
-    ctx_max_tokens = ctx_max_tokens or default_ctx_max(ev, show_ctx)
+    ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.layout)
     marks = (ev.max_ctx, ev.max_ctx + 1 if ev.max_ctx is not None else None,
              scenario.ctx if show_ctx else None, *_windows(ev.layout))
     ctx = ctx_grid(ctx_max_tokens, marks)
@@ -140,7 +163,7 @@ def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
     per_token_s = engine.streamed_seconds_per_token(step, overflow, bandwidth * efficiency, device.flash_read)
     streamed = np.where(overflow > 0, 1.0 / per_token_s, np.nan)
     target = target_tokens_per_s if target_tokens_per_s is not None else scenario.target_tokens_per_s
-    return DecodeCurves(ev, ctx, rate, roofline, streamed, target or None, show_ctx)
+    return DecodeCurves(ev, ctx, rate, roofline, streamed, target or None, show_ctx, ctx_limit_of(ev.layout))
 
 
 # --- attention variants -----------------------------------------------------------------------
@@ -180,8 +203,11 @@ def attention_curves(scenario: Scenario, ctx_max_tokens: int | None = None,
     model = scenario.model
     heads = model.attention_heads
     own_cache = cache_model_for(scenario)
-    ref_ctx = ref_ctx or scenario.ctx or model.max_context or 4096
-    ctx_max_tokens = ctx_max_tokens or nice_ctx_ceil(max(ref_ctx, 8192))
+    limit = ctx_limit_of(own_cache)
+    ref_ctx = ref_ctx or scenario.ctx or min(model.max_context or 4096, limit[0] if limit else math.inf)
+    ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or nice_ctx_ceil(max(ref_ctx, 8192)), own_cache)
+    if limit and ref_ctx > limit[0]:
+        own_cache.kv_bytes(int(ref_ctx), scenario.sequences)  # the cache's own error: it cannot hold ref_ctx
     own_windows = _windows(own_cache)
     window = scenario.sliding_window or model.sliding_window or min(DEFAULT_WINDOW_TOKENS, ctx_max_tokens // 4)
     ctx = ctx_grid(ctx_max_tokens, (ref_ctx, window, *own_windows))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvplan.plots.axes import COLORS, ctx_axis, ctx_label, new_figure
+from kvplan.plots.axes import COLORS, ctx_axis, ctx_label, draw_ctx_limit, new_figure
 from kvplan.plots.data import DecodeCurves
 
 _PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974")
@@ -25,6 +25,7 @@ def draw_decode(ax, curves: list[DecodeCurves], max_ticks: int = 8) -> None:
     x_end = max(int(c.ctx_tokens[-1]) for c in curves)
     top = 0.0
     any_flash = False
+    limits: dict = {}  # (tokens, option) → [(curve index, colour)]
     for k, c in enumerate(curves):
         ev, s = c.evaluation, c.evaluation.scenario
         x = c.ctx_tokens
@@ -48,7 +49,10 @@ def draw_decode(ax, curves: list[DecodeCurves], max_ticks: int = 8) -> None:
             ax.plot(x, c.streamed_tokens_per_s, color=COLORS["flash"] if single else color, linewidth=2,
                     linestyle=(0, (4, 2)), label=label, gid=f"flash:{k}")
             any_flash = True
-        if ev.max_ctx is not None and ev.max_ctx <= x[-1]:
+        if c.ctx_limit:  # one mark per distinct limit, drawn below; in the curve's colour when it is its own
+            limits.setdefault(c.ctx_limit, []).append((k, color))
+        at_limit = bool(c.ctx_limit) and ev.max_ctx == c.ctx_limit[0]  # the cache's limit, not the budget
+        if ev.max_ctx is not None and ev.max_ctx <= x[-1] and not at_limit:
             ax.axvline(ev.max_ctx, color=COLORS["max_ctx"] if single else color, linewidth=1, alpha=0.6,
                        gid=f"max_ctx:{k}")
             if single:
@@ -67,6 +71,9 @@ def draw_decode(ax, curves: list[DecodeCurves], max_ticks: int = 8) -> None:
                         xytext=(-8 if right else 8, 8), textcoords="offset points",
                         ha="right" if right else "left", va="bottom", fontsize=9, fontweight="bold",
                         bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "none", "alpha": 0.85})
+    for limit, owners in limits.items():
+        k, color = owners[0]
+        draw_ctx_limit(ax, limit, x_end, color if len(owners) == 1 and not single else None, gid=f"ctx_limit:{k}")
     if any_flash and not single:  # one legend entry for every dashed flash line
         ax.plot([], [], color="#555555", linewidth=2, linestyle=(0, (4, 2)),
                 label="dashed: over budget, overflow streamed from flash")

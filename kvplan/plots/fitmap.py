@@ -82,6 +82,6 @@ def fitmap_figure(m: FitMap, units: str = "si"):
     fig = new_figure(max(width, 6.5), max(height, 3.4))
     ax = fig.subplots()
     draw_fitmap(ax, m, units)
-    what = "largest context that fits" if m.ctx is None else f"headroom at {m.ctx:,} tokens"
+    what = "largest context that fits" if m.ctx is None else f"headroom at {m.ctx:,} token{'' if m.ctx == 1 else 's'}"
     fig.suptitle(f"Devices × models — {what}", fontsize=12)
     return fig

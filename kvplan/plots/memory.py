@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvplan.plots.axes import COLORS, bytes_axis, ctx_axis, ctx_label, new_figure, size_label
+from kvplan.plots.axes import COLORS, bytes_axis, ctx_axis, ctx_label, draw_ctx_limit, new_figure, size_label
 from kvplan.plots.data import MemoryCurves
 
 VERDICT_COLORS = {"fit": "#2f7d3b", "tight": "#a06a00", "over": "#b0302f"}
@@ -45,19 +45,28 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
                               label=f"budget {size_label(budget, units)}", gid="budget"))
 
     text_y = ax.get_xaxis_transform()  # x in data, y in axes fraction
+    limit = curves.ctx_limit
+    draw_ctx_limit(ax, limit, x[-1])
+    at_limit = bool(limit) and ev.max_ctx == limit[0]  # the cache's own limit, not the budget, ends it
     if ev.max_ctx is not None and ev.max_ctx <= x[-1]:
         total_at_max = int(curves.total_bytes[np.searchsorted(x, ev.max_ctx)])
-        ax.axvline(ev.max_ctx, color=COLORS["max_ctx"], linewidth=1, alpha=0.6, gid="max_ctx_line")
+        if not at_limit:
+            ax.axvline(ev.max_ctx, color=COLORS["max_ctx"], linewidth=1, alpha=0.6, gid="max_ctx_line")
         ax.plot([ev.max_ctx], [total_at_max], "o", color=COLORS["max_ctx"], markersize=7, zorder=5,
                 gid="max_ctx")
-        ax.annotate(f"max context\n{ev.max_ctx:,} tokens", (ev.max_ctx, 0.97), xycoords=text_y,
+        ax.annotate(f"max context\n{ev.max_ctx:,} tokens" + (f"\n(= {limit[1]})" if at_limit else ""),
+                    (ev.max_ctx, 0.97), xycoords=text_y,
                     xytext=(-5, 0), textcoords="offset points", ha="right", va="top", fontsize=9,
                     color=COLORS["max_ctx"], fontweight="bold")
     elif ev.max_ctx is None:
-        why = ("the weights alone exceed the budget" if ev.max_ctx_limited_by == "weights"
-               else "the cache stops growing: every layer is windowed")
+        if ev.max_ctx_limited_by != "weights":
+            why = "the cache stops growing: every layer is windowed"
+        elif limit and ev.weights_bytes + ev.overhead_bytes + ev.pinned_prefix_bytes <= ev.budget_bytes:
+            why = f"the cache preallocated for {limit[1]} {limit[0]:,} exceeds the budget"
+        else:
+            why = "the weights alone exceed the budget"
         ax.text(0.02, 0.97, why, transform=ax.transAxes, ha="left", va="top", fontsize=9,
-                color=COLORS["max_ctx"])
+                color=COLORS["max_ctx"], gid="no_max_ctx")
     if curves.show_ctx and s.ctx:
         verdict = ev.verdict.value.upper()
         ax.axvline(s.ctx, color=COLORS["ctx"], linestyle=":", linewidth=1.2, gid="ctx")

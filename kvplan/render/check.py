@@ -22,6 +22,7 @@ def _finite(x: float | None) -> float | None:
 def format_json(ev: Evaluation) -> dict:
     s = ev.scenario
     return {
+        "schema_version": JSON_SCHEMA_VERSION,
         "device": s.device.name,
         "model": s.model.name,
         "ctx": s.ctx,
@@ -116,7 +117,7 @@ def _kv_format_label(ev: Evaluation) -> str:
 def memory_table(ev: Evaluation, units: str = "si") -> Table:
     s = ev.scenario
     b = ev.budget_bytes
-    title = f"{s.device.name} × {s.model.name} at {s.ctx:,} tokens — {ev.verdict.value.upper()}"
+    title = f"{s.device.name} × {s.model.name} at {fmt.n_tokens(s.ctx)} — {ev.verdict.value.upper()}"
     t = Table(title, ["memory", "bytes", "size", "of budget"])
 
     def row(label, n, style=None):
@@ -133,17 +134,17 @@ def memory_table(ev: Evaluation, units: str = "si") -> Table:
             ev.kv_bytes)
     elif s.sequences > 1:
         of = (f"1 of {s.sequences} sequences, {ev.ctx_per_sequence_tokens:,} cells of -c {s.ctx:,}"
-              if shared_ctx else f"{s.ctx:,} tokens, 1 sequence")
+              if shared_ctx else f"{fmt.n_tokens(s.ctx)}, 1 sequence")
         row(f"KV cache ({_kv_format_label(ev)}, {of})", ev.kv_bytes_per_sequence)
         row(f"KV cache of {s.sequences - 1} more concurrent sequence{'s' if s.sequences > 2 else ''}",
             ev.kv_bytes - ev.kv_bytes_per_sequence)
     else:
-        row(f"KV cache ({_kv_format_label(ev)}, {s.ctx:,} tokens)", ev.kv_bytes)
+        row(f"KV cache ({_kv_format_label(ev)}, {fmt.n_tokens(s.ctx)})", ev.kv_bytes)
     if ev.kv_peak_bytes > ev.kv_bytes:
         row("KV peak right after prefill (views of the prompt tensors)" if runtime_render.runtime_cache(ev)
             else "KV tokens awaiting eviction (peak between passes)", ev.kv_peak_bytes - ev.kv_bytes)
     if s.pinned_prefix_tokens:
-        row(f"pinned prefix ({s.pinned_prefix_tokens:,} tokens)", ev.pinned_prefix_bytes)
+        row(f"pinned prefix ({fmt.n_tokens(s.pinned_prefix_tokens)})", ev.pinned_prefix_bytes)
     row("runtime overhead", ev.overhead_bytes)
     row("total", ev.total_bytes, "bold")
     reserve = ev.scenario.device.os_reserve if s.os_reserve_bytes is None else s.os_reserve_bytes
@@ -164,10 +165,10 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
         windows = ", ".join(f"{w:,}" for w, _ in ev.layout.windows)
         t.add("layers (global / windowed)", f"{ev.layout.global_layers} / {ev.layout.windowed_layers} (window {windows})")
     t.add("bytes read per decode step", f"{fmt.bytes_(ev.bytes_per_step, units)}")
-    t.add(f"decode at {s.ctx:,} tokens ({fmt.percent(d.bandwidth_efficiency)} of "
+    t.add(f"decode at {fmt.n_tokens(s.ctx)} ({fmt.percent(d.bandwidth_efficiency)} of "
           f"{fmt.rate(d.memory_bandwidth, units)})", f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
     t.add("decode at roofline (100 % bandwidth)", f"{fmt.per_s(ev.decode_tokens_per_s_roofline)} tok/s")
-    t.add(f"mean decode over a generation of {s.ctx:,} tokens", f"{fmt.per_s(ev.mean_decode_tokens_per_s)} tok/s")
+    t.add(f"mean decode over a generation of {fmt.n_tokens(s.ctx)}", f"{fmt.per_s(ev.mean_decode_tokens_per_s)} tok/s")
     if ev.prefill_s is not None:
         t.add(f"prefill {s.ctx:,} prompt tokens at {d.compute / 1e12:g} TFLOP/s", fmt.seconds(ev.prefill_s))
     if ev.pinned_prefix_recompute_s is not None and s.pinned_prefix_tokens:

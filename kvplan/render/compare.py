@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kvplan.labels import NO_POLICY, policy_label, runtime_label
 from kvplan.plan import Evaluation
 from kvplan.render import fmt
 from kvplan.render.maxctx import beyond_trained_note, max_ctx_cell
@@ -10,16 +11,19 @@ from kvplan.render.tables import Table, to_csv
 CSV_COLUMNS = ["device", "model", "ctx", "sequences", "pinned_prefix_tokens", "weight_bits", "k_format", "v_format",
                "kv_bytes_per_token", "kv_bytes", "pinned_prefix_bytes", "weights_bytes", "overhead_bytes",
                "total_bytes", "budget_bytes", "headroom_bytes", "verdict", "decode_tokens_per_s", "max_ctx",
-               "max_ctx_limited_by", "max_ctx_trained", "max_ctx_at_target"]
+               "max_ctx_limited_by", "max_ctx_trained", "max_ctx_at_target",
+               # added later, at the end so columns read by position keep their place
+               "kv_peak_bytes", "runtime", "kv_policy"]
 
 
 def _row(ev: Evaluation) -> dict:
     s = ev.scenario
     return {
-        "device": s.device.name, "model": s.model.name, "ctx": s.ctx, "sequences": s.sequences,
+        "device": s.device.name, "model": s.model.name, "runtime": runtime_label(s.runtime, s.sequences),
+        "kv_policy": policy_label(ev.layout), "ctx": s.ctx, "sequences": s.sequences,
         "pinned_prefix_tokens": s.pinned_prefix_tokens, "weight_bits": ev.weight_bits,
         "k_format": ev.layout.k_format.name, "v_format": ev.layout.v_format.name,
-        "kv_bytes_per_token": ev.kv_bytes_per_token, "kv_bytes": ev.kv_bytes,
+        "kv_bytes_per_token": ev.kv_bytes_per_token, "kv_bytes": ev.kv_bytes, "kv_peak_bytes": ev.kv_peak_bytes,
         "pinned_prefix_bytes": ev.pinned_prefix_bytes, "weights_bytes": ev.weights_bytes,
         "overhead_bytes": ev.overhead_bytes, "total_bytes": ev.total_bytes, "budget_bytes": ev.budget_bytes,
         "headroom_bytes": ev.headroom_bytes, "verdict": ev.verdict.value,
@@ -51,24 +55,39 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
         return [Table("nothing to compare", ["device", "model"])]
     s = cells[0].scenario
     target = s.target_tokens_per_s
-    columns = ["device", "model", "verdict", "KV cache", "total", "headroom", "decode tok/s", "max ctx"]
+    runtimes = [runtime_label(ev.scenario.runtime, ev.scenario.sequences) for ev in cells]
+    policies = [policy_label(ev.layout) for ev in cells]
+    # One runtime / policy for every cell: named in the title (the ideal formula and no policy go unsaid);
+    # else a column. The KV peak is a column only where some cell's peak differs from its steady cache.
+    runtime_column, policy_column = len(set(runtimes)) > 1, len(set(policies)) > 1
+    peak_column = any(ev.kv_peak_bytes != ev.kv_bytes for ev in cells)
+    columns = ["device", "model"] + ["runtime"] * runtime_column + ["KV policy"] * policy_column + \
+        ["verdict", "KV cache"] + ["KV peak"] * peak_column + ["total", "headroom", "decode tok/s", "max ctx"]
     if target:
         columns.append(f"max ctx ≥ {target:g} tok/s")
     extra = (f", {s.sequences} sequences" if s.sequences > 1 else "") + \
-        (f", {s.pinned_prefix_tokens:,}-token pinned prefix" if s.pinned_prefix_tokens else "")
-    t = Table(f"compare at {s.ctx:,} tokens{extra}", columns,
-              align=["left", "left", "left"] + ["right"] * (len(columns) - 3), key_columns=2)
-    for ev in cells:
+        (f", {s.pinned_prefix_tokens:,}-token pinned prefix" if s.pinned_prefix_tokens else "") + \
+        (f", runtime {runtimes[0]}" if not runtime_column and runtimes[0] != "ideal" else "") + \
+        (f", KV policy {policies[0]}" if not policy_column and policies[0] != NO_POLICY else "")
+    left = 3 + runtime_column + policy_column
+    t = Table(f"compare at {fmt.n_tokens(s.ctx)}{extra}", columns,
+              align=["left"] * left + ["right"] * (len(columns) - left), key_columns=2)
+    for ev, runtime, policy in zip(cells, runtimes, policies):
         style = {"fit": "green", "tight": "yellow", "over": "red"}[ev.verdict.value]
-        cells_text = [ev.scenario.device.name, ev.scenario.model.name, ev.verdict.value,
-                      fmt.bytes_(ev.kv_bytes, units), fmt.bytes_(ev.total_bytes, units),
-                      fmt.bytes_(ev.headroom_bytes, units), fmt.per_s(ev.decode_tokens_per_s), _max_ctx(ev)]
+        cells_text = [ev.scenario.device.name, ev.scenario.model.name] + [runtime] * runtime_column + \
+            [policy] * policy_column + [ev.verdict.value, fmt.bytes_(ev.kv_bytes, units)] + \
+            [fmt.bytes_(ev.kv_peak_bytes, units)] * peak_column + \
+            [fmt.bytes_(ev.total_bytes, units), fmt.bytes_(ev.headroom_bytes, units),
+             fmt.per_s(ev.decode_tokens_per_s), _max_ctx(ev)]
         if target:
             cells_text.append(fmt.tokens(ev.max_ctx_at_target))
         t.add(*cells_text, style=style)
         note = beyond_trained_note(ev)
         if note and note not in t.notes:
             t.notes.append(note)
+    if peak_column:
+        t.notes.append("total = weights + KV peak + pinned prefix + runtime overhead (the peak: right after a "
+                       "one-shot prefill, or before an eviction)")
     tables = [t]
     if len(evaluations) > 1 and len(evaluations[0]) > 1:
         models = [ev.scenario.model.name for ev in evaluations[0]]

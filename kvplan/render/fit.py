@@ -23,13 +23,15 @@ def check_argv(s: Scenario, device_ref: str, model_ref: str, profiles_dirs: list
     if s.weight_bits is not None:
         argv += ["--weight-bits", f"{s.weight_bits:g}"]
     k, v = s.k_format, s.v_format
-    if k is not None and v is not None and k == v and not k.group_size:
+    if k is not None and k == v and not _by_bits(k):  # a runtime type (q8_0 …): bits alone would be another format
+        argv += ["--kv-type", k.name]
+    elif k is not None and v is not None and k == v and not k.group_size:
         argv += ["--kv-bits", str(k.bits)]
     else:
-        for option, f in (("--k-bits", k), ("--v-bits", v)):
+        for side, f in (("k", k), ("v", v)):
             if f is not None:
-                argv += [option, str(f.bits)]
-        group = next((f.group_size for f in (k, v) if f is not None and f.group_size), 0)
+                argv += [f"--{side}-bits", str(f.bits)] if _by_bits(f) else [f"--{side}-type", f.name]
+        group = next((f.group_size for f in (k, v) if f is not None and f.group_size and _by_bits(f)), 0)
         if group:
             argv += ["--kv-group-size", str(group)]
     if s.sliding_window is not None:
@@ -41,6 +43,13 @@ def check_argv(s: Scenario, device_ref: str, model_ref: str, profiles_dirs: list
     for folder in profiles_dirs or []:
         argv += ["--profiles-dir", folder]
     return argv
+
+
+def _by_bits(f) -> bool:
+    """Whether ``--kv-bits`` (with ``--kv-group-size``) names exactly the format ``f``, else it needs ``--kv-type``."""
+    from kvplan.formats import format_from_bits
+
+    return 1 <= f.bits <= 32 and f == format_from_bits(f.bits, f.group_size)
 
 
 def command_line(argv: list[str]) -> str:
@@ -79,6 +88,18 @@ def fit_json(probe: Evaluation, ev: Evaluation | None, changes: list[Change] | N
     return document
 
 
+FIT_CSV_COLUMNS = ["rank", "change", "value", "verdict", "headroom_bytes", "decode_tokens_per_s", "check_command"]
+
+
+def fit_csv_rows(changes: list[Change], commands: list[list[str]]) -> list[list]:
+    """One CSV row per ranked change; tokens/s with the sweep CSV's fixed decimals."""
+    from kvplan.render.sweep import FLOAT_DECIMALS
+
+    return [[i, c.kind, c.value, c.evaluation.verdict.value, c.evaluation.headroom_bytes,
+             f"{c.evaluation.decode_tokens_per_s:.{FLOAT_DECIMALS}f}", command_line(argv)]
+            for i, (c, argv) in enumerate(zip(changes, commands), 1)]
+
+
 def limits_table(probe: Evaluation, ev: Evaluation | None) -> Table:
     s = probe.scenario
     knobs = [f"{fmt.bits(probe.weight_bits)}-bit weights", f"KV {probe.layout.k_format.name}"
@@ -95,7 +116,7 @@ def limits_table(probe: Evaluation, ev: Evaluation | None) -> Table:
         t.add(f"largest that also decodes at ≥ {s.target_tokens_per_s:g} tok/s",
               f"{at:,} tokens" if at is not None else "none: even an empty cache decodes slower")
     if ev is not None:
-        t.add(f"at {ev.scenario.ctx:,} tokens",
+        t.add(f"at {fmt.n_tokens(ev.scenario.ctx)}",
               f"{ev.verdict.value.upper()}, headroom {fmt.bytes_(ev.headroom_bytes)}, "
               f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
         note = maxctx_render.beyond_trained_note(ev)

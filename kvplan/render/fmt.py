@@ -38,6 +38,11 @@ def tokens(n: int | None) -> str:
     return f"{n:,}"
 
 
+def n_tokens(n: int) -> str:
+    """``8,192 tokens``; ``1 token``."""
+    return f"{n:,} token" + ("" if n == 1 else "s")
+
+
 def tokens_short(n: float) -> str:
     """Axis-style token counts: 8192 → 8k, 131072 → 128k, 1048576 → 1M."""
     if n >= 2**20 and n % 2**20 == 0:

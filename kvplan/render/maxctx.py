@@ -7,17 +7,31 @@ compare, gate and report.
 
 from __future__ import annotations
 
-from kvplan.plan import Evaluation
+from kvplan.plan import Evaluation, tokens_per_sequence_of
 
 
 def _trained(ev: Evaluation) -> int | None:
     return ev.max_ctx_trained
 
 
+def _per_sequence(ev: Evaluation, ctx: int) -> int:
+    """The tokens one sequence attends at ``ctx``: llama.cpp splits ``-c`` over ``-np`` (``n_ctx_seq``),
+    and that, not ``-c``, is what the trained context is compared with."""
+    return tokens_per_sequence_of(ev.layout, ctx, ev.scenario.sequences)
+
+
 def max_ctx_text(ev: Evaluation) -> str:
-    """Long form: ``5,016 tokens (model trained to 4,096)``; ``unbounded: …``; ``none: …``."""
+    """Long form: ``5,016 tokens (model trained to 4,096)``; ``unbounded: …``; ``none: …``.
+
+    Under llama.cpp with parallel sequences ``max_ctx`` is ``-c``, the total:
+    ``4,608 tokens of -c (2,304 per sequence; model trained to 4,096)``."""
     trained = _trained(ev)
     suffix = f" (model trained to {trained:,})" if trained else ""
+    if ev.max_ctx is not None:
+        per_sequence = _per_sequence(ev, ev.max_ctx)
+        if per_sequence != ev.max_ctx:
+            trained_text = f"; model trained to {trained:,}" if trained else ""
+            return f"{ev.max_ctx:,} tokens of -c ({per_sequence:,} per sequence{trained_text})"
     if ev.max_ctx is None:
         if ev.max_ctx_limited_by == "weights":
             return "none: the weights alone exceed the budget"
@@ -30,13 +44,18 @@ def max_ctx_text(ev: Evaluation) -> str:
 
 def max_ctx_cell(ev: Evaluation) -> str:
     """Short form for a table cell: ``5,016``, ``5,016 (trained 4,096)`` past the trained context,
-    ``unbounded (trained 32,768)``, ``none``."""
+    ``unbounded (trained 32,768)``, ``none``; under llama.cpp with parallel sequences
+    ``4,608 (2,304 per sequence)`` (the trained context compared with the per-sequence tokens)."""
     trained = _trained(ev)
     if ev.max_ctx is None:
         if ev.max_ctx_limited_by == "weights":
             return "none"
         return f"unbounded (trained {trained:,})" if trained else "unbounded"
-    if trained and ev.max_ctx > trained:
+    per_sequence = _per_sequence(ev, ev.max_ctx)
+    beyond = bool(trained) and per_sequence > trained
+    if per_sequence != ev.max_ctx:  # llama.cpp: -c over -np sequences
+        return f"{ev.max_ctx:,} ({per_sequence:,} per sequence" + (f"; trained {trained:,})" if beyond else ")")
+    if beyond:
         return f"{ev.max_ctx:,} (trained {trained:,})"
     return f"{ev.max_ctx:,}"
 
@@ -47,6 +66,6 @@ def beyond_trained_note(ev: Evaluation) -> str | None:
         return None
     s = ev.scenario
     tokens = ev.ctx_per_sequence_tokens
-    what = f"{tokens:,}" if tokens == s.ctx else f"-c {s.ctx:,} ({tokens:,} cells per sequence)"
+    what = f"{tokens:,}" if tokens == s.ctx else f"-c {s.ctx:,} ({tokens:,} per sequence)"
     return (f"{s.model.name} was trained to {ev.max_ctx_trained:,} tokens; {what} needs a context extension "
             "(RoPE scaling)")

@@ -74,7 +74,7 @@ def policy_table(ev: Evaluation, units: str = "si") -> Table | None:
     if doc is None:
         return None
     ctx = ev.scenario.ctx
-    t = Table(f"KV policy {doc['name']} at {ctx:,} tokens (one sequence)", ["tier", "tokens", "bytes", "size"])
+    t = Table(f"KV policy {doc['name']} at {fmt.n_tokens(ctx)} (one sequence)", ["tier", "tokens", "bytes", "size"])
     for tier in doc["tiers"]:
         layers = f"layers {tier['first_layer']}-{tier['last_layer']}"
         if tier["model_window_tokens"] is not None or tier["layers"] != tier["last_layer"] - tier["first_layer"] + 1:

@@ -14,8 +14,13 @@ FLOAT_DECIMALS = 6
 CSV_CHUNK_ROWS = 131_072
 
 
-def csv_header() -> str:
-    return ",".join(SweepColumns.names()) + "\n"
+# Token columns where NO_MAX_CTX means "none": empty in CSV, null in JSON.
+_TOKENS_OR_NONE = ("max_ctx", "max_ctx_at_target")
+
+
+def csv_header(columns: list[str]) -> str:
+    """The CSV header line of a sweep with ``columns`` (:meth:`SweepColumns.columns`)."""
+    return ",".join(columns) + "\n"
 
 
 def _is_constant(values) -> bool:
@@ -25,7 +30,7 @@ def _is_constant(values) -> bool:
 def _constant_text(name: str, value) -> str:
     if name == "verdict":
         return VERDICTS[int(value)].value
-    if name == "max_ctx":
+    if name in _TOKENS_OR_NONE:
         return "" if int(value) == NO_MAX_CTX else str(int(value))
     if name == "weight_bits":
         return f"{float(value):g}"
@@ -45,7 +50,7 @@ def _field(name: str, values):
     if name == "verdict":
         lookup = csvfast.text_field([v.value for v in VERDICTS])
         return lookup[np.asarray(values, dtype=np.intp)]
-    if name == "max_ctx":
+    if name in _TOKENS_OR_NONE:
         return csvfast.int_field(values, empty=values == NO_MAX_CTX)
     if name == "weight_bits":
         distinct, inverse = np.unique(values, return_inverse=True)
@@ -63,7 +68,7 @@ def csv_chunks(parts: list[SweepColumns]):
     for part in parts:
         for start in range(0, len(part), CSV_CHUNK_ROWS):
             chunk = part.take(slice(start, start + CSV_CHUNK_ROWS))
-            fields = [_field(name, getattr(chunk, name)) for name in SweepColumns.names()]
+            fields = [_field(name, getattr(chunk, name)) for name in chunk.columns()]
             yield len(chunk), csvfast.join_fields(fields)
 
 
@@ -71,7 +76,7 @@ def _value(name: str, values, i: int):
     v = values[i]
     if name == "verdict":
         return VERDICTS[int(v)].value
-    if name == "max_ctx":
+    if name in _TOKENS_OR_NONE:
         return None if int(v) == NO_MAX_CTX else int(v)
     if values.dtype.kind == "U":
         return str(v)
@@ -82,14 +87,14 @@ def _value(name: str, values, i: int):
 
 def json_rows(cols: SweepColumns) -> list[dict]:
     """One dict per row with exact integer bytes (column-wise conversion, then zipped)."""
-    names = SweepColumns.names()
+    names = cols.columns()
     columns = []
     for name in names:
         values = getattr(cols, name)
         if name == "verdict":
             labels = [v.value for v in VERDICTS]
             columns.append([labels[c] for c in values.tolist()])
-        elif name == "max_ctx":
+        elif name in _TOKENS_OR_NONE:
             columns.append([None if c == NO_MAX_CTX else c for c in values.tolist()])
         elif values.dtype.kind == "f":
             columns.append([v if math.isfinite(v) else None for v in values.tolist()])
@@ -101,11 +106,11 @@ def json_rows(cols: SweepColumns) -> list[dict]:
 JSON_CHUNK_ROWS = 65_536
 
 
-def json_head(rows: int) -> bytes:
+def json_head(rows: int, columns: list[str]) -> bytes:
     """The start of the compact JSON document, up to the opening ``[`` of ``rows``."""
     import json
 
-    return (json.dumps({"rows_count": rows, "columns": SweepColumns.names()})[:-1] + ', "rows": [').encode()
+    return (json.dumps({"rows_count": rows, "columns": columns})[:-1] + ', "rows": [').encode()
 
 
 JSON_TAIL = b"]}\n"
@@ -130,7 +135,7 @@ def _json_value_field(name: str, values):
             v = float(values[0])
             return csvfast.constant_field(repr(v) if math.isfinite(v) else "null", n)
         return csvfast.repr_field(values)
-    if name == "max_ctx":
+    if name in _TOKENS_OR_NONE:
         return csvfast.with_null(csvfast.int_field(values), values == NO_MAX_CTX)
     if _is_constant(values):
         return csvfast.constant_field(str(int(values[0])), n)
@@ -145,7 +150,7 @@ def json_chunks(parts: list[SweepColumns], chunk_rows: int = JSON_CHUNK_ROWS):
     """
     import json
 
-    names = SweepColumns.names()
+    names = parts[0].columns() if parts else SweepColumns.names()
     keys = [json.dumps(name) + ": " for name in names]
     total = sum(len(part) for part in parts)
     written = 0
@@ -163,14 +168,16 @@ def json_chunks(parts: list[SweepColumns], chunk_rows: int = JSON_CHUNK_ROWS):
             yield n, data[:-2] if written == total else data
 
 
-TABLE_COLUMNS = ("device", "model", "ctx", "sequences", "weight_bits", "k_bits", "v_bits", "kv_bytes",
-                 "total_bytes", "headroom_bytes", "verdict", "decode_tokens_per_s", "max_ctx")
-_TABLE_HEADINGS = ("device", "model", "ctx", "seq", "W bits", "K bits", "V bits", "KV cache", "total",
-                   "headroom", "verdict", "decode tok/s", "max ctx")
+TABLE_COLUMNS = ("device", "model", "runtime", "kv_policy", "ctx", "sequences", "weight_bits", "k_format",
+                 "v_format", "kv_bytes", "kv_peak_bytes", "total_bytes", "headroom_bytes", "verdict",
+                 "decode_tokens_per_s", "max_ctx", "max_ctx_at_target")
+_TABLE_HEADINGS = ("device", "model", "runtime", "KV policy", "ctx", "seq", "W bits", "K type", "V type", "KV cache",
+                   "KV peak", "total", "headroom", "verdict", "decode tok/s", "max ctx", "max ctx at target")
+_LEFT = ("device", "model", "runtime", "kv_policy", "k_format", "v_format")
 
 
 # Columns shown once in the title when every row of the sweep has the same value.
-_HOISTABLE = ("device", "model", "sequences", "weight_bits", "k_bits", "v_bits")
+_HOISTABLE = ("device", "model", "runtime", "kv_policy", "sequences", "weight_bits", "k_format", "v_format")
 
 
 def _constant_columns(cols: SweepColumns) -> dict:
@@ -186,52 +193,85 @@ def _constant_columns(cols: SweepColumns) -> dict:
 
 
 def _fixed_text(fixed: dict) -> str:
+    from kvplan.labels import NO_POLICY
+
     parts = []
     if "device" in fixed and "model" in fixed:
         parts.append(f"{fixed['device']} × {fixed['model']}")
     else:
         parts += [f"{name} {fixed[name]}" for name in ("device", "model") if name in fixed]
+    if fixed.get("runtime", "ideal") != "ideal":
+        parts.append(f"runtime {fixed['runtime']}")
+    if fixed.get("kv_policy", NO_POLICY) != NO_POLICY:
+        parts.append(f"KV policy {fixed['kv_policy']}")
     if "sequences" in fixed:
         parts.append(f"{fixed['sequences']} sequence{'s' if fixed['sequences'] != 1 else ''}")
     if "weight_bits" in fixed:
         parts.append(f"{fmt.bits(fixed['weight_bits'])}-bit weights")
-    if fixed.get("k_bits") is not None and fixed.get("k_bits") == fixed.get("v_bits"):
-        parts.append(f"{fixed['k_bits']}-bit KV cache")
+    if fixed.get("k_format") is not None and fixed.get("k_format") == fixed.get("v_format"):
+        parts.append(f"{fixed['k_format']} KV cache")
     else:
-        parts += [f"{fixed[name]}-bit {label}" for name, label in (("k_bits", "keys"), ("v_bits", "values"))
+        parts += [f"{label} {fixed[name]}" for name, label in (("k_format", "keys"), ("v_format", "values"))
                   if name in fixed]
     return ", ".join(parts)
 
 
+def _hidden(cols: SweepColumns, fixed: dict) -> set:
+    """Columns left out of the table: those named in the title, a peak equal to the steady cache in every row,
+    and max ctx at target without a target."""
+    import numpy as np
+
+    hidden = set(fixed)
+    if not len(cols) or bool(np.array_equal(cols.kv_peak_bytes, cols.kv_bytes)):
+        hidden.add("kv_peak_bytes")
+    if cols.max_ctx_at_target is None:
+        hidden.add("max_ctx_at_target")
+    return hidden
+
+
 def table(cols: SweepColumns, indices, omitted_after: int | None, omitted: int, units: str = "si",
-          title: str = "") -> Table:
+          title: str = "", target_tokens_per_s: float | None = None) -> Table:
     """Rows ``indices`` of the sweep; a "… N rows omitted" line after position ``omitted_after``.
 
-    Columns with one value in every row (device, model, sequences, bits) are named once in the
-    title instead of repeated on every row, so the table stays narrow enough for a terminal.
+    Columns with one value in every row (device, model, runtime, policy, sequences, weight bits,
+    K/V formats) are named once in the title instead of repeated on every row, so the table stays
+    narrow enough for a terminal. The KV peak is a column only where it differs from the steady
+    cache (a runtime's one-shot prefill, a policy between evictions): the total counts the peak.
     """
     fixed = _constant_columns(cols)
-    shown = [(name, heading) for name, heading in zip(TABLE_COLUMNS, _TABLE_HEADINGS) if name not in fixed]
+    hidden = _hidden(cols, fixed)
+    headings = dict(zip(TABLE_COLUMNS, _TABLE_HEADINGS))
+    if target_tokens_per_s:
+        headings["max_ctx_at_target"] = f"max ctx ≥ {target_tokens_per_s:g} tok/s"
+    shown = [(name, headings[name]) for name in TABLE_COLUMNS if name not in hidden]
     if fixed:
         title = f"{title} — {_fixed_text(fixed)}" if title else _fixed_text(fixed)
     names = [name for name, _ in shown]
     key_columns = sum(1 for name in names if name in ("device", "model")) or 1
     t = Table(title, [heading for _, heading in shown],
-              align=["left" if name in ("device", "model") else "right" for name in names],
+              align=["left" if name in _LEFT else "right" for name in names],
               key_columns=key_columns)
     for position, i in enumerate(indices):
-        row = {name: _value(name, getattr(cols, name), int(i)) for name in TABLE_COLUMNS}
+        row = {name: _value(name, getattr(cols, name), int(i)) for name in names}
+        row.setdefault("verdict", _value("verdict", cols.verdict, int(i)))
         style = {"fit": None, "tight": "yellow", "over": "red"}[row["verdict"]]
-        text = {"device": row["device"], "model": row["model"], "ctx": fmt.tokens(row["ctx"]),
-                "sequences": row["sequences"], "weight_bits": fmt.bits(row["weight_bits"]),
-                "k_bits": row["k_bits"], "v_bits": row["v_bits"], "kv_bytes": fmt.bytes_(row["kv_bytes"], units),
-                "total_bytes": fmt.bytes_(row["total_bytes"], units),
-                "headroom_bytes": fmt.bytes_(row["headroom_bytes"], units), "verdict": row["verdict"],
-                "decode_tokens_per_s": fmt.per_s(row["decode_tokens_per_s"]), "max_ctx": fmt.tokens(row["max_ctx"])}
+        text = {name: row[name] for name in names}
+        for name in names:
+            if name.endswith("_bytes"):
+                text[name] = fmt.bytes_(row[name], units)
+            elif name in ("ctx", "max_ctx", "max_ctx_at_target"):
+                text[name] = fmt.tokens(row[name])
+        if "weight_bits" in text:
+            text["weight_bits"] = fmt.bits(row["weight_bits"])
+        if "decode_tokens_per_s" in text:
+            text["decode_tokens_per_s"] = fmt.per_s(row["decode_tokens_per_s"])
         t.add(*(text[name] for name in names), style=style)
         if omitted_after is not None and position == omitted_after:
             t.add(*(["…"] * len(names)))
     if omitted:
         t.notes.append(f"… {omitted:,} rows omitted between the first and last {len(indices) // 2:,} "
                        f"(--all shows every row)")
+    if "kv_peak_bytes" in names:
+        t.notes.append("total = weights + KV peak + pinned prefix + runtime overhead (the peak: right after a "
+                       "one-shot prefill, or before an eviction)")
     return t

@@ -110,9 +110,9 @@ def _configuration(report: Report, cfg: GateConfig, res: ConfigResult, units: st
     ev, s = res.evaluation, cfg.scenario
     add(Heading(2, f"Configuration: {cfg.name}"))
     where = f" (line {cfg.line})" if cfg.line else ""
-    add(Paragraph(f"{s.device.name} × {s.model.name} at {s.ctx:,} tokens{where}: **{ev.verdict.value}**, "
+    add(Paragraph(f"{s.device.name} × {s.model.name} at {fmt.n_tokens(s.ctx)}{where}: **{ev.verdict.value}**, "
                   f"{fmt.bytes_(ev.total_bytes, units)} of a {fmt.bytes_(ev.budget_bytes, units)} budget, "
-                  f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s at {s.ctx:,} tokens."))
+                  f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s at {fmt.n_tokens(s.ctx)}."))
     if cfg.explicit_thresholds:
         t = Table("thresholds", ["threshold", "limit", "actual", "missed by", "result"],
                   align=["left", "right", "right", "right", "left"])

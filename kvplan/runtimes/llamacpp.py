@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from kvplan import engine
 from kvplan.errors import UsageError
 from kvplan.formats import ElementFormat
-from kvplan.runtimes import LLAMA_MAX_SEQ, LlamaCppSpec
+from kvplan.runtimes import LLAMA_MAX_SEQ, CacheTypeError, LlamaCppSpec
 
 PAD_CELLS = 256  # GGML_PAD(…, 256) in llama_context and llama_kv_cache_iswa
 LLAMACPP_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
@@ -299,8 +299,8 @@ def as_llamacpp_type(fmt: ElementFormat) -> ElementFormat:
 
 def _check_type(fmt: ElementFormat, side: str) -> None:
     if fmt.name not in LLAMACPP_TYPES:
-        raise UsageError(f"--{side}-type: llama.cpp has no cache type {fmt.name!r}; "
-                         f"its types: {', '.join(LLAMACPP_TYPES)}")
+        raise CacheTypeError("llama.cpp has no cache type for {given}; its types: " + ", ".join(LLAMACPP_TYPES),
+                             side, fmt)
 
 
 def _row_bytes(fmt: ElementFormat, values: int, side: str) -> int:

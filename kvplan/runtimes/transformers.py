@@ -32,7 +32,7 @@ from kvplan import engine
 from kvplan.engine._ops import minimum, where
 from kvplan.errors import UsageError
 from kvplan.formats import ElementFormat
-from kvplan.runtimes import TransformersSpec
+from kvplan.runtimes import CacheTypeError, TransformersSpec
 
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
@@ -67,6 +67,14 @@ class TransformersCache:
         return (self.spec.cache == "static" and self.spec.max_cache_len is None
                 and self.full_bytes_per_token == 0 and bool(self.windows))
 
+    @property
+    def ctx_limit(self) -> tuple[int, str] | None:
+        """The largest ``ctx`` this cache can hold and the option that sets it: a StaticCache's
+        ``(max_cache_len, "max_cache_len")``; None when any ctx fits (a dynamic cache, or one sized by ctx)."""
+        if self.spec.cache == "static" and self.spec.max_cache_len is not None:
+            return self.spec.max_cache_len, "max_cache_len"
+        return None
+
     def _static_len(self, ctx: int) -> int:
         m = self.spec.max_cache_len
         if m is None:
@@ -94,7 +102,10 @@ class TransformersCache:
                 self._static_len(ctx)  # refuses ctx > max_cache_len
             elif getattr(ctx, "size", 0):
                 self._static_len(int(ctx.max()))  # an array (a sweep): refuses any ctx > max_cache_len
-            tokens = ctx * 0 + self.spec.max_cache_len
+            # the protocol: no tokens, no cache (a pinned prefix of 0 tokens holds nothing; lazy_initialization
+            # allocates on the first update)
+            tokens = where(ctx > 0, self.spec.max_cache_len, 0) if not isinstance(ctx, int) else \
+                (self.spec.max_cache_len if ctx > 0 else 0)
         return engine.kv_bytes(tokens, self.full_bytes_per_token, self.windows) * sequences
 
     def kv_peak_bytes(self, ctx, sequences=1):
@@ -149,8 +160,8 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
     v_format = v_format or model.v_format()
     for side, fmt in (("k", k_format), ("v", v_format)):
         if fmt.name not in TORCH_DTYPES:
-            raise UsageError(f"--{side}-type: transformers' DynamicCache/StaticCache store the model dtype "
-                             f"(f32, f16, bf16), not {fmt.name!r}")
+            raise CacheTypeError("transformers caches in the model dtype, f32/f16/bf16 (or its own quantized "
+                                 "cache, not modelled): {given} is not one of them", side, fmt)
     if k_format != v_format:
         raise UsageError("transformers keeps K and V in the same dtype; give one --kv-type")
     arch = (model.architecture or "").lower()

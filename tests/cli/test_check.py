@@ -106,7 +106,7 @@ def test_iec_units(run):
 @pytest.mark.parametrize("args, fragment", [
     (["--ctx", "lots"], "--ctx: expected a token count"),
     (["--ctx", "0"], "--ctx: a token count must be positive"),
-    (["--kv-bits", "40"], "between 1 and 32"),
+    (["--kv-bits", "40"], "from 1 to 32"),
     (["--kv-type", "q3_k"], "unknown cache type"),
     (["--os-reserve", "9 GB"], "os_reserve: must be less than"),
     (["--margin", "150%"], "--margin"),

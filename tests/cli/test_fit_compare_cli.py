@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import REF_7B, REF_PHONE
 
 
@@ -60,3 +62,70 @@ def test_compare_defaults_to_every_builtin_device(run_json):
 def test_compare_needs_a_device_or_a_model(run):
     result = run("compare", "--ctx", "4k")
     assert result.exit_code == 2 and "--model" in result.stderr
+
+
+# --- cache types, the KV peak and the runtime / policy columns ----------------------------------------------
+
+WINDOWED = REF_PHONE.parent.parent / "planning" / "windowed-1b.yaml"
+POLICY = REF_PHONE.parents[3] / "examples" / "kv-policy.yaml"
+
+
+def test_fit_reproduces_the_q8_0_gate_configuration(run_json, run):
+    # examples/release.yaml pro-7b-galaxy-s24: galaxy-s24, 7b, ctx 4k, kv_type q8_0, pinned_prefix 512
+    args = ("-d", "galaxy-s24", "-m", "7b", "-c", "4k", "--kv-type", "q8_0", "--pinned-prefix", "512")
+    code, fit = run_json("fit", *args)
+    _, check = run_json("check", *args)
+    assert code == 0 and fit["k_format"] == fit["v_format"] == "q8_0"
+    assert fit["memory"] == check["memory"] and fit["max_ctx"] == check["max_ctx"]
+    # 7b: 2 · 32 · 32 · 128 = 262,144 values a token at 34 B per 32 (q8_0) = 278,528 B/token
+    assert fit["kv_bytes_per_token"] == 278_528
+
+
+def test_fit_changes_under_a_cache_type_keep_it_in_their_commands(run_json, run):
+    code, doc = run_json("fit", "-d", REF_PHONE, "-m", REF_7B, "-c", "20k", "--k-type", "q8_0", "--v-type", "q4_0")
+    assert code == 1 and doc["changes_to_fit"]
+    for change in doc["changes_to_fit"]:
+        argv = change["check_command"]
+        if change["change"] != "kv_bits":  # the other changes keep the types (bits would be other formats)
+            assert argv[argv.index("--k-type") + 1] == "q8_0" and argv[argv.index("--v-type") + 1] == "q4_0"
+        result = run(*argv[1:], "--format", "json")
+        assert result.exit_code == 0
+        assert json.loads(result.stdout)["memory"]["headroom_bytes"] == change["headroom_bytes"]
+
+
+def test_compare_takes_cache_types_and_group_size(run_json):
+    _, q8 = run_json("compare", "-c", "4k", "-d", REF_PHONE, "-m", REF_7B, "--kv-type", "q8_0")
+    _, g32 = run_json("compare", "-c", "4k", "-d", REF_PHONE, "-m", REF_7B, "--kv-bits", "8", "--kv-group-size", "32")
+    # q8_0 is 8 bits plus one fp16 scale per 32 values: the same 278,528 B/token as int8/g32
+    assert q8["rows"][0]["k_format"] == "q8_0" and g32["rows"][0]["k_format"] == "int8/g32"
+    assert q8["rows"][0]["kv_bytes_per_token"] == g32["rows"][0]["kv_bytes_per_token"] == 278_528
+
+
+@pytest.mark.parametrize("extra, runtime, policy", [
+    ([], "ideal", "none"), (["--runtime", "transformers"], "transformers", "none"),
+    (["--runtime", "llama.cpp", "-n", "2", "--kv-unified"], "llama.cpp -np 2 unified", "none"),
+    (["--kv-policy", POLICY], "ideal", "window4k-fp16-history20-k4v3")])
+def test_compare_rows_add_up_with_the_peak_and_name_runtime_and_policy(run_json, run, extra, runtime, policy):
+    _, doc = run_json("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, "-m", REF_7B, *extra)
+    for row in doc["rows"]:
+        assert row["total_bytes"] == (row["weights_bytes"] + row["kv_peak_bytes"] + row["pinned_prefix_bytes"]
+                                      + row["overhead_bytes"])
+        assert row["runtime"] == runtime and row["kv_policy"] == policy
+    csv_text = run("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, *extra, "-f", "csv").stdout
+    # the new columns come last, so columns read by position keep their place
+    assert csv_text.splitlines()[0].endswith(",max_ctx_at_target,kv_peak_bytes,runtime,kv_policy")
+    assert csv_text.splitlines()[1].endswith(f",{runtime},{policy}")
+    table = run("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, *extra).stdout
+    assert (f"runtime {runtime}" in table) == (runtime != "ideal")
+    assert (f"KV policy {policy}" in table) == (policy != "none")
+    peaks = any(r["kv_peak_bytes"] != r["kv_bytes"] for r in doc["rows"] if r["model"] == doc["models"][0])
+    assert ("KV peak" in table) == peaks
+
+
+def test_compare_transformers_windowed_peak_is_in_the_table(run, run_json):
+    # transformers' DynamicCache holds the whole prompt of a windowed layer right after a one-shot prefill
+    _, doc = run_json("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, "--runtime", "transformers")
+    row = doc["rows"][0]
+    assert row["kv_peak_bytes"] > row["kv_bytes"]
+    assert "KV peak" in run("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, "--runtime",
+                            "transformers").stdout

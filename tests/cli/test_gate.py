@@ -164,6 +164,65 @@ def test_bad_files_are_all_reported(run):
     assert "bad-ctx.yaml:6:" in result.stderr and "bad-kv-type.yaml:7:" in result.stderr
 
 
+def test_schema_and_build_errors_come_in_one_run_in_file_order(run):
+    path = GATE / "bad" / "mixed-schema-and-build.yaml"
+    result = run("gate", path)
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    # one line per problem: 2 schema errors (parallel 257, ctx 0) + 5 found by building and evaluating
+    assert len(lines) == len(_expected_fragments(path)) == 7, result.stderr
+    for line, fragment in zip(lines, _expected_fragments(path)):
+        assert fragment in line
+    assert "--" not in result.stderr  # the file's keys, never the CLI's options
+    assert "fine" not in result.stderr  # the valid configuration is not mentioned
+
+
+def test_a_bad_default_skips_only_the_configurations_inheriting_it(run, tmp_path):
+    from tests.conftest import REF_PHONE
+
+    path = tmp_path / "gate.yaml"
+    path.write_text(f"defaults:\n  device: {REF_PHONE}\n  model: {DATA / 'profiles' / 'ref-7b.yaml'}\n"
+                    "  runtime: {name: transformers, cache: static, max_cache_len: 16k}\n  margin: 300%\n"
+                    "configurations:\n  - name: inherits-margin\n    ctx: 20k\n"
+                    "  - name: own-margin\n    margin: 5%\n    ctx: 20k\n")
+    result = run("gate", path)
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2, result.stderr
+    assert "gate.yaml:5: defaults.margin: must be at least 0 and below 100 %" in lines[0]
+    # configurations.0 inherits the bad margin: not built; configurations.1 overrides it: built, its ctx refused
+    assert "gate.yaml:11: configurations.1.ctx: ctx 20,480 exceeds runtime.max_cache_len 16,384" in lines[1]
+
+
+def test_key_in_defaults_points_at_the_defaults_line(run, tmp_path):
+    from tests.conftest import REF_PHONE
+
+    path = tmp_path / "gate.yaml"
+    path.write_text(f"defaults:\n  device: {REF_PHONE}\n  model: {DATA / 'profiles' / 'ref-7b.yaml'}\n"
+                    "  pinned_prefix: 512\nconfigurations:\n  - name: ideal\n    ctx: 4k\n"
+                    "  - name: llama\n    ctx: 4k\n    runtime: llama.cpp\n")
+    result = run("gate", path)
+    assert result.exit_code == 2
+    assert result.stderr.count("kvplan: error:") == 1, result.stderr
+    assert "gate.yaml:4: configurations.1.pinned_prefix: llama.cpp allocates" in result.stderr
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("ctx 20,480 exceeds --max-cache-len 16,384: StaticCache cannot hold it",
+     "ctx 20,480 exceeds runtime.max_cache_len 16,384: StaticCache cannot hold it"),
+    ("--pinned-prefix: drop --pinned-prefix with --runtime llama.cpp",
+     "pinned_prefix: drop pinned_prefix with runtime: llama.cpp"),
+    ("--parallel 2 and --sequences 3 disagree", "runtime.parallel 2 and sequences 3 disagree"),
+    ("add --runtime ideal (gate file: runtime: ideal) to use the policy", "add runtime: ideal to use the policy"),
+    ("use --flash-attn on or an f16 V cache", "use runtime.flash_attn: on or an f16 V cache"),
+    ("--k-type: transformers' caches", "k_type: transformers' caches"),
+])
+def test_file_wording_names_file_keys(message, expected):
+    from kvplan.gate.spec import file_wording
+
+    assert file_wording(message) == expected
+
+
 def test_pre_commit_hook_entry():
     import re
 

@@ -68,9 +68,9 @@ def _gate_file(tmp_path, body: str):
     ("    kv_policy: 3\n",
      "gate.yaml:6: configurations.0.kv_policy: expected a policy file path, 'none' or a policy mapping"),
     ("    runtime: llama.cpp\n    kv_policy: {recent_window: 256, history: {ratio: 0.5}}\n",
-     "gate.yaml:2: configurations.0: --kv-policy and --runtime"),
+     "gate.yaml:7: configurations.0.kv_policy: kv_policy and runtime: a compression policy"),
     ("    runtime: llama.cpp\n    sliding_window: 512\n",
-     "gate.yaml:2: configurations.0: --sliding-window: llama.cpp has no option"),
+     "gate.yaml:7: configurations.0.sliding_window: llama.cpp has no option"),
 ])
 def test_gate_bad_runtime_or_policy(run, tmp_path, body, message):
     result = run("gate", _gate_file(tmp_path, body))
@@ -241,7 +241,8 @@ def test_sweep_llamacpp_hand_figures(run):
     result = run("sweep", "-d", REF_PHONE, "-m", TINY, "--ctx", "1000,1025", "-n", "1,2", "--runtime", "llama.cpp",
                  "-f", "csv")
     assert result.exit_code == 0, result.stderr
-    kv = [int(line.split(",")[9]) for line in result.stdout.splitlines()[1:]]
+    header, *lines = result.stdout.splitlines()
+    kv = [int(line.split(",")[header.split(",").index("kv_bytes")]) for line in lines]
     # 1000 → 1024 cells; 1025 → 1280 cells; 2 sequences: 1000 → pad(1024/2)=512 × 2 = 1024 cells,
     # 1025 → pad(1280/2 = 640) = 768 × 2 = 1536 cells; × 16,384 B each
     assert kv == [1024 * 16_384, 1280 * 16_384, 1024 * 16_384, 1536 * 16_384]
@@ -265,5 +266,6 @@ def test_sweep_parallel_is_the_sequences(run):
     result = run("sweep", "-d", REF_PHONE, "-m", TINY, "--ctx", "1025", "--runtime", "llama.cpp", "--parallel", "2",
                  "-f", "csv")
     assert result.exit_code == 0, result.stderr
-    (row,) = result.stdout.splitlines()[1:]
-    assert row.split(",")[3] == "2" and int(row.split(",")[9]) == 1536 * 16_384
+    header, row = result.stdout.splitlines()
+    row = dict(zip(header.split(","), row.split(",")))
+    assert row["sequences"] == "2" and int(row["kv_bytes"]) == 1536 * 16_384 and row["runtime"] == "llama.cpp"

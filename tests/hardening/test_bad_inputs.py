@@ -165,3 +165,22 @@ def test_library_refuses_what_the_cli_refuses():
                 {"ctx": 4, "margin_fraction": 1.5}, {"ctx": 4, "os_reserve_bytes": 9 * 10**9}):
         with pytest.raises(UsageError):
             Scenario(device, model, **bad)
+
+
+def test_library_takes_names_where_the_cli_does_and_refuses_the_rest():
+    from kvplan import Catalog, Scenario, evaluate
+    from kvplan.errors import UsageError
+
+    cat = Catalog()
+    device, model = cat.device(str(REF_PHONE)).profile, cat.model("qwen2.5-0.5b").profile
+    # qwen2.5-0.5b, q8_0, llama.cpp -c 5000 -np 3: 24 layers × 2 rows × (128 / 32 × 34 B) = 6,528 B per cell;
+    # n_ctx = pad(5000, 256) = 5,120; per stream pad(5120 / 3 → 1,706, 256) = 1,792 cells × 3 = 5,376 cells
+    by_name = evaluate(Scenario(device, model, 5000, sequences=3, runtime="llama.cpp", k_format="q8_0",
+                                v_format="q8_0"))
+    by_mapping = evaluate(Scenario(device, model, 5000, runtime={"name": "llama.cpp", "parallel": 3},
+                                   k_format="q8_0", v_format="q8_0"))
+    assert by_name.kv_bytes == by_mapping.kv_bytes == 5_376 * 6_528
+    for bad in ({"device": "pixel8"}, {"model": None}, {"kv_policy": "examples/kv-policy.yaml"},
+                {"k_format": 3.5}, {"runtime": "vllm"}, {"target_tokens_per_s": 0}):
+        with pytest.raises(UsageError):
+            Scenario(**{"device": device, "model": model, "ctx": 100, **bad})

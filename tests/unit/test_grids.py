@@ -53,3 +53,14 @@ def test_int_and_float_lists():
         parse_int_list("two", "--sequences")
     with pytest.raises(UsageError, match="^--weight-bits: "):
         parse_float_list("nan", "--weight-bits")
+
+
+def test_repeated_values_are_kept_once_in_first_order():
+    # --kv-bits 8,8 is one 8-bit row, not two identical ones
+    assert parse_int_list("8,8", "--kv-bits", 1, 32) == [8]
+    assert parse_int_list(["16,8", "4,16", "1..4"], "--kv-bits", 1, 32) == [16, 8, 4, 1, 2, 3]
+    assert parse_float_list("4.5,8,4.5", "--weight-bits") == [4.5, 8.0]
+    # 4k = 4,096 given three ways; 1k..3k:1k = 1,024, 2,048, 3,072 overlaps 2k = 2,048
+    assert parse_ctx_grid("4k,4096,2k,4k").tolist() == [4096, 2048]
+    assert parse_ctx_grid(["2k", "1k..3k:1k"]).tolist() == [2048, 1024, 3072]
+    assert parse_ctx_grid("1k..4k:1k").tolist() == [1024, 2048, 3072, 4096]  # one range: as built

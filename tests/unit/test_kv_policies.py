@@ -236,7 +236,9 @@ def test_model_profile_policy_applies_and_none_overrides_it():
 
     model = load_model_file(Model, DATA / "tiny-with-policy.yaml")
     assert model.kv_policy is not None and model.kv_policy.name == "keep-half"
-    s = Scenario(None, model, 100)  # type: ignore[arg-type]
+    from kvplan.catalog import Catalog
+
+    s = Scenario(Catalog().device("pixel8").profile, model, 100)  # the device plays no part in the cache
     # 2 layers × 1 KV head × 64 × 2 (K, V) × 2 B = 512 B/token; W = 10, ½ of 90 older = 45 at int8: 256 B/token
     assert cache_model_for(s).kv_bytes(100) == 10 * 512 + 45 * 256
     plain = s.with_changes(kv_policy=resolve_policy("none"))
@@ -260,8 +262,11 @@ def test_policy_from_flags():
     assert policy_from_options() is None
     with pytest.raises(UsageError, match="--kv-history-ratio"):
         policy_from_options(recent_window=4096)
-    with pytest.raises(UsageError, match="--kv-history-ratio: .*less than or equal to 1"):
+    with pytest.raises(UsageError, match=r"--kv-history-ratio: must be between 0 and 1 \(or 0–100 %\), got 1.5$"):
         policy_from_options(history_ratio="1.5")
+    for bad in ("120%", "-0.1", "nan"):  # above, below, not finite
+        with pytest.raises(UsageError, match=f"--kv-history-ratio: must be between 0 and 1 .*, got {bad}$"):
+            policy_from_options(history_ratio=bad)
     with pytest.raises(UsageError, match="--kv-history-bits"):
         policy_from_options(history_ratio="0.5", history_bits="4/3/2")
 

@@ -18,6 +18,7 @@ REF_PHONE = str(DATA / "profiles" / "ref-phone.yaml")
 REF_7B = str(DATA / "profiles" / "ref-7b.yaml")
 COMPUTE_PHONE = str(DATA / "planning" / "compute-phone.yaml")
 WINDOWED = str(DATA / "planning" / "windowed-1b.yaml")
+POLICY = str(Path(__file__).parents[2] / "examples" / "kv-policy.yaml")
 
 
 def _profiles(device, model):
@@ -28,21 +29,29 @@ def _profiles(device, model):
 @pytest.mark.parametrize("device, model", [(REF_PHONE, REF_7B), (COMPUTE_PHONE, WINDOWED), (COMPUTE_PHONE, REF_7B)])
 @pytest.mark.parametrize("knobs", [Knobs(), Knobs(kv_bits=8, pinned_prefix_tokens=512),
                                    Knobs(k_bits=8, v_bits=4, weight_bits=3.5, margin_fraction=0.2),
-                                   Knobs(sliding_window=1024, os_reserve_bytes=3_000_000_000)])
+                                   Knobs(sliding_window=1024, os_reserve_bytes=3_000_000_000),
+                                   Knobs(kv_type="q8_0", target_tokens_per_s=20.0),
+                                   Knobs(k_type="q4_0", v_bits=4, kv_group_size=32, target_tokens_per_s=3.0),
+                                   Knobs(runtime="transformers", target_tokens_per_s=8.0),
+                                   Knobs(kv_policy=POLICY, target_tokens_per_s=8.0)])
 def test_every_column_equals_scalar_evaluate(device, model, knobs):
     d, m = _profiles(device, model)
     base = build_scenario(d, m, 1, knobs)
     ctx, seq = sweep.grid([1, 511, 512, 513, 4096, 5000, 100_000], [1, 2, 3])
     cols = sweep.evaluate_group(base, ctx, seq)
     assert len(cols) == 21
+    assert ("max_ctx_at_target" in cols.columns()) == bool(knobs.target_tokens_per_s)
     for i in range(len(cols)):
         ev = evaluate(base.with_changes(ctx=int(ctx[i]), sequences=int(seq[i])))
         s = ev.scenario
         expected = {
-            "device": d.name, "model": m.name, "ctx": s.ctx, "sequences": s.sequences,
+            "device": d.name, "model": m.name, "runtime": "ideal" if knobs.runtime is None else knobs.runtime,
+            "kv_policy": "window4k-fp16-history20-k4v3" if knobs.kv_policy else "none",
+            "ctx": s.ctx, "sequences": s.sequences,
             "pinned_prefix_tokens": s.pinned_prefix_tokens, "weight_bits": ev.weight_bits,
+            "k_format": ev.layout.k_format.name, "v_format": ev.layout.v_format.name,
             "k_bits": ev.layout.k_format.bits, "v_bits": ev.layout.v_format.bits,
-            "kv_bytes_per_token": ev.kv_bytes_per_token, "kv_bytes": ev.kv_bytes,
+            "kv_bytes_per_token": ev.kv_bytes_per_token, "kv_bytes": ev.kv_bytes, "kv_peak_bytes": ev.kv_peak_bytes,
             "pinned_prefix_bytes": ev.pinned_prefix_bytes, "weights_bytes": ev.weights_bytes,
             "overhead_bytes": ev.overhead_bytes, "total_bytes": ev.total_bytes, "budget_bytes": ev.budget_bytes,
             "headroom_bytes": ev.headroom_bytes, "verdict": ev.verdict,
@@ -50,6 +59,9 @@ def test_every_column_equals_scalar_evaluate(device, model, knobs):
             "max_ctx": sweep.NO_MAX_CTX if ev.max_ctx is None else ev.max_ctx,
             "prefill_s": ev.prefill_s,
         }
+        if knobs.target_tokens_per_s:
+            expected["max_ctx_at_target"] = sweep.NO_MAX_CTX if ev.max_ctx_at_target is None else ev.max_ctx_at_target
+        assert set(expected) == set(cols.columns())
         for name, want in expected.items():
             got = getattr(cols, name)[i]
             if name == "verdict":

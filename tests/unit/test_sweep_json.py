@@ -37,14 +37,14 @@ def _parts():
 def _document(parts, chunk_rows):
     rows = sum(len(p) for p in parts)
     body = b"".join(data for _, data in render.json_chunks(parts, chunk_rows))
-    return render.json_head(rows) + body + render.JSON_TAIL
+    return render.json_head(rows, parts[0].columns()) + body + render.JSON_TAIL
 
 
 @pytest.mark.parametrize("chunk_rows", [1, 3, 7, 1000])
 def test_fast_json_equals_json_dumps(chunk_rows):
     parts = _parts()
     cols = sweep.concat(parts)
-    expected = json.dumps({"rows_count": len(cols), "columns": sweep.SweepColumns.names(),
+    expected = json.dumps({"rows_count": len(cols), "columns": cols.columns(),
                            "rows": render.json_rows(cols)}, allow_nan=False) + "\n"
     text = _document(parts, chunk_rows).decode("ascii")
     assert text == expected
@@ -53,6 +53,24 @@ def test_fast_json_equals_json_dumps(chunk_rows):
     assert any(r["max_ctx"] is None for r in doc["rows"]) and any(r["max_ctx"] for r in doc["rows"])
     assert any(r["prefill_s"] is None for r in doc["rows"]) and any(r["prefill_s"] for r in doc["rows"])
     assert any(r["headroom_bytes"] < 0 for r in doc["rows"])
+    assert "max_ctx_at_target" not in doc["columns"]  # only a sweep with a decode target has it
+
+
+def test_fast_json_with_a_target_and_a_runtime_equals_json_dumps():
+    cat = Catalog()
+    d, m = cat.device(REF_PHONE).profile, cat.model(REF_7B).profile
+    parts = [sweep.evaluate_group(build_scenario(d, m, 1, knobs), *sweep.grid([1, 4096, 100_000], [1, 2]))
+             for knobs in (Knobs(target_tokens_per_s=5.0, runtime="transformers"),
+                           Knobs(target_tokens_per_s=5.0, weight_bits=20, runtime="transformers"))]
+    cols = sweep.concat(parts)
+    assert cols.columns()[-1] == "max_ctx_at_target"
+    expected = json.dumps({"rows_count": len(cols), "columns": cols.columns(),
+                           "rows": render.json_rows(cols)}, allow_nan=False) + "\n"
+    text = _document(parts, 4).decode("ascii")
+    assert text == expected
+    rows = json.loads(text)["rows"]
+    assert {r["runtime"] for r in rows} == {"transformers"} and {r["kv_policy"] for r in rows} == {"none"}
+    assert any(r["max_ctx_at_target"] is None for r in rows) and any(r["max_ctx_at_target"] for r in rows)
 
 
 @settings(max_examples=200, deadline=None)
