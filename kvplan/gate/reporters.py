@@ -26,7 +26,7 @@ def quantity(unit: str, value: float | int | None, units: str = "si") -> str:
         return f"{fmt.per_s(value)} tok/s"
     if unit == "s":
         return fmt.seconds(value)
-    return f"{int(value):,} tokens"
+    return fmt.n_tokens(int(value))
 
 
 def limit_text(t: ThresholdResult, units: str = "si") -> str:
@@ -162,7 +162,7 @@ def _junit_suite(ET, root, result: GateResult, units: str) -> None:
             failure = ET.SubElement(case, "failure", type="threshold",
                                     message="; ".join(failure_message(f, units) for f in c.failures))
             failure.text = "\n".join(
-                [f"{s.device.name} × {s.model.name} at {s.ctx:,} tokens ({result.path}:{c.line or '?'})"]
+                [f"{s.device.name} × {s.model.name} at {fmt.n_tokens(s.ctx)} ({result.path}:{c.line or '?'})"]
                 + [failure_message(f, units) for f in c.failures]) + "\n"
         out = ET.SubElement(case, "system-out")
         out.text = (f"verdict {ev.verdict.value}; total {fmt.bytes_(ev.total_bytes, units)} of "

@@ -45,7 +45,16 @@ def compare_json(evaluations: list[list[Evaluation]]) -> dict:
 
 
 def compare_csv(evaluations: list[list[Evaluation]]) -> str:
+    """CSV rows; tokens/s with the sweep and fit CSV's fixed decimals (JSON keeps full precision)."""
+    import math
+
+    from kvplan.render.sweep import FLOAT_DECIMALS
+
     rows = [_row(ev) for row in evaluations for ev in row]
+    for r in rows:
+        rate = r["decode_tokens_per_s"]
+        r["decode_tokens_per_s"] = (None if rate is None or not math.isfinite(rate)
+                                    else f"{rate:.{FLOAT_DECIMALS}f}")
     return to_csv(CSV_COLUMNS, [["" if r[c] is None else r[c] for c in CSV_COLUMNS] for r in rows])
 
 

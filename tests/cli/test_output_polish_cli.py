@@ -99,3 +99,21 @@ def test_fit_csv_uses_the_sweep_decimals(run):
     assert kv8["decode_tokens_per_s"] == "12.828790"
     sweep = run("sweep", *REF, "-c", "8k", "--kv-bits", "8", "-f", "csv")
     assert next(csv.DictReader(io.StringIO(sweep.stdout)))["decode_tokens_per_s"] == "12.828790"
+
+
+def test_compare_csv_uses_the_sweep_decimals(run):
+    result = run("compare", *REF, "-c", "8k", "--kv-bits", "8", "-f", "csv")
+    (row,) = list(csv.DictReader(io.StringIO(result.stdout)))
+    # as above: 50 GB/s / (1.75e9 + 8,192 × 262,144 B) = 12.8287899… tok/s → 6 decimals, like sweep and fit
+    assert row["decode_tokens_per_s"] == "12.828790"
+
+
+def test_gate_junit_says_1_token(run, tmp_path):
+    gate = tmp_path / "one.yaml"
+    gate.write_text(f"configurations:\n  - name: tiny\n    device: {REF_PHONE}\n    model: {REF_7B}\n"
+                    "    ctx: 1\n    max_total: 1 GB\n")
+    junit = tmp_path / "one.xml"
+    # 1.75e9 B of weights alone exceed max_total 1 GB: the configuration fails and JUnit gets its failure text
+    assert run("gate", str(gate), "--junit", str(junit)).exit_code == 1
+    text = junit.read_text()
+    assert "at 1 token (" in text and "1 tokens" not in text
