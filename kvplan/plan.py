@@ -220,7 +220,7 @@ def _check_count(name: str, value, *, minimum: int) -> None:
         raise UsageError(f"{name}: must be a whole number ≥ {minimum}, got {value!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
 class Flash:
     """What the overflow costs when it lives on flash (all zero when the configuration fits)."""
 
@@ -230,7 +230,7 @@ class Flash:
     slowdown: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
 class Evaluation:
     """Every figure of one configuration, in base units."""
 

@@ -34,13 +34,12 @@ def runtime_knob(runtime: str | None = None, parallel: int | None = None, kv_uni
                  flash_attn: str | None = None, cache: str | None = None, max_cache_len: str | None = None):
     """The RuntimeSpec these options ask for; ``"ideal"`` for an explicit ``--runtime ideal`` (it overrides a
     model profile's runtime); None without any runtime option (the model profile's runtime, else ideal)."""
-    from kvplan.cli.options import parse_ctx
-    from kvplan.runtimes import runtime_spec
-
     if runtime is None and not (parallel is not None or kv_unified or ubatch is not None or batch is not None
                                 or swa_full or flash_attn is not None or cache is not None
                                 or max_cache_len is not None):
         return None
+    from kvplan.cli.options import parse_ctx
+    from kvplan.runtimes import runtime_spec
 
     length = parse_ctx(max_cache_len, "--max-cache-len") if max_cache_len is not None else None
     spec = runtime_spec(runtime, parallel=parallel, kv_unified=kv_unified, ubatch=ubatch, batch=batch,

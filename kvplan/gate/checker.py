@@ -41,7 +41,7 @@ def judge(t: Thresholds, ev: Evaluation) -> tuple[ThresholdResult, ...]:
 
 def check_configuration(cfg: GateConfig) -> ConfigResult:
     start = time.perf_counter()
-    ev = evaluate(cfg.scenario)
+    ev = cfg.evaluation or evaluate(cfg.scenario)  # the loader already evaluated it, once
     results = judge(cfg.thresholds, ev)
     return ConfigResult(cfg.name, cfg.line, ev, results, time.perf_counter() - start)
 

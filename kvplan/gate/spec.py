@@ -23,7 +23,7 @@ from kvplan.configure import Knobs, build_scenario
 from kvplan.errors import KvplanError, ProfileError
 from kvplan.formats import format_from_name
 from kvplan.loading import validate_document
-from kvplan.plan import Scenario, evaluate
+from kvplan.plan import Evaluation, Scenario, evaluate
 from kvplan.policies import NO_POLICY, PolicySpec, load_policy_file
 from kvplan.profiles import Bits, PositiveInt, SizeBytes, StrictBool, Tokens, WeightBits
 from kvplan.units import parse_size_bytes, parse_tokens
@@ -205,6 +205,7 @@ class GateConfig:
     explicit_thresholds: bool  # the file set at least one threshold for it
     device: Resolved
     model: Resolved
+    evaluation: Evaluation | None = None  # computed while loading (that is where its errors are reported)
 
 
 @dataclass(frozen=True)
@@ -468,7 +469,7 @@ def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog, indices: list[i
         try:
             scenario = build_scenario(resolved["device"].profile, resolved["model"].profile, values["ctx"],
                                       to_knobs(values))
-            evaluate(scenario)  # a runtime refusing the model or the ctx, a policy with a runtime: this file's error
+            evaluation = evaluate(scenario)  # a runtime refusing the model or the ctx: this file's error
         except KvplanError as exc:
             problems.append(_build_problem(doc, loc, own, defaults, exc))
             continue
@@ -476,7 +477,7 @@ def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog, indices: list[i
         thresholds = Thresholds(**{k: v for k, v in values.items() if k in THRESHOLD_NAMES
                                    and (v is not None or k != "must_fit")})
         configs.append(GateConfig(cfg.name, doc.line_of(loc), scenario, thresholds, bool(given),
-                                  resolved["device"], resolved["model"]))
+                                  resolved["device"], resolved["model"], evaluation))
     if problems:
         raise ProfileError(_in_file_order(problems, doc))
     return GateFile(doc.path, spec.title, tuple(configs), tuple(dict.fromkeys(notes)))

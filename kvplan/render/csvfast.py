@@ -27,6 +27,7 @@ def _four_digits():
 
 
 _TABLE = None
+_POWERS_OF_TEN = [10**k for k in range(1, 19)]
 
 
 def int_field(values, empty=None):
@@ -48,10 +49,10 @@ def int_field(values, empty=None):
         rest, block = np.divmod(rest, 10_000)
         out[:, 1 + 4 * g:5 + 4 * g] = _TABLE[block]
     # Leading zeros become 0 (dropped when the rows are joined); the last digit always stays.
-    significant = np.logical_or.accumulate(out[:, 1:] != _ZERO, axis=1)
-    significant[:, -1] = True
+    digits = 1 + np.searchsorted(_POWERS_OF_TEN, magnitude, side="right")
+    leading = np.arange(width)[None, :] < (width - digits)[:, None]
     body = out[:, 1:]
-    body[~significant] = 0
+    body[leading] = 0
     out[:, 0] = np.where(values < 0, _MINUS, 0)
     if empty is not None:
         out[np.asarray(empty)] = 0

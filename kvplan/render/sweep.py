@@ -68,8 +68,18 @@ def csv_chunks(parts: list[SweepColumns]):
     for part in parts:
         for start in range(0, len(part), CSV_CHUNK_ROWS):
             chunk = part.take(slice(start, start + CSV_CHUNK_ROWS))
-            fields = [_field(name, getattr(chunk, name)) for name in chunk.columns()]
+            fields = [_field_reusing(name, chunk) for name in chunk.columns()]
             yield len(chunk), csvfast.join_fields(fields)
+
+
+def _field_reusing(name: str, chunk):
+    """The peak is the steady cache for most caches: print that column once, not twice."""
+    import numpy as np
+
+    values = getattr(chunk, name)
+    if name == "kv_peak_bytes" and np.array_equal(values, chunk.kv_bytes):
+        name, values = "kv_bytes", chunk.kv_bytes
+    return _field(name, values)
 
 
 def _value(name: str, values, i: int):
