@@ -6,8 +6,6 @@ table actually goes to a terminal.
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, field
 
 
@@ -74,6 +72,9 @@ def to_plain(tables: list[Table]) -> str:
 
 
 def to_csv(columns: list[str], rows: list[list[object]]) -> str:
+    import csv  # only CSV output needs it; `check` starts without it
+    import io
+
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(columns)
