@@ -210,7 +210,12 @@ def show_tables(kind: str, profile, path: Path, origin: str, units: str = "si") 
               fmt.bytes_(f["weights_bytes"], units))
         d.add("weights read per decode step", f"{f['weights_read_bytes']:,} B",
               fmt.bytes_(f["weights_read_bytes"], units))
-    return [t, d]
+    full = Table("sources (in full)", ["field", "source"])
+    full.align = ["left", "left"]
+    for key, text in profile.sources.items():
+        full.add(key, " ".join(str(text).split()))
+    t.notes.append("sources are shortened above; the 'sources (in full)' table below has every word")
+    return [t, d, full] if profile.sources else [t, d]
 
 
 def _shorten(text: str, limit: int = 70) -> str:
