@@ -71,13 +71,18 @@ def test_plot_dir_that_is_a_file_is_an_error(run, tmp_path):
 
 
 def test_plot_options(run, tmp_path):
-    path = tmp_path / "d.png"
+    # SVG keeps its text, so the options' effects can be read back from the file itself
+    path = tmp_path / "d.svg"
     result = run("plot", "decode", "--device", REF_PHONE, "--model", REF_7B, "--model", "7b", "--ctx", "4k",
                  "--ctx-max", "16k", "--target-tok-s", "10", "-o", path)
     assert result.exit_code == 0, result.stderr
+    assert "target 10 tok/s" in path.read_text()
+    path = tmp_path / "m.svg"
     result = run("plot", "memory", "--device", REF_PHONE, "--model", REF_7B, "--units", "iec", "--kv-type", "q8_0",
                  "-o", path)
     assert result.exit_code == 0, result.stderr
+    text = path.read_text()
+    assert "memory [GiB]" in text and "q8_0" in text and "memory [GB]" not in text
     result = run("plot", "fitmap", "--device", REF_PHONE, "--model", REF_7B, "--ctx", "8k", "-o", path)
     assert result.exit_code == 0, result.stderr
     result = run("plot", "memory", "--device", REF_PHONE, "--model", REF_7B, "--ctx-max", "8", "-o", path)

@@ -17,6 +17,7 @@ from tests.conftest import DATA, REF_PHONE
 
 LOGS = sorted((DATA / "runtime_logs").glob("*.yaml"))
 MODELS = sorted(p.stem for p in (Path(__file__).parents[2] / "model_profiles").glob("*.yaml"))
+assert LOGS and len(MODELS) >= 20, "fixtures or model profiles are missing: these tests would check nothing"
 BLOCK = {"f16": (2, 1), "q8_0": (34, 32), "q4_0": (18, 32)}  # bytes per block, values per block
 CTXS = (100, 1000, 4096, 5000, 32768)
 

@@ -102,13 +102,21 @@ def test_directory_as_profile(run, tmp_path):
     assert "is a directory" in result.stderr
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
-def test_unreadable_file(run, tmp_path):
+def test_unreadable_file(run, tmp_path, monkeypatch):
+    # root reads every file whatever its mode, so the refusal is simulated where the file is read
     path = tmp_path / "locked.yaml"
     path.write_text(REF_PHONE.read_text())
-    path.chmod(0)
+    real = Path.read_bytes
+
+    def refuse(self):
+        if self == path:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    monkeypatch.setenv("KVPLAN_NO_CACHE", "1")
     result = run("check", "--device", str(path), "--model", str(REF_7B), "--ctx", "1k")
-    assert result.exit_code == 2 and "permission denied" in result.stderr
+    assert result.exit_code == 2 and f"{path}: permission denied" in result.stderr
 
 
 def test_internal_errors_exit_3_and_debug_shows_the_traceback(run, monkeypatch):

@@ -69,12 +69,11 @@ def test_tokens_per_s_is_inversely_proportional_to_bytes_per_token(bandwidth, st
 
 @given(models())
 def test_gqa_with_kv_heads_equal_to_heads_is_mha(model):
-    mha = model.model_copy(update={"kv_heads": model.attention_heads})
-    layout = cache_layout(mha)
-    bytes_per_value = layout.k_format.bits / 8
-    if model.sliding_window is None:
-        assert layout.bytes_per_token == engine.kv_bytes_per_token(
-            model.layers, model.attention_heads, model.head_dim, bytes_per_value)
+    # every layer global, so the textbook formula applies; the byte width comes from the drawn kv_bits
+    mha = model.model_copy(update={"kv_heads": model.attention_heads, "sliding_window": None})
+    bytes_per_value = model.kv_bits / 8
+    assert cache_layout(mha).bytes_per_token == engine.kv_bytes_per_token(
+        model.layers, model.attention_heads, model.head_dim, bytes_per_value)
 
 
 @given(st.integers(0, 10**13), bytes_per_token, windows)

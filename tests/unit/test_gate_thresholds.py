@@ -48,9 +48,10 @@ def test_to_knobs_maps_yaml_names():
 def test_figures_at_4k(tmp_path):
     (c,) = gate(tmp_path, "  - name: c\n").configurations
     ev = c.evaluation
+    # 1,750,000,000 + 4,096 · 524,288 = 3,897,483,648; 6e9 − that = 2,102,516,352
     assert ev.total_bytes == 3_897_483_648 and ev.headroom_bytes == 2_102_516_352
-    assert ev.decode_tokens_per_s == pytest.approx(12.8288, abs=1e-4)
-    assert ev.max_ctx == 8_106
+    assert ev.decode_tokens_per_s == pytest.approx(12.8288, abs=1e-4)  # 50e9 / 3,897,483,648
+    assert ev.max_ctx == 8_106  # ⌊(6e9 − 1.75e9) / 524,288⌋ = ⌊8,106.2⌋
 
 
 def test_must_fit_is_on_by_default_and_is_headroom_at_least_zero(tmp_path):

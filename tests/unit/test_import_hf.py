@@ -14,6 +14,7 @@ from kvplan.plan import cache_layout
 from tests.conftest import DATA
 
 CONFIGS = sorted((DATA / "hf_configs").glob("*.json"))
+assert len(CONFIGS) >= 20, "the config.json fixtures are missing: these tests would check nothing"
 CTXS = (1, 512, 4096, 8192, 32768)
 
 

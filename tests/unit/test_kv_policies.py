@@ -66,7 +66,9 @@ def test_format_names_and_bit_widths_become_specs():
     ({"bits": 33}, "less than or equal to 32"),
 ])
 def test_bad_format_specs(spec, message):
-    with pytest.raises(Exception, match=message):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=message):
         FormatSpec.model_validate(spec)
 
 
@@ -148,7 +150,9 @@ def test_example_policy_on_llama_3_1_8b():
     # recent fp16: 32 layers × (2,048 + 2,048) = 131,072 B/token; history K4/V3 g128 with zero points:
     # 32 × (544 + 416) = 30,720 B/token
     assert [(t.recent_bytes_per_token, t.history_bytes_per_token) for t in cache.tiers] == [(131_072, 30_720)]
+    # steady: 4,096 · 131,072 + ⌈0.2 · 126,976⌉ = 25,396 · 30,720 = 536,870,912 + 780,165,120
     assert cache.kv_bytes(131_072) == 1_317_036_032
+    # peak: (4,096 + 511 awaiting eviction) · 131,072 + ⌈0.2 · 126,465⌉ = 25,293 · 30,720
     assert cache.kv_peak_bytes(131_072) == 1_380_849_664
     assert cache.kv_bytes(131_072, 2) == 2 * 1_317_036_032
     # the plain cache: 131,072 · 131,072 = 17,179,869,184 → 13.04× smaller

@@ -61,7 +61,9 @@ def test_attention_curves_default_ref_ctx_within_the_limit(static):
     c = data.attention_curves(small)
     # ref_ctx: the model's trained context (none in ref-7b: 4,096) cut at max_cache_len 3,000
     assert c.ref_ctx == 3000 and c.ctx_tokens[-1] == 3000
-    with pytest.raises(Exception, match="exceeds --max-cache-len"):
+    from kvplan.errors import UsageError
+
+    with pytest.raises(UsageError, match="exceeds --max-cache-len"):
         data.attention_curves(small, ref_ctx=4096)
 
 

@@ -15,6 +15,7 @@ from kvplan.records import DeviceRecord, ModelRecord
 
 DEVICES = sorted(p.stem for p in builtin_dir("device").glob("*.yaml"))
 MODELS = sorted(p.stem for p in builtin_dir("model").glob("*.yaml"))
+assert len(DEVICES) >= 12 and len(MODELS) >= 20, "built-in profiles not found: these tests would check nothing"
 
 
 @pytest.fixture
