@@ -204,6 +204,16 @@ class Scenario:
                                                          and self.target_tokens_per_s > 0):
             raise UsageError(f"target_tokens_per_s: must be positive, got {self.target_tokens_per_s!r}")
 
+    @property
+    def os_reserve_in_force_bytes(self) -> int:
+        """The OS reserve this configuration uses: its override, else the device's [bytes]."""
+        return self.device.os_reserve if self.os_reserve_bytes is None else self.os_reserve_bytes
+
+    @property
+    def budget_bytes(self) -> int:
+        """``ram − os_reserve`` with the reserve in force [bytes]."""
+        return engine.budget_bytes(self.device.ram, self.os_reserve_in_force_bytes)
+
     def with_changes(self, **changes) -> Scenario:
         if "sequences" in changes and "runtime" not in changes and getattr(self.runtime, "parallel", None):
             # under llama.cpp the sequences are -np: a new count re-derives it rather than contradicting it
@@ -353,8 +363,7 @@ def evaluate(s: Scenario) -> Evaluation:
     cache = cache_model_for(s)
     weights, weights_read, bits = weights_of(model, s.weight_bits)
     overhead = device.runtime_overhead
-    reserve = device.os_reserve if s.os_reserve_bytes is None else s.os_reserve_bytes
-    budget = engine.budget_bytes(device.ram, reserve)
+    budget = s.budget_bytes
 
     kv = cache.kv_bytes(s.ctx, s.sequences)
     kv_peak = cache.kv_peak_bytes(s.ctx, s.sequences)

@@ -122,8 +122,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     cache = cache_model_for(base)
     weights, weights_read, bits = weights_of(model, base.weight_bits)
     overhead = device.runtime_overhead
-    reserve = device.os_reserve if base.os_reserve_bytes is None else base.os_reserve_bytes
-    budget = engine.budget_bytes(device.ram, reserve)
+    budget = base.budget_bytes
 
     if n:
         # Arrays hold int64 bytes and some steps pass through float64: both are exact below 2^53.

@@ -60,19 +60,16 @@ def check(
     from kvplan.catalog import Catalog
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
-    from kvplan.configure import Knobs, build_scenario
+    from kvplan.configure import build_scenario
     from kvplan.plan import evaluate
     from kvplan.render import check as render
 
     check_plot_targets(plot, plot_dir)  # a bad plot path fails before any work
     ctx_tokens = o.parse_ctx(ctx)
-    knobs = Knobs(
-        sequences=sequences, pinned_prefix_tokens=o.parse_ctx(pinned_prefix, "--pinned-prefix") if pinned_prefix
-        not in ("0", "") else 0, weight_bits=weight_bits, kv_bits=kv_bits, k_bits=k_bits, v_bits=v_bits,
-        kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type, v_type=v_type,
-        os_reserve_bytes=o.parse_size_option(os_reserve, "--os-reserve"), margin_fraction=o.parse_margin(margin),
-        target_tokens_per_s=target_tok_s,
-        sliding_window=o.parse_ctx(sliding_window, "--sliding-window") if sliding_window else None,
+    knobs = o.knobs(
+        sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, kv_bits=kv_bits, k_bits=k_bits,
+        v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type, v_type=v_type,
+        sliding_window=sliding_window, os_reserve=os_reserve, margin=margin, target_tok_s=target_tok_s,
         kv_policy=po.policy_knob(kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
                                  kv_history_group_size, kv_evict_every),
         runtime=ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,

@@ -70,7 +70,7 @@ def fit(
     from kvplan.render import check as render_check
     from kvplan.render import fit as render
 
-    knobs = p.knobs(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, kv_bits=kv_bits,
+    knobs = o.knobs(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, kv_bits=kv_bits,
                     k_bits=k_bits, v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type,
                     v_type=v_type, sliding_window=sliding_window, os_reserve=os_reserve,
                     margin=margin, target_tok_s=target_tok_s,

@@ -76,29 +76,6 @@ def output_format(chosen: TabularFormat | None, output: str | None) -> TabularFo
     return TabularFormat.table
 
 
-def pinned_tokens(text: str) -> int:
-    return o.parse_ctx(text, "--pinned-prefix") if str(text).strip() not in ("0", "") else 0
-
-
-def knobs(*, sequences: int = 1, pinned_prefix: str = "0", weight_bits=None, kv_bits=None, k_bits=None,
-          v_bits=None, kv_group_size: int | None = None, kv_type: str | None = None, k_type: str | None = None,
-          v_type: str | None = None, sliding_window: str | None = None, os_reserve: str | None = None,
-          margin: str = "10%", target_tok_s: float | None = None, runtime=None, kv_policy=None):
-    """:class:`~kvplan.configure.Knobs` from single-valued CLI options (parsed, errors naming the option).
-
-    ``runtime`` / ``kv_policy`` are already built by ``runtime_options.runtime_knob`` /
-    ``policy_options.policy_knob``."""
-    from kvplan.configure import Knobs
-
-    window = o.parse_ctx(sliding_window, "--sliding-window") if sliding_window else None
-    return Knobs(sequences=sequences, pinned_prefix_tokens=pinned_tokens(pinned_prefix), weight_bits=weight_bits,
-                 kv_bits=kv_bits, k_bits=k_bits, v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type,
-                 k_type=k_type, v_type=v_type, sliding_window=window,
-                 os_reserve_bytes=o.parse_size_option(os_reserve, "--os-reserve"),
-                 margin_fraction=o.parse_margin(margin), target_tokens_per_s=target_tok_s or None,
-                 runtime=runtime, kv_policy=kv_policy)
-
-
 def write_or_display_text(text: str, output: str | None) -> None:
     from kvplan.cli import terminal
     from kvplan.outfiles import write_text_atomic

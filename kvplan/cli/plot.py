@@ -103,12 +103,10 @@ def _scenarios(devices: list[str], models: list[str], ctx: int, profiles_dir, se
     ``cache_knobs``: the ``runtime`` / ``kv_policy`` Knobs fields (:func:`_cache_knobs`)."""
     from kvplan.catalog import Catalog
     from kvplan.cli import terminal
-    from kvplan.configure import Knobs, build_scenario
+    from kvplan.configure import build_scenario
 
-    knobs = Knobs(sequences=sequences, weight_bits=weight_bits, kv_bits=kv_bits, kv_type=kv_type,
-                  os_reserve_bytes=o.parse_size_option(os_reserve, "--os-reserve"),
-                  margin_fraction=o.parse_margin(margin), target_tokens_per_s=target or None,
-                  **(cache_knobs or {}))
+    knobs = o.knobs(sequences=sequences, weight_bits=weight_bits, kv_bits=kv_bits, kv_type=kv_type,
+                    os_reserve=os_reserve, margin=margin, target_tok_s=target, **(cache_knobs or {}))
     catalog = Catalog(profiles_dir)
     devs = [catalog.device(d) for d in devices]
     mods = [catalog.model(m) for m in models]

@@ -181,7 +181,7 @@ def sweep(
     for resolved in devices + models:
         if resolved.note:
             terminal.display_note(resolved.note)
-    bases = [build_scenario(d.profile, m.profile, 1, p.knobs(pinned_prefix=pinned_prefix, weight_bits=w,
+    bases = [build_scenario(d.profile, m.profile, 1, o.knobs(pinned_prefix=pinned_prefix, weight_bits=w,
                                                               **_format_knobs(pair, kv_group_size, any_bits),
                                                               sliding_window=sliding_window,
                                                               os_reserve=os_reserve, margin=margin,

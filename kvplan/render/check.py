@@ -60,10 +60,9 @@ def format_json(ev: Evaluation) -> dict:
 
 def memory_json(ev: Evaluation) -> dict:
     s = ev.scenario
-    reserve = s.device.os_reserve if s.os_reserve_bytes is None else s.os_reserve_bytes
     return {
         "ram_bytes": s.device.ram,
-        "os_reserve_bytes": reserve,
+        "os_reserve_bytes": s.os_reserve_in_force_bytes,
         "budget_bytes": ev.budget_bytes,
         "weights_bytes": ev.weights_bytes,
         "weights_read_bytes": ev.weights_read_bytes,
@@ -147,8 +146,8 @@ def memory_table(ev: Evaluation, units: str = "si") -> Table:
         row(f"pinned prefix ({fmt.n_tokens(s.pinned_prefix_tokens)})", ev.pinned_prefix_bytes)
     row("runtime overhead", ev.overhead_bytes)
     row("total", ev.total_bytes, "bold")
-    reserve = ev.scenario.device.os_reserve if s.os_reserve_bytes is None else s.os_reserve_bytes
-    row(f"budget ({fmt.bytes_(s.device.ram, units)} RAM − {fmt.bytes_(reserve, units)} OS reserve)", b)
+    row(f"budget ({fmt.bytes_(s.device.ram, units)} RAM − {fmt.bytes_(s.os_reserve_in_force_bytes, units)} "
+        "OS reserve)", b)
     style = {"fit": "green", "tight": "yellow", "over": "red"}[ev.verdict.value]
     row(f"headroom → {ev.verdict.value.upper()}", ev.headroom_bytes, f"bold {style}")
     if ev.verdict.value == "tight":

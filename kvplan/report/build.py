@@ -84,7 +84,7 @@ def _assumptions(report: Report, gate: GateFile, units: str) -> None:
     seen: set[tuple] = set()
     for c in gate.configurations:
         s, d = c.scenario, c.scenario.device
-        reserve = d.os_reserve if s.os_reserve_bytes is None else s.os_reserve_bytes
+        reserve = s.os_reserve_in_force_bytes
         row = (d.name, reserve)
         if row in seen:
             continue
