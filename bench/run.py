@@ -136,8 +136,9 @@ def sweep_throughput(reps: int) -> dict:
     import numpy as np
 
     from kvplan import engine
-    from kvplan.catalog import Catalog
-    from kvplan.plan import cache_layout, weights_of
+    from kvplan.profiles.catalog import Catalog
+    from kvplan.caches.ideal import cache_layout
+    from kvplan.plan import weights_of
 
     cat = Catalog()
     device, model = cat.device("pixel8").profile, cat.model("gemma-3-1b").profile  # windows make it non-trivial

@@ -2,7 +2,9 @@
 
 The library is usable without the CLI::
 
-    from kvplan import Catalog, Scenario, evaluate
+    from kvplan import Catalog
+    from kvplan import Scenario
+    from kvplan import evaluate
     cat = Catalog()
     ev = evaluate(Scenario(cat.device("pixel8").profile, cat.model("7b").profile, ctx=8192))
     ev.kv_bytes, ev.verdict
@@ -24,11 +26,11 @@ def __getattr__(name: str):
         except PackageNotFoundError:  # running from a checkout that was never installed
             return "0+unknown"
     if name == "Catalog":
-        from kvplan.catalog import Catalog
+        from kvplan.profiles.catalog import Catalog
 
         return Catalog
     if name in {"Scenario", "Evaluation", "evaluate"}:
-        from kvplan import plan
+        import kvplan.plan
 
-        return getattr(plan, name)
+        return getattr(kvplan.plan, name)
     raise AttributeError(f"module 'kvplan' has no attribute {name!r}")

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kvplan.errors import KvplanError
-from kvplan.formats import format_from_bits
+from kvplan.engine.formats import format_from_bits
 from kvplan.plan import Evaluation, Scenario, evaluate
 
 KV_BITS_STEPS = (8, 4)
@@ -76,7 +76,7 @@ def changes_to_fit(ev: Evaluation, smaller_models: Iterable = ()) -> list[Change
 def smaller_models(model, candidates: Iterable) -> list:
     """Models of ``model``'s ``family`` with fewer parameters, largest first (none without a family).
 
-    ``candidates`` are :class:`~kvplan.profiles.Model` profiles (e.g. every built-in one);
+    ``candidates`` are :class:`~kvplan.profiles.spec.Model` profiles (e.g. every built-in one);
     the model itself and duplicates by name are skipped.
     """
     if not model.family:

@@ -3,7 +3,7 @@
 A sweep is a set of *groups*, one per (device, model, weight bits, K/V format): inside a
 group only the context and the number of concurrent sequences vary, so every figure of
 the group is one numpy expression over the grid, computed by the same engine functions
-and the same :class:`~kvplan.plan.CacheModel` as :func:`kvplan.plan.evaluate` (runtime-exact
+and the same :class:`~kvplan.plan.CacheModel` as :func:`kvplan.plan.evaluation` (runtime-exact
 and policy caches included: their ``kv_bytes`` take arrays; their exact max-context search
 runs once per distinct number of sequences, since it does not depend on the context). Element
 ``i`` of every column equals the scalar evaluation of point ``i`` exactly (integers in
@@ -19,8 +19,9 @@ from dataclasses import dataclass, fields
 
 from kvplan.errors import UsageError
 from kvplan import engine
-from kvplan.labels import policy_label, runtime_label
-from kvplan.plan import CacheLayout, Scenario, cache_model_for, weights_of
+from kvplan.caches.labels import policy_label, runtime_label
+from kvplan.caches.ideal import CacheLayout
+from kvplan.plan import Scenario, cache_model_for, weights_of
 
 # max_ctx when no context fits (weights alone exceed the budget) or the cache stops
 # growing (every layer windowed: unbounded): the scalar evaluation's None.
@@ -34,7 +35,7 @@ class SweepColumns:
     ``verdict`` holds codes indexing :data:`kvplan.engine.VERDICTS` (0 fit, 1 tight, 2 over);
     ``max_ctx`` (and ``max_ctx_at_target``) is :data:`NO_MAX_CTX` where the scalar evaluation
     says None; ``prefill_s`` is NaN where the device gives no ``compute``. ``runtime`` and
-    ``kv_policy`` are the labels of :mod:`kvplan.labels`. ``max_ctx_at_target`` is None (not a
+    ``kv_policy`` are the labels of :mod:`kvplan.caches.labels`. ``max_ctx_at_target`` is None (not a
     column at all, see :meth:`columns`) unless the sweep has a decode target.
 
     Every row satisfies ``total_bytes = weights_bytes + kv_peak_bytes + pinned_prefix_bytes +
@@ -64,8 +65,8 @@ class SweepColumns:
     prefill_s: object  # float64 [s]
     # Added after the first release's columns, so a script reading columns by position keeps working.
     kv_peak_bytes: object  # int64 [bytes] all sequences, peak (what total_bytes counts)
-    runtime: object  # str array (kvplan.labels.runtime_label)
-    kv_policy: object  # str array (kvplan.labels.policy_label)
+    runtime: object  # str array (kvplan.caches.labels.runtime_label)
+    kv_policy: object  # str array (kvplan.caches.labels.policy_label)
     k_format: object  # str array (f16, q8_0, int4/g32 …)
     v_format: object  # str array
     max_ctx_at_target: object = None  # int64 [tokens], only with a decode target
@@ -142,7 +143,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     step = engine.bytes_per_token(weights_read, kv + pinned)
     rate = engine.decode_tokens_per_s(device.memory_bandwidth, step, device.bandwidth_efficiency)
 
-    # As kvplan.plan.evaluate: what fits in memory, never capped at the model's trained context.
+    # As kvplan.plan.evaluation: what fits in memory, never capped at the model's trained context.
     def solve(allowance_bytes):  # the cache's max_ctx at every row, float64 (inf: unbounded, -1: none)
         if isinstance(cache, CacheLayout):
             return np.asarray(cache.max_ctx(allowance_bytes, sequences), dtype=np.float64)
@@ -157,7 +158,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     solved = solve(budget - weights - overhead - pinned)
     max_ctx = tokens_or_none(solved)
     at_target = None
-    if base.target_tokens_per_s:  # as kvplan.plan.evaluate: min(max_ctx, the largest ctx decoding at the target)
+    if base.target_tokens_per_s:  # as kvplan.plan.evaluation: min(max_ctx, the largest ctx decoding at the target)
         step_allowance = (math.floor(device.memory_bandwidth * device.bandwidth_efficiency
                                      / base.target_tokens_per_s) - weights_read - pinned)
         at_target = tokens_or_none(np.minimum(solved, solve(step_allowance)))

@@ -13,7 +13,7 @@ REF_7B = DATA / "profiles" / "ref-7b.yaml"
 
 
 def pytest_configure(config):
-    # The profile cache (kvplan.profile_cache) goes to a fresh folder per run, never the user's home:
+    # The profile cache (kvplan.profiles.cache) goes to a fresh folder per run, never the user's home:
     # the first use of each profile in a run takes the pydantic path, later ones the cached path.
     import os
     import tempfile

@@ -57,10 +57,10 @@ def check(
     import typer
 
     from kvplan.advice import changes_to_fit
-    from kvplan.catalog import Catalog
+    from kvplan.profiles.catalog import Catalog
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
-    from kvplan.configure import build_scenario
+    from kvplan.plan import build_scenario
     from kvplan.plan import evaluate
     from kvplan.render import check as render
 

@@ -53,9 +53,9 @@ def compare(
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
-    from kvplan.catalog import Catalog
+    from kvplan.profiles.catalog import Catalog
     from kvplan.cli import terminal
-    from kvplan.configure import build_scenario
+    from kvplan.plan import build_scenario
     from kvplan.errors import UsageError
     from kvplan.plan import evaluate
     from kvplan.render import compare as render
@@ -65,7 +65,7 @@ def compare(
                          "or both")
     fmt_ = p.output_format(output_format, output)
     if output:
-        from kvplan.outfiles import check_writable
+        from kvplan.files.outfiles import check_writable
 
         check_writable(output)
     ctx_tokens = o.parse_ctx(ctx)

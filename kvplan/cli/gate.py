@@ -33,14 +33,14 @@ def gate(
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
-    from kvplan.catalog import Catalog
+    from kvplan.profiles.catalog import Catalog
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
     from kvplan.errors import ProfileError
-    from kvplan.gate import reporters
+    from kvplan.render import gate as reporters
     from kvplan.gate.checker import check_gate
     from kvplan.gate.spec import load_gate
-    from kvplan.outfiles import check_writable, write_text_atomic
+    from kvplan.files.outfiles import check_writable, write_text_atomic
 
     outputs = {"junit": junit, "json": json_file, "markdown": markdown_file}
     outputs = {name: path for name, path in outputs.items() if path}

@@ -78,7 +78,7 @@ def _params(text: str | None) -> int | None:
 
 def _emit(imported, output: Path | None) -> None:
     from kvplan.cli import terminal
-    from kvplan.outfiles import write_text_atomic
+    from kvplan.files.outfiles import write_text_atomic
 
     if output is None:
         terminal.display_text(imported.yaml_text)

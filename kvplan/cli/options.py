@@ -94,12 +94,12 @@ def knobs(*, sequences: int = 1, pinned_prefix: str = "0", weight_bits=None, kv_
           v_bits=None, kv_group_size: int | None = None, kv_type: str | None = None, k_type: str | None = None,
           v_type: str | None = None, sliding_window: str | None = None, os_reserve: str | None = None,
           margin: str = "10%", target_tok_s: float | None = None, runtime=None, kv_policy=None):
-    """:class:`~kvplan.configure.Knobs` from single-valued CLI options (parsed, errors naming the option),
+    """:class:`~kvplan.plan.knobs.Knobs` from single-valued CLI options (parsed, errors naming the option),
     the one place every command that describes a configuration turns its options into knobs.
 
     ``runtime`` / ``kv_policy`` are already built by ``runtime_options.runtime_knob`` /
     ``policy_options.policy_knob``."""
-    from kvplan.configure import Knobs  # configure pulls in plan: only when a command runs
+    from kvplan.plan import Knobs  # configure pulls in plan: only when a command runs
 
     window = parse_ctx(sliding_window, "--sliding-window") if sliding_window else None
     return Knobs(sequences=sequences, pinned_prefix_tokens=pinned_tokens(pinned_prefix), weight_bits=weight_bits,

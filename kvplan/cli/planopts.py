@@ -1,5 +1,5 @@
 """Options shared by the planning commands (sweep, compare, fit): repeatable devices and models,
-value lists, output files, and turning the single-valued knobs into :class:`~kvplan.configure.Knobs`."""
+value lists, output files, and turning the single-valued knobs into :class:`~kvplan.plan.knobs.Knobs`."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def output_format(chosen: TabularFormat | None, output: str | None) -> TabularFo
 
 def write_or_display_text(text: str, output: str | None) -> None:
     from kvplan.cli import terminal
-    from kvplan.outfiles import write_text_atomic
+    from kvplan.files.outfiles import write_text_atomic
 
     if output:
         write_text_atomic(output, text)

@@ -101,9 +101,9 @@ def _scenarios(devices: list[str], models: list[str], ctx: int, profiles_dir, se
     """``[device][model]`` scenarios, built exactly as ``kvplan check`` builds one.
 
     ``cache_knobs``: the ``runtime`` / ``kv_policy`` Knobs fields (:func:`_cache_knobs`)."""
-    from kvplan.catalog import Catalog
+    from kvplan.profiles.catalog import Catalog
     from kvplan.cli import terminal
-    from kvplan.configure import build_scenario
+    from kvplan.plan import build_scenario
 
     knobs = o.knobs(sequences=sequences, weight_bits=weight_bits, kv_bits=kv_bits, kv_type=kv_type,
                     os_reserve=os_reserve, margin=margin, target_tok_s=target, **(cache_knobs or {}))
@@ -215,9 +215,9 @@ def attention(
                                max_cache_len, kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
                                kv_history_group_size, kv_evict_every)
     if device is None:
-        from kvplan.catalog import Catalog
-        from kvplan.configure import Knobs, build_scenario
-        from kvplan.profiles import Device
+        from kvplan.profiles.catalog import Catalog
+        from kvplan.plan import Knobs, build_scenario
+        from kvplan.profiles.spec import Device
 
         # KV bytes do not depend on the device; a neutral one stands in when none is named.
         neutral = Device(name="any-device", ram="1 PB", os_reserve=0, memory_bandwidth=1.0, flash_read=1.0)

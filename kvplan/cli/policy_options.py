@@ -38,7 +38,7 @@ def policy_knob(kv_policy: str | None, recent_window: str | None, history_ratio:
         raise UsageError("give --kv-policy or the --kv-recent-window / --kv-history-* / --kv-evict-every flags, "
                          "not both")
     from kvplan.cli.options import parse_ctx
-    from kvplan.policies import policy_from_options
+    from kvplan.profiles.policy import policy_from_options
 
     return policy_from_options(
         recent_window=parse_ctx(recent_window, "--kv-recent-window") if recent_window is not None else None,

@@ -41,11 +41,11 @@ def list_(
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
-    from kvplan.catalog import Catalog
+    from kvplan.profiles.catalog import Catalog
     from kvplan.cli import terminal
     from kvplan.errors import ProfileError
-    from kvplan.loading import load_model_file
-    from kvplan.profiles import Device, Model
+    from kvplan.profiles.loading import load_model_file
+    from kvplan.profiles.spec import Device, Model
     from kvplan.render import profiles as render
 
     catalog = Catalog(profiles_dir, fast=False)
@@ -85,7 +85,7 @@ def show(
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
-    from kvplan.catalog import Catalog
+    from kvplan.profiles.catalog import Catalog
     from kvplan.cli import terminal
     from kvplan.render import profiles as render
 
@@ -102,7 +102,7 @@ def show(
 
 def _resolve_any(catalog, ref: str, kind: str | None):
     """Resolve ``ref`` as the given kind, or as whichever kind knows it (a path: by its keys)."""
-    from kvplan.catalog import Catalog, _looks_like_path
+    from kvplan.profiles.catalog import Catalog, _looks_like_path
     from kvplan.errors import NotFoundError, UsageError
 
     if kind:
@@ -144,7 +144,7 @@ def validate(
 ) -> None:
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
-    from kvplan.profile_check import validate_file
+    from kvplan.profiles.check import validate_file
 
     results = [validate_file(path, kind.value if kind else None) for path in files]
     bad = [r for r in results if r.problems]
@@ -173,6 +173,6 @@ def schema(
     kind: Annotated[KindChoice, typer.Option("--kind", "-k", help="Which kind of profile.")],
 ) -> None:
     from kvplan.cli import terminal
-    from kvplan.schema import profile_json_schema
+    from kvplan.profiles.jsonschema import profile_json_schema
 
     terminal.display_json(profile_json_schema(kind.value))

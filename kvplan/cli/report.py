@@ -31,7 +31,7 @@ def report(
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     import kvplan
-    from kvplan.catalog import Catalog
+    from kvplan.profiles.catalog import Catalog
     from kvplan.cli import terminal
     from kvplan.cli.gate import check_outputs
     from kvplan.gate.checker import check_gate

@@ -39,7 +39,7 @@ def runtime_knob(runtime: str | None = None, parallel: int | None = None, kv_uni
                                 or max_cache_len is not None):
         return None
     from kvplan.cli.options import parse_ctx
-    from kvplan.runtimes import runtime_spec
+    from kvplan.profiles.runtime import runtime_spec
 
     length = parse_ctx(max_cache_len, "--max-cache-len") if max_cache_len is not None else None
     spec = runtime_spec(runtime, parallel=parallel, kv_unified=kv_unified, ubatch=ubatch, batch=batch,

@@ -57,7 +57,7 @@ AllOpt = Annotated[bool, typer.Option("--all", help="Table/Markdown: print every
 def _types(values, option: str) -> list[tuple[str, str]]:
     """``--kv-type f16,q8_0`` → [("type", "f16"), ("type", "q8_0")], each name checked."""
     from kvplan.errors import KvplanError, UsageError
-    from kvplan.formats import format_from_name
+    from kvplan.engine.formats import format_from_name
 
     names = [item.strip() for value in values or [] for item in str(value).split(",")]
     if values and not all(names):
@@ -152,7 +152,7 @@ def sweep(
         raise UsageError("--ctx: give contexts, e.g. --ctx 1k,4k,8k or --ctx 1k..32k:1k")
     fmt_ = p.output_format(output_format, output)
     if output:
-        from kvplan.outfiles import check_writable
+        from kvplan.files.outfiles import check_writable
 
         check_writable(output)
     check_sweep_plot(plot)  # a bad plot path or extension fails before the grid is evaluated
@@ -171,9 +171,9 @@ def sweep(
     pairs = _format_pairs(kv_bits, k_bits, v_bits, kv_type, k_type, v_type)
     any_bits = any(spec is not None and spec[0] == "bits" for pair in pairs for spec in pair)
 
-    from kvplan.catalog import Catalog
+    from kvplan.profiles.catalog import Catalog
     from kvplan.cli import terminal
-    from kvplan.configure import build_scenario
+    from kvplan.plan import build_scenario
 
     catalog = Catalog(profiles_dir)
     devices = [catalog.device(ref) for ref in dict.fromkeys(device)]
@@ -223,7 +223,7 @@ def _stream(chunks, rows: int, what: str, output) -> None:
                 bar.advance(n)
 
         if output:
-            from kvplan.outfiles import write_atomic
+            from kvplan.files.outfiles import write_atomic
 
             def produce(tmp) -> None:
                 with open(tmp, "wb") as f:

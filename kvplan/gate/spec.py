@@ -1,7 +1,7 @@
 """The gate file: named configurations plus thresholds, as ``defaults:`` and per-configuration overrides.
 
 The same file format feeds ``kvplan gate`` and ``kvplan report``. Every configuration key
-that sets a knob is a field of :class:`KnobSpec`, named like the :class:`~kvplan.configure.Knobs`
+that sets a knob is a field of :class:`KnobSpec`, named like the :class:`~kvplan.plan.knobs.Knobs`
 field it fills (``KNOB_FIELDS`` maps the three whose YAML name differs), so a new knob is one
 field here. Validation reports every problem of the file at once as ``file:line: field: message``,
 including unknown device and model names, which point at the line of the configuration using them,
@@ -18,16 +18,16 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
 
-from kvplan.catalog import Catalog, Resolved, _looks_like_path
-from kvplan.configure import Knobs, build_scenario
+from kvplan.profiles.catalog import Catalog, Resolved, _looks_like_path
+from kvplan.plan import Knobs, build_scenario
 from kvplan.errors import KvplanError, ProfileError
-from kvplan.formats import format_from_name
-from kvplan.loading import validate_document
+from kvplan.engine.formats import format_from_name
+from kvplan.profiles.loading import validate_document
 from kvplan.plan import Evaluation, Scenario, evaluate
-from kvplan.policies import NO_POLICY, PolicySpec, load_policy_file
-from kvplan.profiles import Bits, PositiveInt, SizeBytes, StrictBool, Tokens, WeightBits
+from kvplan.profiles.policy import NO_POLICY, PolicySpec, load_policy_file
+from kvplan.profiles.spec import Bits, PositiveInt, SizeBytes, StrictBool, Tokens, WeightBits
 from kvplan.units import parse_size_bytes, parse_tokens
-from kvplan.yamlio import YamlDocument, load_yaml
+from kvplan.files.yamlio import YamlDocument, load_yaml
 
 # YAML key → Knobs field, where the two differ (units in the Python names, plain words in the file).
 KNOB_FIELDS = {"pinned_prefix": "pinned_prefix_tokens", "os_reserve": "os_reserve_bytes", "margin": "margin_fraction"}
@@ -86,7 +86,7 @@ def _runtime_value(value: object) -> object:
 
     ``ideal`` stays the name ``"ideal"``: an explicit choice that overrides a model profile's ``runtime``.
     """
-    from kvplan.runtimes import file_runtime
+    from kvplan.profiles.runtime import file_runtime
 
     spec = file_runtime(value)
     return "ideal" if spec is None else spec

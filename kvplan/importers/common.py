@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from kvplan.profiles import Model
+from kvplan.profiles.spec import Model
 
 
 @dataclass(frozen=True)
@@ -99,8 +99,8 @@ def render_yaml(fields: list[tuple[str, object, str]], header: list[str]) -> str
 def finish(fields: list[tuple[str, object, str]], header: list[str], where: str,
            notes: list[str] | None = None) -> ImportedProfile:
     """Render the YAML and validate it as a model, so a surprising input fails here, not later."""
-    from kvplan.loading import validate_document
-    from kvplan.yamlio import parse_yaml
+    from kvplan.profiles.loading import validate_document
+    from kvplan.files.yamlio import parse_yaml
 
     text = render_yaml(fields, header)
     model = validate_document(Model, parse_yaml(text, f"{where} (imported profile)"), what="model profile")

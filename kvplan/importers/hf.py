@@ -48,7 +48,7 @@ _QKV_BIAS = {"qwen2"}  # bias on q, k, v (not o)
 
 def profile_from_hf_file(path: str | Path, *, name: str | None = None, params: int | None = None,
                          weight_bits: float | None = None) -> ImportedProfile:
-    from kvplan.yamlio import read_text
+    from kvplan.files.yamlio import read_text
 
     text = read_text(path)
     try:

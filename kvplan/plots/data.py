@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from kvplan import engine
 from kvplan.errors import KvplanError
-from kvplan.formats import NAMED_FORMATS
+from kvplan.engine.formats import NAMED_FORMATS
 from kvplan.plan import Evaluation, Scenario, cache_model_for, evaluate
 
 GRID_POINTS = 512  # points per curve, besides the exact marks (ctx, max_ctx, window edges)
@@ -143,7 +143,7 @@ class DecodeCurves:
 
 def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ctx: bool = True,
                   target_tokens_per_s: float | None = None) -> DecodeCurves:
-    """Same formulas as :func:`kvplan.plan.evaluate`, over an array of contexts."""
+    """Same formulas as :func:`kvplan.plan.evaluation`, over an array of contexts."""
     import numpy as np
 
     ev = evaluate(scenario)

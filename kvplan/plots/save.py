@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from kvplan.errors import OutputError
-from kvplan.outfiles import check_extension, check_writable, write_atomic
+from kvplan.files.outfiles import check_extension, check_writable, write_atomic
 
 PLOT_EXTENSIONS = ("png", "svg", "pdf")
 PNG_DPI = 150

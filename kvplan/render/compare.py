@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvplan.labels import NO_POLICY, policy_label, runtime_label
+from kvplan.caches.labels import NO_POLICY, policy_label, runtime_label
 from kvplan.plan import Evaluation
 from kvplan.render import fmt
 from kvplan.render.maxctx import beyond_trained_note, max_ctx_cell

@@ -47,7 +47,7 @@ def check_argv(s: Scenario, device_ref: str, model_ref: str, profiles_dirs: list
 
 def _by_bits(f) -> bool:
     """Whether ``--kv-bits`` (with ``--kv-group-size``) names exactly the format ``f``, else it needs ``--kv-type``."""
-    from kvplan.formats import format_from_bits
+    from kvplan.engine.formats import format_from_bits
 
     return 1 <= f.bits <= 32 and f == format_from_bits(f.bits, f.group_size)
 

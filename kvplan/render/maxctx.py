@@ -7,7 +7,8 @@ compare, gate and report.
 
 from __future__ import annotations
 
-from kvplan.plan import Evaluation, tokens_per_sequence_of
+from kvplan.plan import Evaluation
+from kvplan.caches.ideal import tokens_per_sequence_of
 
 
 def _trained(ev: Evaluation) -> int | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kvplan.profiles import Device, Model
+from kvplan.profiles.spec import Device, Model
 from kvplan.render import fmt
 from kvplan.render.tables import Table
 
@@ -22,8 +22,8 @@ _NOT_FIGURES = {"name", "aliases", "description", "sources"}
 
 def fp16_kv_bytes_per_token(model: Model) -> int:
     """K+V bytes one token adds over all layers at fp16 (below the smallest window)."""
-    from kvplan.formats import format_from_bits
-    from kvplan.plan import cache_layout
+    from kvplan.engine.formats import format_from_bits
+    from kvplan.caches.ideal import cache_layout
 
     fp16 = format_from_bits(16)
     return cache_layout(model, fp16, fp16).bytes_per_token
@@ -46,7 +46,8 @@ def device_figures(d: Device) -> dict:
 
 def model_figures(m: Model) -> dict:
     """Key figures of a model in base units."""
-    from kvplan.plan import cache_layout, weights_of
+    from kvplan.caches.ideal import cache_layout
+    from kvplan.plan import weights_of
 
     layout = cache_layout(m)
     weights, weights_read, _ = weights_of(m, None)

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from kvplan.advice import changes_to_fit
-from kvplan.gate import reporters
+from kvplan.render import gate as reporters
 from kvplan.gate.result import ConfigResult, GateResult
 from kvplan.gate.spec import GateConfig, GateFile
 from kvplan.render import fmt

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-from kvplan.outfiles import check_extension, check_writable, write_text_atomic
+from kvplan.files.outfiles import check_extension, check_writable, write_text_atomic
 from kvplan.report.document import Report
 
 REPORT_EXTENSIONS = ("md", "markdown", "html", "htm")

@@ -152,14 +152,14 @@ def test_check_json_path_does_not_import_rich_numpy_or_matplotlib():
 
 def test_warm_check_reads_no_yaml_and_builds_no_pydantic_profiles(tmp_path):
     # The second run finds the profiles validated in the cache: neither the YAML parser nor the
-    # pydantic profile models are imported (kvplan.profile_cache).
+    # pydantic profile models are imported (kvplan.profiles.cache).
     code = ("import sys\n"
             "from kvplan.cli.app import build_app\n"
             "try:\n"
             "    build_app('check')(['check', '-d', 'pixel8', '-m', '7b', '--ctx', '8k', '--format', 'json'])\n"
             "except SystemExit as exit:\n"
             "    print('exit', exit.code, file=sys.stderr)\n"
-            "print(sorted(m for m in ('yaml', 'kvplan.profiles', 'kvplan.policies', 'numpy', 'matplotlib', 'rich')"
+            "print(sorted(m for m in ('yaml', 'kvplan.profiles.spec', 'kvplan.profiles.policy', 'numpy', 'matplotlib', 'rich')"
             " if m in sys.modules), file=sys.stderr)")
     env = {**__import__("os").environ, "KVPLAN_CACHE_DIR": str(tmp_path)}
     cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)

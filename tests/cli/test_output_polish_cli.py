@@ -7,10 +7,10 @@ import io
 
 import pytest
 
-from kvplan.catalog import Catalog
-from kvplan.formats import format_from_bits, format_from_name
+from kvplan.profiles.catalog import Catalog
+from kvplan.engine.formats import format_from_bits, format_from_name
 from kvplan.plan import Scenario
-from kvplan.runtimes import asked_as
+from kvplan.caches.runtimes import asked_as
 from tests.conftest import REF_7B, REF_PHONE
 
 REF = ("-d", REF_PHONE, "-m", REF_7B)

@@ -152,7 +152,7 @@ def test_schema_needs_a_kind(run):
 
 
 def test_profiles_doc_describes_every_field():
-    from kvplan.profiles import Device, Model
+    from kvplan.profiles.spec import Device, Model
 
     text = (DOCS / "profiles.md").read_text(encoding="utf-8")
     for cls in (Device, Model):

@@ -82,9 +82,9 @@ def expected_transformers(p, ctx, n):
 
 @pytest.fixture(scope="module")
 def evaluate_json():
-    from kvplan.catalog import Catalog
+    from kvplan.profiles.catalog import Catalog
     from kvplan.cli import runtime_options as ro
-    from kvplan.configure import Knobs, build_scenario
+    from kvplan.plan import Knobs, build_scenario
     from kvplan.plan import evaluate
     from kvplan.render.check import format_json
 

@@ -19,8 +19,8 @@ WINDOWED = DATA / "planning" / "windowed-1b.yaml"
 
 
 def _scenario(model=TINY, ctx=1000, **knobs):
-    from kvplan.catalog import Catalog
-    from kvplan.configure import Knobs, build_scenario
+    from kvplan.profiles.catalog import Catalog
+    from kvplan.plan import Knobs, build_scenario
 
     catalog = Catalog()
     return build_scenario(catalog.device(str(REF_PHONE)).profile, catalog.model(str(model)).profile, ctx,
@@ -155,9 +155,9 @@ def _capture(monkeypatch, module: str, name: str) -> list:
 
 
 def test_plot_memory_runtime_line_is_the_runtime_cache(run, tmp_path, monkeypatch):
-    from kvplan.catalog import Catalog
-    from kvplan.runtimes import runtime_spec
-    from kvplan.runtimes.llamacpp import llamacpp_cache
+    from kvplan.profiles.catalog import Catalog
+    from kvplan.profiles.runtime import runtime_spec
+    from kvplan.caches.llamacpp import llamacpp_cache
 
     seen = _capture(monkeypatch, "kvplan.plots.memory", "memory_figure")
     result = run("plot", "memory", "--device", "pixel8", "--model", "gemma-3-1b", "--runtime", "llama.cpp",

@@ -19,7 +19,7 @@ def test_wheel_ships_the_profiles(tmp_path):
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
                    check=True, capture_output=True)
-    code = ("import kvplan.catalog as c, json; from kvplan.cli.app import main; "
+    code = ("import kvplan.profiles.catalog as c, json; from kvplan.cli.app import main; "
             "print(c.builtin_dir('device')); print(c.builtin_dir('model'))")
     env = {**os.environ, "PYTHONPATH": str(target)}
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,

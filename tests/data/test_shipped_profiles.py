@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kvplan.catalog import builtin_dir
-from kvplan.profile_check import validate_file
-from kvplan.schema import profile_json_schema
+from kvplan.profiles.catalog import builtin_dir
+from kvplan.profiles.check import validate_file
+from kvplan.profiles.jsonschema import profile_json_schema
 
 KINDS = ("device", "model")
 FILES = [(kind, path) for kind in KINDS for path in sorted(builtin_dir(kind).glob("*.yaml"))]

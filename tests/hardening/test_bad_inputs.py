@@ -69,7 +69,7 @@ def test_python_tag_runs_nothing(run, tmp_path):
     assert result.exit_code == 2
     assert not marker.exists()
     from kvplan.errors import ProfileError
-    from kvplan.yamlio import parse_yaml
+    from kvplan.files.yamlio import parse_yaml
 
     for tag in ("!!python/object/apply:os.system ['true']", "!!python/name:os.system", "!!binary aGk="):
         try:
@@ -164,7 +164,8 @@ def test_a_full_disk_on_stdout_is_exit_2_not_a_bug():
 
 
 def test_library_refuses_what_the_cli_refuses():
-    from kvplan import Catalog, Scenario
+    from kvplan import Catalog
+    from kvplan import Scenario
     from kvplan.errors import UsageError
 
     cat = Catalog()
@@ -176,7 +177,9 @@ def test_library_refuses_what_the_cli_refuses():
 
 
 def test_library_takes_names_where_the_cli_does_and_refuses_the_rest():
-    from kvplan import Catalog, Scenario, evaluate
+    from kvplan import Catalog
+    from kvplan import Scenario
+    from kvplan import evaluate
     from kvplan.errors import UsageError
 
     cat = Catalog()

@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan import engine
-from kvplan.plan import Scenario, cache_layout, evaluate
-from kvplan.profiles import Device, Model
+from kvplan.plan import Scenario, evaluate
+from kvplan.caches.ideal import cache_layout
+from kvplan.profiles.spec import Device, Model
 
 ctxs = st.integers(min_value=0, max_value=2_000_000)
 bytes_per_token = st.integers(min_value=1, max_value=4_000_000)

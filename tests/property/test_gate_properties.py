@@ -7,7 +7,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan.catalog import Catalog
+from kvplan.profiles.catalog import Catalog
 from kvplan.gate.checker import judge
 from kvplan.gate.spec import HeadroomLimit, Thresholds
 from kvplan.plan import Scenario, evaluate

@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan.engine import tiered
-from kvplan.plan import cache_layout
-from kvplan.policies import PolicySpec
-from kvplan.policy_cache import policy_cache
-from kvplan.profiles import Model
+from kvplan.caches.ideal import cache_layout
+from kvplan.profiles.policy import PolicySpec
+from kvplan.caches.policy import policy_cache
+from kvplan.profiles.spec import Model
 
 ctxs = st.integers(min_value=0, max_value=300_000)
 formats = st.sampled_from(["f16", "q8_0", "q4_0", 8, 4, {"bits": 4, "group_size": 64, "zero_bytes": 2},

@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvplan.errors import ProfileError
-from kvplan.loading import validate_document
-from kvplan.profiles import Device, Model
-from kvplan.yamlio import parse_yaml
+from kvplan.profiles.loading import validate_document
+from kvplan.profiles.spec import Device, Model
+from kvplan.files.yamlio import parse_yaml
 
 FIELDS = list(Device.model_fields) + list(Model.model_fields)
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True),

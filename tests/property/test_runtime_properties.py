@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan.catalog import Catalog
-from kvplan.formats import format_from_name
-from kvplan.runtimes import LlamaCppSpec, TransformersSpec
-from kvplan.runtimes.llamacpp import llamacpp_cache
-from kvplan.runtimes.transformers import transformers_cache
+from kvplan.profiles.catalog import Catalog
+from kvplan.engine.formats import format_from_name
+from kvplan.profiles.runtime import LlamaCppSpec, TransformersSpec
+from kvplan.caches.llamacpp import llamacpp_cache
+from kvplan.caches.transformers import transformers_cache
 
 MODELS = ("qwen3-1.7b", "gemma-3-1b", "gemma-2-2b", "deepseek-v2-lite", "mistral-7b-v0.1")
 _catalog = Catalog()

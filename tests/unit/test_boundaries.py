@@ -9,10 +9,11 @@ from __future__ import annotations
 import pytest
 
 from kvplan import engine
-from kvplan.catalog import Catalog
-from kvplan.formats import format_from_name
-from kvplan.plan import Scenario, cache_layout, evaluate
-from kvplan.profiles import Device, Model
+from kvplan.profiles.catalog import Catalog
+from kvplan.engine.formats import format_from_name
+from kvplan.plan import Scenario, evaluate
+from kvplan.caches.ideal import cache_layout
+from kvplan.profiles.spec import Device, Model
 from tests.conftest import REF_7B, REF_PHONE
 
 TOTAL_AT_4K = 3_897_483_648

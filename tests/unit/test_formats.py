@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from kvplan.errors import UsageError
-from kvplan.formats import format_from_bits, format_from_name
+from kvplan.engine.formats import format_from_bits, format_from_name
 
 
 @pytest.mark.parametrize("name, values, expected", [

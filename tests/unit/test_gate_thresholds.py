@@ -13,7 +13,7 @@ import dataclasses
 
 import pytest
 
-from kvplan.configure import Knobs
+from kvplan.plan import Knobs
 from kvplan.errors import ProfileError
 from kvplan.gate import spec as gate_spec
 from kvplan.gate.checker import check_gate

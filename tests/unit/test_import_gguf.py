@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from kvplan.errors import ProfileError, UsageError
-from kvplan.plan import cache_layout
+from kvplan.caches.ideal import cache_layout
 
 gguf = pytest.importorskip("gguf")
 np = pytest.importorskip("numpy")

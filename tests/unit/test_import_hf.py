@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from kvplan.catalog import Catalog
+from kvplan.profiles.catalog import Catalog
 from kvplan.errors import ProfileError
 from kvplan.importers.common import window_pattern
 from kvplan.importers.hf import profile_from_hf_config, profile_from_hf_file
-from kvplan.plan import cache_layout
+from kvplan.caches.ideal import cache_layout
 from tests.conftest import DATA
 
 CONFIGS = sorted((DATA / "hf_configs").glob("*.json"))

@@ -10,10 +10,11 @@ import pytest
 from kvplan.engine import tiered
 from kvplan.engine.tiered import Tier
 from kvplan.errors import ProfileError, UsageError
-from kvplan.plan import Scenario, cache_layout, cache_model_for, evaluate
-from kvplan.policies import FormatSpec, PolicySpec, load_policy_file, policy_from_options, resolve_policy
-from kvplan.policy_cache import policy_cache
-from kvplan.profiles import Model
+from kvplan.plan import Scenario, cache_model_for, evaluate
+from kvplan.caches.ideal import cache_layout
+from kvplan.profiles.policy import FormatSpec, PolicySpec, load_policy_file, policy_from_options, resolve_policy
+from kvplan.caches.policy import policy_cache
+from kvplan.profiles.spec import Model
 from tests.conftest import REF_7B
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -213,8 +214,8 @@ def test_plain_spec_falls_back_to_the_layout(ref_models):
 
 @pytest.fixture
 def ref_models():
-    from kvplan.loading import load_model_file
-    from kvplan.profiles import Device
+    from kvplan.profiles.loading import load_model_file
+    from kvplan.profiles.spec import Device
     from tests.conftest import REF_PHONE
 
     return load_model_file(Model, REF_7B), load_model_file(Device, REF_PHONE)
@@ -236,11 +237,11 @@ def test_evaluate_counts_the_peak_against_the_budget(ref_models):
 
 
 def test_model_profile_policy_applies_and_none_overrides_it():
-    from kvplan.loading import load_model_file
+    from kvplan.profiles.loading import load_model_file
 
     model = load_model_file(Model, DATA / "tiny-with-policy.yaml")
     assert model.kv_policy is not None and model.kv_policy.name == "keep-half"
-    from kvplan.catalog import Catalog
+    from kvplan.profiles.catalog import Catalog
 
     s = Scenario(Catalog().device("pixel8").profile, model, 100)  # the device plays no part in the cache
     # 2 layers × 1 KV head × 64 × 2 (K, V) × 2 B = 512 B/token; W = 10, ½ of 90 older = 45 at int8: 256 B/token

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from kvplan.advice import changes_to_fit
-from kvplan.catalog import Catalog
+from kvplan.profiles.catalog import Catalog
 from kvplan.plan import Scenario, evaluate
-from kvplan.runtimes import runtime_spec
+from kvplan.profiles.runtime import runtime_spec
 
 DATA = Path(__file__).parent.parent / "data"
 

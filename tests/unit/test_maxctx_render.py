@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.catalog import Catalog
+from kvplan.profiles.catalog import Catalog
 from kvplan.plan import Scenario, evaluate
 from kvplan.render.maxctx import beyond_trained_note, max_ctx_cell, max_ctx_text
-from kvplan.runtimes import runtime_spec
+from kvplan.profiles.runtime import runtime_spec
 from tests.conftest import DATA, REF_PHONE
 
 

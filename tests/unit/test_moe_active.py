@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from kvplan.catalog import Catalog
+from kvplan.profiles.catalog import Catalog
 from kvplan.errors import ProfileError
 from kvplan.importers.hf import profile_from_hf_config
-from kvplan.loading import load_model_file
+from kvplan.profiles.loading import load_model_file
 from kvplan.plan import Scenario, evaluate, weights_of
-from kvplan.profiles import Model
+from kvplan.profiles.spec import Model
 from tests.conftest import DATA
 
 COMPUTE_PHONE = str(DATA / "planning" / "compute-phone.yaml")

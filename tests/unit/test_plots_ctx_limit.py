@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvplan.catalog import Catalog
+from kvplan.profiles.catalog import Catalog
 from kvplan.plan import Scenario, evaluate
 from kvplan.plots import data
-from kvplan.runtimes import TransformersSpec, runtime_spec
+from kvplan.profiles.runtime import TransformersSpec, runtime_spec
 from tests.conftest import REF_7B, REF_PHONE
 
 STATIC_4K = TransformersSpec(cache="static", max_cache_len=4096)

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from kvplan.catalog import Catalog
-from kvplan.formats import NAMED_FORMATS
+from kvplan.profiles.catalog import Catalog
+from kvplan.engine.formats import NAMED_FORMATS
 from kvplan.plan import Scenario, evaluate
 from kvplan.plots import data
 from tests.conftest import DATA, REF_7B, REF_PHONE

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from kvplan.catalog import Catalog  # noqa: E402
+from kvplan.profiles.catalog import Catalog  # noqa: E402
 from kvplan.errors import OutputError  # noqa: E402
 from kvplan.plan import Scenario, evaluate  # noqa: E402
 from kvplan.plots import data  # noqa: E402

@@ -8,8 +8,8 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from kvplan import sweep as engine_sweep  # noqa: E402
-from kvplan.catalog import Catalog  # noqa: E402
-from kvplan.configure import Knobs, build_scenario  # noqa: E402
+from kvplan.profiles.catalog import Catalog  # noqa: E402
+from kvplan.plan import Knobs, build_scenario  # noqa: E402
 from kvplan.plots.save import save_figure  # noqa: E402
 from kvplan.plots.sweep import (  # noqa: E402
     MAX_DRAWN_POINTS,

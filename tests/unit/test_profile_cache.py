@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kvplan import profile_cache
-from kvplan.catalog import Catalog, builtin_dir, load_profile
+from kvplan.profiles import cache as profile_cache
+from kvplan.profiles.catalog import Catalog, builtin_dir, load_profile
 from kvplan.plan import Scenario, evaluate
-from kvplan.records import DeviceRecord, ModelRecord
+from kvplan.profiles.records import DeviceRecord, ModelRecord
 
 DEVICES = sorted(p.stem for p in builtin_dir("device").glob("*.yaml"))
 MODELS = sorted(p.stem for p in builtin_dir("model").glob("*.yaml"))

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan import profile_cache
-from kvplan.catalog import load_profile
-from kvplan.configure import Knobs, build_scenario
+from kvplan.profiles import cache as profile_cache
+from kvplan.profiles.catalog import load_profile
+from kvplan.plan import Knobs, build_scenario
 from kvplan.errors import ProfileError, UsageError
 from kvplan.plan import evaluate
-from kvplan.records import ModelRecord
-from kvplan.runtimes import LlamaCppSpec
+from kvplan.profiles.records import ModelRecord
+from kvplan.profiles.runtime import LlamaCppSpec
 from tests.conftest import DATA, REF_PHONE
 
 HERE = DATA / "profile_runtime"

@@ -10,8 +10,9 @@ import math
 import pytest
 
 from kvplan import engine
-from kvplan.catalog import Catalog
-from kvplan.plan import Scenario, cache_layout, evaluate
+from kvplan.profiles.catalog import Catalog
+from kvplan.plan import Scenario, evaluate
+from kvplan.caches.ideal import cache_layout
 from tests.conftest import REF_7B, REF_PHONE
 
 

@@ -12,14 +12,14 @@ WINDOWED = DATA / "runtimes" / "gemma4-12b-shape.yaml"
 
 
 def _model(path):
-    from kvplan.catalog import Catalog
+    from kvplan.profiles.catalog import Catalog
 
     return Catalog().model(str(path)).profile
 
 
 def test_llamacpp_arrays_hand_figures():
-    from kvplan.runtimes import runtime_spec
-    from kvplan.runtimes.llamacpp import llamacpp_cache
+    from kvplan.profiles.runtime import runtime_spec
+    from kvplan.caches.llamacpp import llamacpp_cache
 
     cache = llamacpp_cache(runtime_spec("llama.cpp"), _model(TINY))
     ctx = np.array([0, 1000, 1024, 1025, 1025])
@@ -33,8 +33,8 @@ def test_llamacpp_arrays_hand_figures():
                                      {"batch": 128, "ubatch": 4096}])
 @pytest.mark.parametrize("path", [TINY, WINDOWED])
 def test_llamacpp_arrays_equal_scalars(path, options):
-    from kvplan.runtimes import runtime_spec
-    from kvplan.runtimes.llamacpp import llamacpp_cache
+    from kvplan.profiles.runtime import runtime_spec
+    from kvplan.caches.llamacpp import llamacpp_cache
 
     model = _model(path)
     cache = llamacpp_cache(runtime_spec("llama.cpp", **options), model)
@@ -47,8 +47,8 @@ def test_llamacpp_arrays_equal_scalars(path, options):
 
 def test_llamacpp_arrays_refuse_what_a_scenario_refuses():
     from kvplan.errors import UsageError
-    from kvplan.runtimes import runtime_spec
-    from kvplan.runtimes.llamacpp import llamacpp_cache
+    from kvplan.profiles.runtime import runtime_spec
+    from kvplan.caches.llamacpp import llamacpp_cache
 
     cache = llamacpp_cache(runtime_spec("llama.cpp"), _model(TINY))
     with pytest.raises(UsageError, match="1 to 256 sequences, got 257"):
@@ -57,8 +57,8 @@ def test_llamacpp_arrays_refuse_what_a_scenario_refuses():
 
 def test_transformers_static_array_refuses_ctx_above_max_cache_len():
     from kvplan.errors import UsageError
-    from kvplan.runtimes import runtime_spec
-    from kvplan.runtimes.transformers import transformers_cache
+    from kvplan.profiles.runtime import runtime_spec
+    from kvplan.caches.transformers import transformers_cache
 
     cache = transformers_cache(runtime_spec("transformers", cache="static", max_cache_len=2048), _model(TINY))
     # 2,048 preallocated tokens × 16,384 B = 33,554,432 B whatever the context up to it

@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from kvplan.catalog import Catalog
+from kvplan.profiles.catalog import Catalog
 from kvplan.errors import UsageError
-from kvplan.formats import format_from_name
-from kvplan.runtimes import LlamaCppSpec, parse_runtime, resolve_sequences, runtime_spec
-from kvplan.runtimes.llamacpp import llamacpp_cache, pad
+from kvplan.engine.formats import format_from_name
+from kvplan.profiles.runtime import LlamaCppSpec, parse_runtime, resolve_sequences, runtime_spec
+from kvplan.caches.llamacpp import llamacpp_cache, pad
 
 MiB = 2**20
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.catalog import Catalog
+from kvplan.profiles.catalog import Catalog
 from kvplan.errors import UsageError
-from kvplan.formats import format_from_name
-from kvplan.runtimes import TransformersSpec
-from kvplan.runtimes.transformers import transformers_cache
+from kvplan.engine.formats import format_from_name
+from kvplan.profiles.runtime import TransformersSpec
+from kvplan.caches.transformers import transformers_cache
 
 
 def cache(name, dtype="f16", **spec):

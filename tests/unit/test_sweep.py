@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from kvplan import sweep
-from kvplan.catalog import Catalog
-from kvplan.configure import Knobs, build_scenario
+from kvplan.profiles.catalog import Catalog
+from kvplan.plan import Knobs, build_scenario
 from kvplan.engine import VERDICTS
 from kvplan.plan import evaluate
 
@@ -101,7 +101,7 @@ def test_a_grid_beyond_exact_integers_is_refused():
     import numpy as np
     import pytest
 
-    from kvplan.catalog import Catalog
+    from kvplan.profiles.catalog import Catalog
     from kvplan.errors import UsageError
     from kvplan.plan import Scenario
     from kvplan.sweep import evaluate_group

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan import sweep
-from kvplan.catalog import Catalog
-from kvplan.configure import Knobs, build_scenario
+from kvplan.profiles.catalog import Catalog
+from kvplan.plan import Knobs, build_scenario
 
 DATA = Path(__file__).parents[1] / "data"
 REF_PHONE = str(DATA / "profiles" / "ref-phone.yaml")

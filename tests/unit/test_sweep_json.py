@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan import sweep
-from kvplan.catalog import Catalog
-from kvplan.configure import Knobs, build_scenario
+from kvplan.profiles.catalog import Catalog
+from kvplan.plan import Knobs, build_scenario
 from kvplan.render import csvfast
 from kvplan.render import sweep as render
 

@@ -38,10 +38,11 @@ def builtin_dir(kind: Kind) -> Path:
     """Folder of the built-in profiles of ``kind`` (wheel data, else the checkout's root folder)."""
     # kvplan is a regular package on disk, so its data folder sits next to this file (what
     # importlib.resources.files would return, without importing it on every start).
-    packaged = Path(__file__).resolve().parent / "_data" / KIND_DIRS[kind]
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "_data" / KIND_DIRS[kind]
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parent.parent / KIND_DIRS[kind]
+    return package.parent / KIND_DIRS[kind]
 
 
 def user_dirs(profiles_dirs: list[str] | None = None) -> list[Path]:
@@ -64,7 +65,7 @@ class Catalog:
 
     def __init__(self, profiles_dirs: list[str] | None = None, *, fast: bool = True):
         self.user_dirs = user_dirs(profiles_dirs)
-        # fast: a profile validated before may come back as a record from the cache (kvplan.profile_cache)
+        # fast: a profile validated before may come back as a record from the cache (kvplan.profiles.cache)
         # instead of a pydantic object; commands that need pydantic's introspection pass fast=False.
         self.fast = fast
 
@@ -147,7 +148,7 @@ class Catalog:
 
 def _folder_index(kind: Kind, folder: Path) -> list[tuple[str, list[str], Path]]:
     """(name, aliases, path) of the profiles of ``kind`` in one folder (cached by the folder's listing)."""
-    from kvplan import profile_cache
+    from kvplan.profiles import cache as profile_cache
 
     cached = profile_cache.load_index(kind, folder)
     if cached is not None:
@@ -179,16 +180,16 @@ def load_profile(kind: Kind, path, *, fast: bool = False):
 
     With ``fast``, a profile validated before (unchanged since) comes back from the cache as a record.
     """
-    from kvplan import profile_cache
+    from kvplan.profiles import cache as profile_cache
 
     if fast:
         record = profile_cache.load_record(kind, Path(path))
         if record is not None:
             return record
     from kvplan.errors import ProfileError
-    from kvplan.loading import validate_document
-    from kvplan.profiles import Device, Model
-    from kvplan.yamlio import load_yaml
+    from kvplan.profiles.loading import validate_document
+    from kvplan.profiles.spec import Device, Model
+    from kvplan.files.yamlio import load_yaml
 
     cls = Device if kind == "device" else Model
     doc = load_yaml(path)

@@ -1,9 +1,9 @@
-"""Derived figures of a model profile, shared by the pydantic :class:`~kvplan.profiles.Model` and the
-plain :class:`~kvplan.records.ModelRecord` the fast path uses (no pydantic import)."""
+"""Derived figures of a model profile, shared by the pydantic :class:`~kvplan.profiles.spec.Model` and the
+plain :class:`~kvplan.profiles.records.ModelRecord` the fast path uses (no pydantic import)."""
 
 from __future__ import annotations
 
-from kvplan.formats import ElementFormat, format_from_bits, format_from_name
+from kvplan.engine.formats import ElementFormat, format_from_bits, format_from_name
 
 
 class ModelMethods:

@@ -9,7 +9,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from kvplan.errors import ProfileError
-from kvplan.yamlio import YamlDocument, load_yaml
+from kvplan.files.yamlio import YamlDocument, load_yaml
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -3,7 +3,7 @@
 A policy says, per group of layers, which format the recent tokens use, how many recent
 tokens are kept (``recent_window``), which fraction of the older ones survive eviction and
 in which format (``history``), and how often eviction runs (``evict_every``). The math is in
-:mod:`kvplan.engine.tiered`; :mod:`kvplan.policy_cache` turns a spec and a model into a
+:mod:`kvplan.engine.tiered`; :mod:`kvplan.caches.policy` turns a spec and a model into a
 cache model. See docs/kv-policies.md.
 """
 
@@ -18,7 +18,7 @@ from typing import Annotated
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from kvplan.errors import KvplanError, ProfileError, UsageError
-from kvplan.formats import ElementFormat, format_from_name
+from kvplan.engine.formats import ElementFormat, format_from_name
 from kvplan.units import parse_tokens
 
 # --- element formats with outlier channels ---------------------------------------------------
@@ -167,7 +167,7 @@ class FormatSpec(_Strict):
         return self
 
     def element_format(self) -> ElementFormat:
-        """The exact storage of this spec as an :class:`~kvplan.formats.ElementFormat`."""
+        """The exact storage of this spec as an :class:`~kvplan.engine.formats.ElementFormat`."""
         group = self.group_size or 0
         scale, zero = (self.scale_bytes, self.zero_bytes) if group else (0, 0)
         name = self.name or (f"int{self.bits}/g{group}" if group else {16: "f16", 32: "f32"}.get(
@@ -297,13 +297,13 @@ NO_POLICY = "none"
 
 def load_policy_file(path) -> PolicySpec:
     """Read a policy YAML file; problems raise ProfileError as ``file:line: field: message``."""
-    from kvplan.loading import load_model_file
+    from kvplan.profiles.loading import load_model_file
 
     return load_model_file(PolicySpec, path, what="kv policy")
 
 
 def resolve_policy(value) -> PolicySpec | None:
-    """What :class:`~kvplan.configure.Knobs` ``kv_policy`` may hold → a spec (or None).
+    """What :class:`~kvplan.plan.knobs.Knobs` ``kv_policy`` may hold → a spec (or None).
 
     ``None``: no policy given (the model's own ``kv_policy`` applies, if any);
     a :class:`PolicySpec`; a mapping (validated here); a path to a policy YAML file;

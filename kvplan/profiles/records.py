@@ -1,15 +1,15 @@
 """Validated profiles as plain immutable records, so that a cached profile needs no pydantic.
 
-A record is built only from data the pydantic models validated (see :mod:`kvplan.profile_cache`);
-it offers the same attributes and derived methods as :class:`~kvplan.profiles.Device` and
-:class:`~kvplan.profiles.Model`, plus ``model_copy(update=…)`` and ``model_dump()``.
+A record is built only from data the pydantic models validated (see :mod:`kvplan.profiles.cache`);
+it offers the same attributes and derived methods as :class:`~kvplan.profiles.spec.Device` and
+:class:`~kvplan.profiles.spec.Model`, plus ``model_copy(update=…)`` and ``model_dump()``.
 """
 
 from __future__ import annotations
 
 import json
 
-from kvplan.profile_methods import ModelMethods
+from kvplan.profiles.methods import ModelMethods
 
 
 class _Record:

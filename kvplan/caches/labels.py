@@ -18,7 +18,7 @@ def runtime_label(spec, sequences: int | None = None) -> str:
     """
     if spec is None:
         return "ideal"
-    from kvplan.runtimes import LlamaCppSpec, TransformersSpec
+    from kvplan.profiles.runtime import LlamaCppSpec, TransformersSpec
 
     parts = [spec.name]
     if isinstance(spec, LlamaCppSpec):

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from kvplan.engine import tiered
-from kvplan.formats import ElementFormat, format_from_bits
-from kvplan.plan import CacheLayout, cache_layout, layer_bytes_per_token
-from kvplan.policies import PolicySpec, exact_fraction
-from kvplan.profiles import Model
+from kvplan.engine.formats import ElementFormat, format_from_bits
+from kvplan.caches.ideal import CacheLayout, cache_layout, layer_bytes_per_token
+from kvplan.profiles.policy import PolicySpec, exact_fraction
+from kvplan.profiles.spec import Model
 
 FP16 = format_from_bits(16)
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 FORMAT = 1
 # Code whose change changes what a validated profile is: the cache is keyed by its bytes.
-_CODE = ("profiles.py", "units.py", "formats.py", "profile_methods.py", "records.py", "profile_cache.py",
-         "catalog.py", "runtimes/__init__.py")
+_CODE = ("profiles/spec.py", "units.py", "engine/formats.py", "profiles/methods.py", "profiles/records.py",
+         "profiles/cache.py", "profiles/catalog.py", "profiles/runtime.py")
 
 
 def enabled() -> bool:
@@ -40,7 +40,7 @@ def cache_dir() -> Path | None:
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     digest = hashlib.blake2b(str(FORMAT).encode(), digest_size=12)
-    here = Path(__file__).parent
+    here = Path(__file__).parent.parent  # the kvplan package
     for name in _CODE:
         try:
             digest.update((here / name).read_bytes())
@@ -95,7 +95,7 @@ def load_record(kind: str, path: Path):
     data = _read(kind, key) if key else None
     if not isinstance(data, dict):
         return None
-    from kvplan.records import RECORDS
+    from kvplan.profiles.records import RECORDS
 
     return RECORDS[kind](data)
 

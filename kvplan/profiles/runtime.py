@@ -64,39 +64,6 @@ class TransformersSpec:
 RuntimeSpec = LlamaCppSpec | TransformersSpec
 
 
-class CacheTypeError(UsageError):
-    """A cache type a runtime cannot hold. ``template`` has a ``{given}`` slot for the type as it was asked
-    for, and the message leads with the option that asked (``--kv-bits: … 3 bits (int3) is not one of them``):
-    :func:`runtime_cache_for` fills both from the scenario (``--kv-bits``, ``--k-type``, or the model profile's
-    own type); a direct caller gets ``--k-type`` / ``--v-type`` and the type's name."""
-
-    def __init__(self, template: str, side: str, fmt) -> None:
-        self.template, self.side, self.fmt = template, side, fmt
-        super().__init__(f"--{side}-type: " + template.format(given=repr(fmt.name)))
-
-    def given_as(self, option: str | None, given: str) -> UsageError:
-        return UsageError((f"{option}: " if option else "") + self.template.format(given=given))
-
-
-def asked_as(s, side: str) -> tuple[str | None, str]:
-    """How the scenario ``s`` asked for its ``side`` ("k" or "v") cache type: (the CLI option, the value).
-
-    ``--kv-…`` when K and V are the same, ``--k-…`` / ``--v-…`` otherwise; ``(--kv-type, q8_0)`` for a named
-    type, ``(--kv-bits, 3 bits (int3))`` for a bit width (``format_from_bits``' ``intN``, ``intN/gG``);
-    ``(None, the model's own type)`` when the scenario sets none."""
-    from kvplan.formats import NAMED_FORMATS
-
-    k, v = s.k_format, s.v_format
-    fmt = k if side == "k" else v
-    if fmt is None:
-        own = s.model.k_format() if side == "k" else s.model.v_format()
-        return None, f"{s.model.name}'s {own.name} cache (its profile's kv_type / kv_bits)"
-    prefix = "kv" if k is not None and v is not None and k == v else side
-    if NAMED_FORMATS.get(fmt.name) is fmt or not fmt.name.startswith("int"):
-        return f"--{prefix}-type", fmt.name
-    return f"--{prefix}-bits", f"{fmt.bits} bits ({fmt.name})"
-
-
 def runtime_spec(name: str | None, *, parallel: int | None = None, kv_unified: bool = False,
                  ubatch: int | None = None, batch: int | None = None, swa_full: bool = False,
                  flash_attn: str | None = None, cache: str | None = None,
@@ -244,32 +211,3 @@ def resolve_sequences(spec: RuntimeSpec | None, sequences: int, pinned_prefix_to
     return spec, spec.parallel
 
 
-def cache_model(spec: RuntimeSpec, model, k_format=None, v_format=None):
-    """The runtime-exact :class:`~kvplan.plan.CacheModel` for ``model`` under ``spec``."""
-    if isinstance(spec, LlamaCppSpec):
-        from kvplan.runtimes.llamacpp import llamacpp_cache
-
-        return llamacpp_cache(spec, model, k_format, v_format)
-    if isinstance(spec, TransformersSpec):
-        from kvplan.runtimes.transformers import transformers_cache
-
-        return transformers_cache(spec, model, k_format, v_format)
-    raise UsageError(f"runtime: not a runtime spec: {spec!r}")
-
-
-def runtime_cache_for(s):
-    """The runtime-exact cache of a :class:`~kvplan.plan.Scenario` whose ``runtime`` is set."""
-    policy = getattr(s, "kv_policy", None)
-    if policy is not None and not getattr(policy, "is_plain", False):
-        raise UsageError("--kv-policy and --runtime: a compression policy is not modelled inside a runtime; "
-                         "give one of them")
-    model = s.model
-    if s.sliding_window is not None:
-        if isinstance(s.runtime, LlamaCppSpec):
-            raise UsageError("--sliding-window: llama.cpp has no option to put a window on a model; "
-                             "drop it with --runtime llama.cpp")
-        model = model.model_copy(update={"sliding_window": s.sliding_window, "sliding_window_pattern": "all"})
-    try:
-        return cache_model(s.runtime, model, s.k_format, s.v_format)
-    except CacheTypeError as exc:  # name the option the user gave, not --k-type
-        raise exc.given_as(*asked_as(s, exc.side)) from None

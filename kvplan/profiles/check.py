@@ -31,9 +31,9 @@ def kind_of_data(data: object) -> str | None:
 
 def validate_file(path: str | Path, kind: str | None = None) -> FileResult:
     """Validate one file as ``kind`` (or the kind its keys tell); every problem is collected."""
-    from kvplan.loading import validate_document
-    from kvplan.profiles import Device, Model
-    from kvplan.yamlio import load_yaml
+    from kvplan.profiles.loading import validate_document
+    from kvplan.profiles.spec import Device, Model
+    from kvplan.files.yamlio import load_yaml
 
     name = str(path)
     try:

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from kvplan import engine
 from kvplan.engine._ops import minimum, where
 from kvplan.errors import UsageError
-from kvplan.formats import ElementFormat
-from kvplan.runtimes import CacheTypeError, TransformersSpec
+from kvplan.engine.formats import ElementFormat
+from kvplan.caches.errors import CacheTypeError
+from kvplan.profiles.runtime import TransformersSpec
 
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass, fields
 
 from kvplan.engine import DEFAULT_MARGIN_FRACTION
 from kvplan.errors import UsageError
-from kvplan.formats import ElementFormat, format_from_bits, format_from_name
-from kvplan.plan import Scenario
+from kvplan.engine.formats import ElementFormat, format_from_bits, format_from_name
+from kvplan.plan.scenario import Scenario
 
 if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain records
-    from kvplan.profiles import Device, Model
+    from kvplan.profiles.spec import Device, Model
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Knobs:
     os_reserve_bytes: int | None = None
     margin_fraction: float = DEFAULT_MARGIN_FRACTION
     target_tokens_per_s: float | None = None
-    kv_policy: object | None = None  # PolicySpec, a policy YAML path, a mapping, or "none" (kvplan.policies)
+    kv_policy: object | None = None  # PolicySpec, a policy YAML path, a mapping, or "none" (kvplan.profiles.policy)
     runtime: object | None = None  # a RuntimeSpec, a runtime name or mapping (kvplan.runtimes); "ideal": the
     # contract's formula even when the model profile names a runtime; None: the model profile's runtime, else ideal
 
@@ -106,7 +106,7 @@ def _runtime(knobs: Knobs, model: Model, policy):
         from_profile = value not in (None, "ideal")
     if value is None:
         return None, knobs.sequences, False
-    from kvplan.runtimes import RuntimeSpec, parse_runtime, resolve_sequences
+    from kvplan.profiles.runtime import RuntimeSpec, parse_runtime, resolve_sequences
 
     spec = value if isinstance(value, RuntimeSpec) else parse_runtime(value)
     if not from_profile:
@@ -125,6 +125,6 @@ def _policy(value):
     """Knobs.kv_policy → a PolicySpec (or None: the model's own policy, if any)."""
     if value is None:
         return None
-    from kvplan.policies import resolve_policy
+    from kvplan.profiles.policy import resolve_policy
 
     return resolve_policy(value)

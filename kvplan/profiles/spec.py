@@ -13,10 +13,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
 
-from kvplan.formats import format_from_name
-from kvplan.profile_methods import ModelMethods, element_format
-from kvplan.policies import PolicySpec
-from kvplan import schema as js
+from kvplan.engine.formats import format_from_name
+from kvplan.profiles.methods import ModelMethods, element_format
+from kvplan.profiles.policy import PolicySpec
+from kvplan.profiles import jsonschema as js
 from kvplan.units import parse_count, parse_flop_per_s, parse_rate_bytes_per_s, parse_size_bytes, parse_tokens
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
@@ -154,7 +154,7 @@ KvHeads = Annotated[Annotated[int, Field(gt=0, le=10**6)] | list[Annotated[int, 
 def _runtime(value: object) -> object:
     """A runtime as a gate file names it (``llama.cpp`` or ``{name: llama.cpp, parallel: 2}``), kept in the
     canonical JSON form of :func:`kvplan.runtimes.runtime_value` (so the profile cache stores it as is)."""
-    from kvplan.runtimes import file_runtime, runtime_value
+    from kvplan.profiles.runtime import file_runtime, runtime_value
 
     return runtime_value(file_runtime(value))
 

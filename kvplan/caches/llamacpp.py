@@ -32,8 +32,9 @@ from dataclasses import dataclass
 
 from kvplan import engine
 from kvplan.errors import UsageError
-from kvplan.formats import ElementFormat
-from kvplan.runtimes import LLAMA_MAX_SEQ, CacheTypeError, LlamaCppSpec
+from kvplan.engine.formats import ElementFormat
+from kvplan.profiles.runtime import LLAMA_MAX_SEQ, LlamaCppSpec
+from kvplan.caches.errors import CacheTypeError
 
 PAD_CELLS = 256  # GGML_PAD(…, 256) in llama_context and llama_kv_cache_iswa
 LLAMACPP_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
@@ -292,7 +293,7 @@ def as_llamacpp_type(fmt: ElementFormat) -> ElementFormat:
     """A plain ``intN`` format (``--kv-bits N``) as llama.cpp's type of that width; others unchanged."""
     if fmt.name != f"int{fmt.bits}" or fmt.bits not in BITS_TO_TYPE:  # only format_from_bits' plain ints
         return fmt
-    from kvplan.formats import format_from_name
+    from kvplan.engine.formats import format_from_name
 
     return format_from_name(BITS_TO_TYPE[fmt.bits])
 

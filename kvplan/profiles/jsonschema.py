@@ -1,6 +1,6 @@
 """JSON Schema of the profile files, for editors (``# yaml-language-server: $schema=…``) and CI.
 
-The pydantic models in :mod:`kvplan.profiles` hold base-unit numbers once validated, but the
+The pydantic models in :mod:`kvplan.profiles.spec` hold base-unit numbers once validated, but the
 YAML files take quantities as strings with units (``8 GB``, ``51.2 GB/s``, ``6.74B``, ``8k``).
 The fragments below describe what a file may contain; ``profiles.py`` attaches them to its
 quantity types with ``WithJsonSchema``, so the generated schema accepts exactly what a
@@ -97,7 +97,7 @@ MLA_FIELD_DOCS = {
 
 def profile_json_schema(kind: Literal["device", "model"]) -> dict:
     """The JSON Schema (draft 2020-12) of a device or model profile file."""
-    from kvplan.profiles import Device, Model
+    from kvplan.profiles.spec import Device, Model
 
     cls = Device if kind == "device" else Model
     schema = cls.model_json_schema(mode="validation")

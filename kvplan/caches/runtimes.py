@@ -1,0 +1,57 @@
+"""The runtime-exact cache models: pick llama.cpp's or transformers' for a runtime spec."""
+
+from __future__ import annotations
+
+from kvplan.caches.errors import CacheTypeError
+from kvplan.errors import UsageError
+from kvplan.profiles.runtime import LlamaCppSpec, TransformersSpec
+
+
+def asked_as(s, side: str) -> tuple[str | None, str]:
+    """How the scenario ``s`` asked for its ``side`` ("k" or "v") cache type: (the CLI option, the value).
+
+    ``--kv-…`` when K and V are the same, ``--k-…`` / ``--v-…`` otherwise; ``(--kv-type, q8_0)`` for a named
+    type, ``(--kv-bits, 3 bits (int3))`` for a bit width (``format_from_bits``' ``intN``, ``intN/gG``);
+    ``(None, the model's own type)`` when the scenario sets none."""
+    from kvplan.engine.formats import NAMED_FORMATS
+
+    k, v = s.k_format, s.v_format
+    fmt = k if side == "k" else v
+    if fmt is None:
+        own = s.model.k_format() if side == "k" else s.model.v_format()
+        return None, f"{s.model.name}'s {own.name} cache (its profile's kv_type / kv_bits)"
+    prefix = "kv" if k is not None and v is not None and k == v else side
+    if NAMED_FORMATS.get(fmt.name) is fmt or not fmt.name.startswith("int"):
+        return f"--{prefix}-type", fmt.name
+    return f"--{prefix}-bits", f"{fmt.bits} bits ({fmt.name})"
+
+
+def cache_model(spec: RuntimeSpec, model, k_format=None, v_format=None):
+    """The runtime-exact :class:`~kvplan.plan.CacheModel` for ``model`` under ``spec``."""
+    if isinstance(spec, LlamaCppSpec):
+        from kvplan.caches.llamacpp import llamacpp_cache
+
+        return llamacpp_cache(spec, model, k_format, v_format)
+    if isinstance(spec, TransformersSpec):
+        from kvplan.caches.transformers import transformers_cache
+
+        return transformers_cache(spec, model, k_format, v_format)
+    raise UsageError(f"runtime: not a runtime spec: {spec!r}")
+
+
+def runtime_cache_for(s):
+    """The runtime-exact cache of a :class:`~kvplan.plan.Scenario` whose ``runtime`` is set."""
+    policy = getattr(s, "kv_policy", None)
+    if policy is not None and not getattr(policy, "is_plain", False):
+        raise UsageError("--kv-policy and --runtime: a compression policy is not modelled inside a runtime; "
+                         "give one of them")
+    model = s.model
+    if s.sliding_window is not None:
+        if isinstance(s.runtime, LlamaCppSpec):
+            raise UsageError("--sliding-window: llama.cpp has no option to put a window on a model; "
+                             "drop it with --runtime llama.cpp")
+        model = model.model_copy(update={"sliding_window": s.sliding_window, "sliding_window_pattern": "all"})
+    try:
+        return cache_model(s.runtime, model, s.k_format, s.v_format)
+    except CacheTypeError as exc:  # name the option the user gave, not --k-type
+        raise exc.given_as(*asked_as(s, exc.side)) from None

@@ -1,0 +1,202 @@
+"""One configuration (device × model × context × options) evaluated with the engine.
+
+This is the bridge between profiles and the pure engine: it picks the figures a
+configuration uses (profile defaults, then overrides), groups the model's layers
+into global and windowed ones, and returns every number as a frozen dataclass. It
+does no I/O and holds no display strings.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from kvplan import engine
+from kvplan.engine.memory import VERDICTS, Verdict
+from kvplan.errors import UsageError
+from kvplan.caches.ideal import CacheModel, cache_layout, kv_bytes_per_sequence_of, tokens_per_sequence_of
+from kvplan.engine.formats import ElementFormat
+from kvplan.plan.scenario import Scenario
+
+if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain records
+    from kvplan.profiles.spec import Device, Model
+
+
+@dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
+class Flash:
+    """What the overflow costs when it lives on flash (all zero when the configuration fits)."""
+
+    overflow_bytes: int
+    swap_in_s: float
+    streamed_decode_tokens_per_s: float
+    slowdown: float
+
+
+@dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
+class Evaluation:
+    """Every figure of one configuration, in base units."""
+
+    scenario: Scenario
+    layout: CacheModel  # the cache model used (CacheLayout for the ideal formula)
+    weight_bits: float
+    kv_bytes_per_token: int
+    kv_bytes_per_sequence: int | None  # one sequence's cache; None: the sequences share one pool (llama.cpp unified)
+    kv_bytes: int  # steady-state cache of all sequences
+    kv_peak_bytes: int  # the most the cache holds at any moment (equals kv_bytes for the ideal cache)
+    pinned_prefix_bytes: int
+    weights_bytes: int
+    weights_read_bytes: int
+    overhead_bytes: int
+    total_bytes: int
+    budget_bytes: int
+    headroom_bytes: int
+    margin_bytes: int
+    verdict: Verdict
+    bytes_per_step: int
+    decode_tokens_per_s: float
+    decode_tokens_per_s_roofline: float
+    mean_decode_tokens_per_s: float
+    max_ctx: int | None
+    max_ctx_limited_by: str
+    max_ctx_at_target: int | None
+    flash: Flash
+    notes: tuple[str, ...] = field(default=())
+    prefill_s: float | None = None  # time to prefill ctx prompt tokens (None: device compute unknown)
+    pinned_prefix_recompute_s: float | None = None  # recomputing the pinned prefix instead of keeping it
+    max_ctx_trained: int | None = None  # the model's trained context (profile max_context); not a cap on max_ctx
+    ctx_per_sequence_tokens: int = 0  # the tokens one sequence can attend (llama.cpp: n_ctx_seq)
+    ctx_beyond_trained: bool = False  # ctx_per_sequence_tokens > max_ctx_trained: needs a context extension
+
+    @property
+    def fits(self) -> bool:
+        return self.verdict is not Verdict.OVER
+
+
+def weights_of(model: Model, weight_bits: float | None) -> tuple[int, int, float]:
+    """(weights, weights read per decode step, bits used) [bytes, bytes, bits/param]."""
+    bits = model.weight_bits if weight_bits is None else weight_bits
+    if model.weights is not None and weight_bits is None:
+        weights = model.weights
+    else:
+        weights = engine.weights_bytes(model.params, bits)
+    # A decode step streams the weights one token uses. Every expert of a mixture of experts stays resident
+    # (`weights` counts all params), but a step reads only the shared layers and the experts the router picks:
+    # `params_active`, counted like `params` (embedding table included), at the same bytes per parameter —
+    # ceil(params_active · bits / 8), or an explicit `weights` size scaled by params_active / params. From
+    # that, as for a dense model, the untied input-embedding table is left out (a step reads one row of it).
+    active = getattr(model, "params_active", None)
+    if active is None:
+        read = weights
+    elif model.weights is not None and weight_bits is None:
+        read = -(-weights * active // model.params)
+    else:
+        read = engine.weights_bytes(active, bits)
+    if model.vocab_size and model.hidden_size and not model.tie_embeddings:
+        read = max(read - engine.embedding_bytes(model.vocab_size, model.hidden_size, bits), 0)
+    return int(weights), int(read), bits
+
+
+def cache_model_for(s: Scenario) -> CacheModel:
+    """The cache model a scenario asks for: the ideal layout unless a policy or runtime is set."""
+    if s.runtime is not None:  # runtime-exact allocation (kvplan.runtimes); the runtime ignores profile policies
+        from kvplan.caches.runtimes import runtime_cache_for
+
+        return runtime_cache_for(s)
+    policy = s.kv_policy if s.kv_policy is not None else getattr(s.model, "kv_policy", None)
+    if policy is not None and not policy.is_plain:  # a compression policy (kvplan.profiles.policy)
+        from kvplan.caches.policy import policy_cache
+
+        return policy_cache(s.model, policy, s.k_format, s.v_format, s.sliding_window)
+    return cache_layout(s.model, s.k_format, s.v_format, s.sliding_window)
+
+
+def prefill_seconds_of(device: Device, model: Model, tokens):
+    """Seconds to prefill ``tokens`` prompt tokens, or None when the device gives no ``compute``.
+
+    ``2 · params · T + 2 · layers · T² · heads · head_dim`` FLOPs over ``compute``
+    (:mod:`kvplan.engine.prefill`); ``params_active`` when a profile gives it (MoE).
+    """
+    if not device.compute:
+        return None
+    params = getattr(model, "params_active", None) or model.params
+    flops = engine.prefill_flops(tokens, params, model.layers, model.attention_heads, model.head_dim)
+    return engine.prefill_seconds(flops, device.compute)
+
+
+def max_ctx_limited_by(max_ctx) -> str:
+    """Why a solved max context is what it is (a scalar from ``CacheModel.max_ctx``).
+
+    ``weights``: not even one token fits; ``unbounded``: the cache stops growing (every layer
+    windowed) and fits at every context; ``memory``: the budget. The model's trained context is
+    never a cap on max context (it is reported beside it, :attr:`Evaluation.max_ctx_trained`).
+    """
+    if max_ctx == engine.NO_CONTEXT_FITS:
+        return "weights"
+    if max_ctx == math.inf:
+        return "unbounded"
+    return "memory"
+
+
+def evaluate(s: Scenario) -> Evaluation:
+    """Evaluate one configuration with the closed-form engine."""
+    device, model = s.device, s.model
+    cache = cache_model_for(s)
+    weights, weights_read, bits = weights_of(model, s.weight_bits)
+    overhead = device.runtime_overhead
+    budget = s.budget_bytes
+
+    kv = cache.kv_bytes(s.ctx, s.sequences)
+    kv_peak = cache.kv_peak_bytes(s.ctx, s.sequences)
+    pinned = cache.kv_bytes(s.pinned_prefix_tokens, 1)
+    total = engine.total_bytes(weights, kv_peak, 1, pinned, overhead)
+    headroom = engine.headroom_bytes(budget, total)
+    verdict = VERDICTS[engine.verdict_code(headroom, budget, s.margin_fraction)]
+
+    step = engine.bytes_per_token(weights_read, kv + pinned)
+    bandwidth, efficiency = device.memory_bandwidth, device.bandwidth_efficiency
+    rate = engine.decode_tokens_per_s(bandwidth, step, efficiency)
+    roofline = engine.decode_tokens_per_s(bandwidth, step, 1.0)
+    n = max(s.ctx, 1)
+    read_over_generation = cache.kv_bytes_read_over_generation(n, s.sequences) + n * pinned
+    mean_rate = engine.mean_decode_tokens_per_s(n, weights_read, read_over_generation, bandwidth, efficiency)
+
+    # Max context is what fits in memory, never capped at the trained context (reported beside it).
+    max_ctx = cache.max_ctx(budget - weights - overhead - pinned, s.sequences)
+    limited_by = max_ctx_limited_by(max_ctx)
+    trained = model.max_context or None
+    per_sequence_tokens = tokens_per_sequence_of(cache, s.ctx, s.sequences)
+
+    at_target = None
+    if s.target_tokens_per_s:
+        step_allowance = math.floor(bandwidth * efficiency / s.target_tokens_per_s) - weights_read - pinned
+        speed_ctx = cache.max_ctx(step_allowance, s.sequences)
+        at_target = min(max_ctx, speed_ctx)
+
+    overflow = int(engine.overflow_bytes(total, budget))
+    effective = bandwidth * efficiency
+    if overflow:
+        per_token_s = engine.streamed_seconds_per_token(step, overflow, effective, device.flash_read)
+        flash = Flash(overflow, engine.swap_in_seconds(kv + pinned, device.flash_read),
+                      1.0 / per_token_s, per_token_s / (step / effective))
+    else:
+        flash = Flash(0, engine.swap_in_seconds(kv + pinned, device.flash_read), rate, 1.0)
+
+    return Evaluation(
+        scenario=s, layout=cache, weight_bits=bits,
+        kv_bytes_per_token=cache.bytes_per_token, kv_bytes_per_sequence=kv_bytes_per_sequence_of(cache, s.ctx, s.sequences),
+        kv_bytes=int(kv), kv_peak_bytes=int(kv_peak),
+        pinned_prefix_bytes=int(pinned), weights_bytes=weights, weights_read_bytes=weights_read,
+        overhead_bytes=overhead, total_bytes=int(total), budget_bytes=budget, headroom_bytes=int(headroom),
+        margin_bytes=math.ceil(s.margin_fraction * budget), verdict=verdict, bytes_per_step=int(step),
+        decode_tokens_per_s=rate, decode_tokens_per_s_roofline=roofline, mean_decode_tokens_per_s=mean_rate,
+        max_ctx=None if max_ctx in (math.inf, engine.NO_CONTEXT_FITS) else int(max_ctx),
+        max_ctx_limited_by=limited_by,
+        max_ctx_at_target=None if at_target is None or at_target in (math.inf, -1) else int(at_target),
+        flash=flash,
+        prefill_s=prefill_seconds_of(device, model, s.ctx),
+        pinned_prefix_recompute_s=prefill_seconds_of(device, model, s.pinned_prefix_tokens),
+        max_ctx_trained=trained, ctx_per_sequence_tokens=int(per_sequence_tokens),
+        ctx_beyond_trained=bool(trained and per_sequence_tokens > trained),
+    )

@@ -1,0 +1,100 @@
+"""One configuration: a device, a model, a context and every knob, each value checked once, here."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from kvplan import engine
+from kvplan.engine.formats import ElementFormat, format_from_name
+from kvplan.errors import UsageError
+
+if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain records
+    from kvplan.profiles.spec import Device, Model
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything that defines one configuration; ``None`` means "the profile's default"."""
+
+    device: Device
+    model: Model
+    ctx: int
+    sequences: int = 1
+    pinned_prefix_tokens: int = 0
+    weight_bits: float | None = None
+    k_format: ElementFormat | None = None
+    v_format: ElementFormat | None = None
+    sliding_window: int | None = None
+    os_reserve_bytes: int | None = None
+    margin_fraction: float = engine.DEFAULT_MARGIN_FRACTION
+    target_tokens_per_s: float | None = None
+    kv_policy: object | None = None  # a compression policy (kvplan.profiles.policy), None: plain cache
+    runtime: object | None = None  # runtime-exact rules (kvplan.runtimes), None: the ideal formula
+    runtime_from_profile: bool = False  # the runtime is the model profile's default (no --runtime given)
+
+    def __post_init__(self):
+        # The library is the CLI's engine: the same inputs are refused here as on the command line.
+        for name, needed in (("device", ("ram", "memory_bandwidth")), ("model", ("layers", "head_dim"))):
+            if not all(hasattr(getattr(self, name), attr) for attr in needed):
+                raise UsageError(f"{name}: expected a {name} profile (kvplan.Catalog().{name}(name).profile), "
+                                 f"got {type(getattr(self, name)).__name__}")
+        for name in ("k_format", "v_format"):  # a runtime type name or bit width is accepted, as on the CLI
+            value = getattr(self, name)
+            if isinstance(value, (str, int)) and not isinstance(value, bool):
+                object.__setattr__(self, name, format_from_name(str(value)))
+            elif value is not None and not isinstance(value, ElementFormat):
+                raise UsageError(f"{name}: expected a cache type such as 'q8_0' or an ElementFormat, got {value!r}")
+        if self.runtime is not None:  # a runtime name or mapping, as a gate file writes it, or a spec
+            from kvplan.profiles.runtime import parse_runtime, resolve_sequences
+
+            spec = parse_runtime(self.runtime) if isinstance(self.runtime, (str, dict)) else self.runtime
+            spec, sequences = resolve_sequences(spec, self.sequences, self.pinned_prefix_tokens)
+            object.__setattr__(self, "runtime", spec)
+            object.__setattr__(self, "sequences", sequences)
+        if isinstance(self.kv_policy, str):
+            raise UsageError("kv_policy: pass a policy (kvplan.profiles.policy.load_policy_file(path)), not a path: "
+                             "the library reads no files on its own")
+        _check_count("ctx", self.ctx, minimum=0)
+        _check_count("sequences", self.sequences, minimum=1)
+        _check_count("pinned_prefix_tokens", self.pinned_prefix_tokens, minimum=0)
+        if self.sliding_window is not None:
+            _check_count("sliding_window", self.sliding_window, minimum=1)
+        if self.weight_bits is not None and not (isinstance(self.weight_bits, (int, float))
+                                                 and 0 < self.weight_bits <= 32):
+            raise UsageError(f"weight_bits: must be above 0 and at most 32, got {self.weight_bits!r}")
+        if not (isinstance(self.margin_fraction, (int, float)) and 0 <= self.margin_fraction < 1):
+            raise UsageError(f"margin: must be at least 0 and below 1, got {self.margin_fraction!r}")
+        if self.os_reserve_bytes is not None:
+            _check_count("os_reserve_bytes", self.os_reserve_bytes, minimum=0)
+            if self.os_reserve_bytes >= self.device.ram:
+                raise UsageError(f"os_reserve: must be less than the device's RAM ({self.device.ram:,} bytes)")
+        if self.target_tokens_per_s is not None and not (isinstance(self.target_tokens_per_s, (int, float))
+                                                         and self.target_tokens_per_s > 0):
+            raise UsageError(f"target_tokens_per_s: must be positive, got {self.target_tokens_per_s!r}")
+
+    @property
+    def os_reserve_in_force_bytes(self) -> int:
+        """The OS reserve this configuration uses: its override, else the device's [bytes]."""
+        return self.device.os_reserve if self.os_reserve_bytes is None else self.os_reserve_bytes
+
+    @property
+    def budget_bytes(self) -> int:
+        """``ram − os_reserve`` with the reserve in force [bytes]."""
+        return engine.budget_bytes(self.device.ram, self.os_reserve_in_force_bytes)
+
+    def with_changes(self, **changes) -> Scenario:
+        if "sequences" in changes and "runtime" not in changes and getattr(self.runtime, "parallel", None):
+            # under llama.cpp the sequences are -np: a new count re-derives it rather than contradicting it
+            changes["runtime"] = replace(self.runtime, parallel=None)
+        return replace(self, **changes)
+
+
+def _check_count(name: str, value, *, minimum: int) -> None:
+    try:
+        whole = operator.index(value)  # ints and numpy integers; not floats, strings or arrays
+    except TypeError:
+        whole = None
+    if isinstance(value, bool) or whole is None or whole < minimum:
+        raise UsageError(f"{name}: must be a whole number ≥ {minimum}, got {value!r}")
