@@ -6,6 +6,8 @@ Only the CLI turns these into messages and exit codes; library callers catch
 
 from __future__ import annotations
 
+import re
+
 
 class KvplanError(Exception):
     """Base of every error caused by the user's input (exit code 2 in the CLI)."""
@@ -37,3 +39,57 @@ class UsageError(KvplanError, ValueError):
 
 class OutputError(KvplanError, OSError):
     """An output file that cannot be written (bad path, unknown extension)."""
+
+
+_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_.]*)(?:=([^{}]*))?\}")
+
+
+def field_name(field: str, value: str | None = None) -> str:
+    """How a library caller sees a field: its dotted name (``runtime.parallel``), ``runtime=llama.cpp`` with a value."""
+    return field if value is None else f"{field}={value}"
+
+
+class FieldError(UsageError):
+    """A usage error about named fields (``ctx``, ``sequences``, ``runtime.parallel``, ``pinned_prefix_tokens``,
+    ``kv_policy``, …), worded by whoever reports it: ``str()`` names the fields (``runtime.parallel: must be at
+    least 1, got 0``), the CLI names its flags (``--parallel: …``, :mod:`kvplan.cli.fieldnames`), a gate file its
+    keys, at the line of the key (:mod:`kvplan.gate.spec`).
+
+    ``fields``: what the error is about, best first; named before the message, joined by ``lead``
+    (``None``: the message names them itself). ``about``: further fields a file may report it at.
+    ``message``: the text without the leading names; it names a field as ``{field}``, or as
+    ``{field=value}`` when it asks for that value (``add {runtime=llama.cpp}``), for the fields in
+    ``fields``, ``about`` and ``mentions`` only. ``by_name``: fields the CLI too words by their name
+    (checks of the library's own values, worded so before the CLI spoke of flags).
+    """
+
+    def __init__(self, fields: str | tuple[str, ...], message: str, *, lead: str | None = ", ",
+                 about: tuple[str, ...] = (), mentions: tuple[str, ...] = (), by_name: tuple[str, ...] = ()):
+        self.fields = (fields,) if isinstance(fields, str) else tuple(fields)
+        self.message, self.lead = message, lead
+        self.about, self.mentions, self.by_name = tuple(about), tuple(mentions), tuple(by_name)
+        super().__init__(self.worded())
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every field the error may name."""
+        return tuple(dict.fromkeys(self.fields + self.about + self.mentions))
+
+    def worded(self, name=field_name, lead: bool = True) -> str:
+        """The message with each field worded by ``name(field, value)`` (value None: the field alone);
+        ``lead=False`` leaves out the leading names (a reporter that places the error at the field)."""
+        names = set(self.names)
+
+        def one(match) -> str:
+            field, value = match.group(1), match.group(2)
+            return name(field, value) if field in names else match.group(0)
+
+        text = _PLACEHOLDER.sub(one, self.message)
+        if lead and self.lead is not None and self.fields:
+            return f"{self.lead.join(name(f, None) for f in self.fields)}: {text}"
+        return text
+
+    def with_note(self, note: str, mentions: tuple[str, ...] = ()) -> FieldError:
+        """The same error with ``note`` (placeholders as in the message) appended to its message."""
+        return FieldError(self.fields, self.message + note, lead=self.lead, about=self.about,
+                          mentions=self.mentions + tuple(mentions), by_name=self.by_name)

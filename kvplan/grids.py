@@ -2,10 +2,11 @@
 
 A list item is a single value or an inclusive range ``START..STOP[:STEP]`` (``STEP``
 defaults to 1), and items are joined with commas; an option may also be repeated
-(``--kv-bits 8 --kv-bits 4``). A value given twice is kept once, where it first appears
-(``--kv-bits 8,8`` is one 8-bit row). Token items take the token units of
+(``kv_bits`` 8 then 4). A value given twice is kept once, where it first appears
+(``8,8`` is one 8-bit row). Token items take the token units of
 :func:`kvplan.units.parse_tokens` (``8k`` = 8,192). Mistakes raise
-:class:`~kvplan.errors.UsageError` naming the option.
+:class:`~kvplan.errors.FieldError` about ``option``, the field the values are for
+(``ctx``, ``kv_bits``; the CLI words it with its flag).
 
 Context grids can be large (``1..1000000`` is a million points), so they come back as a
 numpy ``int64`` array built with ``numpy.arange``; numpy is imported only when one is
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kvplan.errors import QuantityError, UsageError
+from kvplan.errors import FieldError, QuantityError
 from kvplan.units import parse_tokens
 
 # A grid larger than this is a typo (and would not fit in memory as rows).
@@ -27,7 +28,7 @@ def _items(values: str | Iterable[str], option: str) -> list[str]:
     texts = [values] if isinstance(values, str) else list(values)
     items = [item.strip() for text in texts for item in str(text).split(",")]
     if not items or any(not item for item in items):
-        raise UsageError(f"{option}: empty value in {', '.join(map(repr, texts)) or 'nothing'}; "
+        raise FieldError(option, f"empty value in {', '.join(map(repr, texts)) or 'nothing'}; "
                          f"write values like 1k,4k,8k or a range like 1k..32k:1k")
     return items
 
@@ -41,10 +42,10 @@ def _tokens(text: str, option: str, what: str) -> int:
     try:
         return parse_tokens(text)
     except QuantityError as exc:
-        raise UsageError(f"{option}: {what} {text!r}: {exc}") from None
+        raise FieldError(option, f"{what} {text!r}: {exc}") from None
 
 
-def parse_ctx_grid(values: str | Iterable[str], option: str = "--ctx"):
+def parse_ctx_grid(values: str | Iterable[str], option: str = "ctx"):
     """Token counts of ``1k,4k,8k`` / ``1k..32k:1k`` / repeated options, in the order given, each once.
 
     Returns
@@ -63,7 +64,7 @@ def parse_ctx_grid(values: str | Iterable[str], option: str = "--ctx"):
             stop = _tokens(stop_text, option, "range stop")
             step = _tokens(step_text, option, "range step") if step_text.strip() else 1
             if stop < start:
-                raise UsageError(f"{option}: range {item!r} ends before it starts ({stop:,} < {start:,})")
+                raise FieldError(option, f"range {item!r} ends before it starts ({stop:,} < {start:,})")
             n = (stop - start) // step + 1
             count += n
             if count > MAX_GRID_POINTS:
@@ -73,7 +74,7 @@ def parse_ctx_grid(values: str | Iterable[str], option: str = "--ctx"):
             count += 1
             parts.append(np.array([_tokens(item, option, "value")], dtype=np.int64))
     if count > MAX_GRID_POINTS:
-        raise UsageError(f"{option}: more than {MAX_GRID_POINTS:,} values; use a coarser step")
+        raise FieldError(option, f"more than {MAX_GRID_POINTS:,} values; use a coarser step")
     values = np.concatenate(parts)
     if len(parts) == 1 and (len(values) < 2 or parts[0][1] > parts[0][0]):  # one value or one range: no repeats
         return values
@@ -97,13 +98,13 @@ def parse_int_list(values: str | Iterable[str], option: str, lo: int = 1, hi: in
             else:
                 out.append(int(item))
         except ValueError:
-            raise UsageError(f"{option}: expected whole numbers like 16,8,4 or a range like 1..4, "
+            raise FieldError(option, f"expected whole numbers like 16,8,4 or a range like 1..4, "
                              f"got {item!r}") from None
         if len(out) > MAX_GRID_POINTS:
-            raise UsageError(f"{option}: more than {MAX_GRID_POINTS:,} values")
+            raise FieldError(option, f"more than {MAX_GRID_POINTS:,} values")
     bad = [v for v in out if not lo <= v <= hi]
     if bad:
-        raise UsageError(f"{option}: {bad[0]} is out of range ({lo}-{hi})")
+        raise FieldError(option, f"{bad[0]} is out of range ({lo}-{hi})")
     return _first_of_each(out)
 
 
@@ -114,8 +115,8 @@ def parse_float_list(values: str | Iterable[str], option: str, lo: float = 0.0, 
         try:
             value = float(item)
         except ValueError:
-            raise UsageError(f"{option}: expected numbers like 4,8 or 4.5, got {item!r}") from None
+            raise FieldError(option, f"expected numbers like 4,8 or 4.5, got {item!r}") from None
         if not lo < value <= hi:
-            raise UsageError(f"{option}: {item} is out of range (above {lo:g}, at most {hi:g})")
+            raise FieldError(option, f"{item} is out of range (above {lo:g}, at most {hi:g})")
         out.append(value)
     return _first_of_each(out)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from kvplan.errors import UsageError
+from kvplan.errors import FieldError
 from kvplan import engine
+from kvplan.engine import VERDICTS  # noqa: F401  (render reads verdict names by code from here)
 from kvplan.caches.labels import policy_label, runtime_label
 from kvplan.caches.ideal import CacheLayout
 from kvplan.plan import Scenario, cache_model_for, weights_of
@@ -131,8 +132,8 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
         largest = (int(cache.kv_peak_bytes(int(ctx.max()), int(sequences.max()))) + int(weights)
                    + int(cache.kv_bytes(base.pinned_prefix_tokens, 1)) + int(device.runtime_overhead))
         if largest >= EXACT_LIMIT:
-            raise UsageError(f"--ctx/--sequences: the largest point needs {largest:,} bytes, beyond the "
-                             f"{EXACT_LIMIT:,} a vectorized sweep holds exactly; use kvplan check for it")
+            raise FieldError(("ctx", "sequences"), f"the largest point needs {largest:,} bytes, beyond the "
+                             f"{EXACT_LIMIT:,} a vectorized sweep holds exactly; use kvplan check for it", lead="/")
     kv = np.asarray(cache.kv_bytes(ctx, sequences), dtype=np.int64)
     kv_peak = np.asarray(cache.kv_peak_bytes(ctx, sequences), dtype=np.int64)
     pinned = int(cache.kv_bytes(base.pinned_prefix_tokens, 1))

@@ -31,12 +31,13 @@ import math
 from dataclasses import dataclass
 
 from kvplan import engine
-from kvplan.errors import UsageError
+from kvplan.errors import FieldError
 from kvplan.engine.formats import ElementFormat
 from kvplan.profiles.runtime import LLAMA_MAX_SEQ, LlamaCppSpec
-from kvplan.caches.errors import CacheTypeError
+from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
 
 PAD_CELLS = 256  # GGML_PAD(…, 256) in llama_context and llama_kv_cache_iswa
+_CELLS = ("ctx", "sequences", "runtime")  # what sets the cells per sequence (-c over -np)
 LLAMACPP_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 # Architectures (HF model_type) whose llama.cpp loader marks sliding-window layers.
 SWA_ARCHITECTURES = frozenset({"gemma2", "gemma3", "gemma3_text"})
@@ -94,14 +95,14 @@ class LlamaCppCache:
 
     @property
     def unbounded(self) -> bool:
-        """True when every layer is windowed (and not --swa-full): the cache stops growing."""
+        """True when every layer is windowed (and not swa_full): the cache stops growing."""
         return self.global_bytes_per_cell == 0 and bool(self.windows) and not self.spec.swa_full
 
     def cells(self, ctx: int, sequences: int = 1) -> Cells:
         """The cells of ``-c ctx -np sequences`` (``ctx`` 0: the training context)."""
         requested = int(ctx) if ctx else (self.n_ctx_train or 0)
         if requested < 1:
-            raise UsageError("ctx: 0 means the model's training context, but the profile has no max_context")
+            raise FieldError("ctx", "0 means the model's training context, but the profile has no max_context")
         n = int(sequences)
         n_ubatch = min(self.spec.ubatch, self.spec.batch, requested)
         n_ctx = pad(requested)
@@ -110,7 +111,7 @@ class LlamaCppCache:
         else:
             streams, per_stream = n, pad(n_ctx // n)
             if per_stream == 0:
-                raise UsageError(f"llama.cpp: n_ctx_seq == 0 ({n_ctx} cells for {n} sequences)")
+                raise FieldError(_CELLS, f"llama.cpp: n_ctx_seq == 0 ({n_ctx} cells for {n} sequences)", lead=None)
             n_ctx = per_stream * n
         swa = None
         if self.window_tokens:
@@ -137,8 +138,8 @@ class LlamaCppCache:
 
         ctx, n = np.broadcast_arrays(np.asarray(ctx, dtype=np.int64), np.asarray(sequences, dtype=np.int64))
         if n.size and (n.min() < 1 or n.max() > LLAMA_MAX_SEQ):
-            raise UsageError(f"sequences: llama.cpp allows 1 to {LLAMA_MAX_SEQ} sequences, got "
-                             f"{int(n.min() if n.min() < 1 else n.max())}")
+            raise FieldError("sequences", f"llama.cpp allows 1 to {LLAMA_MAX_SEQ} sequences, got "
+                             f"{int(n.min() if n.min() < 1 else n.max())}", by_name=("sequences",))
         requested = np.maximum(ctx, 1)  # ctx 0 is no cache (masked below), as in the scalar protocol
         n_ubatch = np.minimum(min(self.spec.ubatch, self.spec.batch), requested)
         n_ctx = pad(requested)
@@ -148,7 +149,8 @@ class LlamaCppCache:
             streams, per_stream = n, pad(n_ctx // n)
             if per_stream.size and per_stream.min() == 0:
                 i = int(np.argmin(per_stream))
-                raise UsageError(f"llama.cpp: n_ctx_seq == 0 ({int(n_ctx[i])} cells for {int(n[i])} sequences)")
+                raise FieldError(_CELLS, f"llama.cpp: n_ctx_seq == 0 ({int(n_ctx[i])} cells for {int(n[i])} "
+                                 "sequences)", lead=None)
         swa = 0
         if self.window_tokens:
             swa = per_stream if self.spec.swa_full else pad(
@@ -285,7 +287,7 @@ def _vectorize(fn, x, otype=None):
     return np.vectorize(fn, otypes=[otype or np.int64])(x)
 
 
-# Plain bit widths (--kv-bits, kv_bits in a profile) → llama.cpp's type of that width.
+# Plain bit widths (kv_bits, in knobs or a profile) → llama.cpp's type of that width.
 BITS_TO_TYPE = {32: "f32", 16: "f16", 8: "q8_0", 5: "q5_0", 4: "q4_0"}
 
 
@@ -307,8 +309,8 @@ def _check_type(fmt: ElementFormat, side: str) -> None:
 def _row_bytes(fmt: ElementFormat, values: int, side: str) -> int:
     """``ggml_row_size``: values / block_elems · block_bytes; a partial block is an error."""
     if fmt.group_size and values % fmt.group_size:
-        raise UsageError(f"llama.cpp cannot store a {side} row of {values} values as {fmt.name} "
-                         f"(rows must be whole blocks of {fmt.group_size})")
+        raise FieldError(FORMAT_FIELDS[side.lower()] + ("runtime",), f"llama.cpp cannot store a {side} row of "
+                         f"{values} values as {fmt.name} (rows must be whole blocks of {fmt.group_size})", lead=None)
     return fmt.row_bytes(values)
 
 
@@ -320,9 +322,10 @@ def llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None = N
     _check_type(k_format, "k")
     _check_type(v_format, "v")
     if v_format.group_size and spec.flash_attn == "off":
-        raise UsageError(f"llama.cpp refuses a quantized V cache ({v_format.name}) without flash attention "
-                         "(llama_init_from_model: V cache quantization requires flash_attn); use --flash-attn on "
-                         "or an f16/bf16/f32 V cache")
+        raise FieldError(FORMAT_FIELDS["v"] + ("runtime",), f"llama.cpp refuses a quantized V cache ({v_format.name}) "
+                         "without flash attention (llama_init_from_model: V cache quantization requires flash_attn); "
+                         "use {runtime.flash_attn=on} or an f16/bf16/f32 V cache", lead=None,
+                         mentions=("runtime.flash_attn",))
     arch = (model.architecture or "").lower()
     rules = [f"architecture {arch or 'unknown'}"]
     for side, a, b in (("K", asked[0], k_format), ("V", asked[1], v_format)):

@@ -107,6 +107,40 @@ class PolicyCache:
         kv = self.kv_bytes(ctx)
         return self.fp16_kv_bytes(ctx) / kv if kv else math.inf
 
+    def tier_figures(self, ctx) -> list[dict]:
+        """One entry per tier (a layer group, split by the model's window pattern), at ``ctx`` for one sequence:
+        its settings, formats, tokens in each state and bytes."""
+        def name(fmt_):
+            return None if fmt_ is None else fmt_.name
+
+        out = []
+        for plan in self.plans:
+            t = plan.tier
+            recent, history, deferred = tiered.tier_tokens(ctx, t)
+            out.append({
+                "group": plan.group,
+                "first_layer": plan.first_layer,
+                "last_layer": plan.last_layer,
+                "layers": t.layers,
+                "model_window_tokens": t.window_tokens,
+                "recent_window_tokens": t.recent_tokens,
+                "history_ratio": plan.history_ratio,
+                "evict_every_tokens": t.evict_every,
+                "k_format": plan.k_format.name,
+                "v_format": plan.v_format.name,
+                "history_k_format": name(plan.history_k_format),
+                "history_v_format": name(plan.history_v_format),
+                "recent_bytes_per_token": t.recent_bytes_per_token,
+                "history_bytes_per_token": t.history_bytes_per_token,
+                "recent_tokens": int(recent),
+                "history_tokens": int(history),
+                "awaiting_eviction_tokens": int(deferred) if t.recent_tokens is not None and t.evict_every > 1 else 0,
+                "kv_bytes": int(tiered.tier_kv_bytes(ctx, t)),
+                "kv_peak_bytes": int(tiered.tier_kv_peak_bytes(ctx, t)),
+            })
+        return out
+
+
 
 def policy_cache(model: Model, policy: PolicySpec, k_format: ElementFormat | None = None,
                  v_format: ElementFormat | None = None, sliding_window: int | None = None) -> PolicyCache:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from kvplan.caches.errors import CacheTypeError
-from kvplan.errors import UsageError
+from kvplan.errors import FieldError
 from kvplan.profiles.runtime import LlamaCppSpec, TransformersSpec
 
 
 def asked_as(s, side: str) -> tuple[str | None, str]:
-    """How the scenario ``s`` asked for its ``side`` ("k" or "v") cache type: (the CLI option, the value).
+    """How the scenario ``s`` asked for its ``side`` ("k" or "v") cache type: (the field, the value).
 
-    ``--kv-…`` when K and V are the same, ``--k-…`` / ``--v-…`` otherwise; ``(--kv-type, q8_0)`` for a named
-    type, ``(--kv-bits, 3 bits (int3))`` for a bit width (``format_from_bits``' ``intN``, ``intN/gG``);
+    ``kv_…`` when K and V are the same, ``k_…`` / ``v_…`` otherwise; ``(kv_type, q8_0)`` for a named
+    type, ``(kv_bits, 3 bits (int3))`` for a bit width (``format_from_bits``' ``intN``, ``intN/gG``);
     ``(None, the model's own type)`` when the scenario sets none."""
     from kvplan.engine.formats import NAMED_FORMATS
 
@@ -22,8 +22,8 @@ def asked_as(s, side: str) -> tuple[str | None, str]:
         return None, f"{s.model.name}'s {own.name} cache (its profile's kv_type / kv_bits)"
     prefix = "kv" if k is not None and v is not None and k == v else side
     if NAMED_FORMATS.get(fmt.name) is fmt or not fmt.name.startswith("int"):
-        return f"--{prefix}-type", fmt.name
-    return f"--{prefix}-bits", f"{fmt.bits} bits ({fmt.name})"
+        return f"{prefix}_type", fmt.name
+    return f"{prefix}_bits", f"{fmt.bits} bits ({fmt.name})"
 
 
 def cache_model(spec: RuntimeSpec, model, k_format=None, v_format=None):
@@ -36,22 +36,22 @@ def cache_model(spec: RuntimeSpec, model, k_format=None, v_format=None):
         from kvplan.caches.transformers import transformers_cache
 
         return transformers_cache(spec, model, k_format, v_format)
-    raise UsageError(f"runtime: not a runtime spec: {spec!r}")
+    raise FieldError("runtime", f"not a runtime spec: {spec!r}")
 
 
 def runtime_cache_for(s):
     """The runtime-exact cache of a :class:`~kvplan.plan.Scenario` whose ``runtime`` is set."""
     policy = getattr(s, "kv_policy", None)
     if policy is not None and not getattr(policy, "is_plain", False):
-        raise UsageError("--kv-policy and --runtime: a compression policy is not modelled inside a runtime; "
-                         "give one of them")
+        raise FieldError(("kv_policy", "runtime"), "a compression policy is not modelled inside a runtime; "
+                         "give one of them", lead=" and ")
     model = s.model
     if s.sliding_window is not None:
         if isinstance(s.runtime, LlamaCppSpec):
-            raise UsageError("--sliding-window: llama.cpp has no option to put a window on a model; "
-                             "drop it with --runtime llama.cpp")
+            raise FieldError("sliding_window", "llama.cpp has no option to put a window on a model; "
+                             "drop it with {runtime=llama.cpp}", mentions=("runtime",))
         model = model.model_copy(update={"sliding_window": s.sliding_window, "sliding_window_pattern": "all"})
     try:
         return cache_model(s.runtime, model, s.k_format, s.v_format)
-    except CacheTypeError as exc:  # name the option the user gave, not --k-type
+    except CacheTypeError as exc:  # name the field the user set, not k_type
         raise exc.given_as(*asked_as(s, exc.side)) from None

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 from kvplan import engine
 from kvplan.engine._ops import minimum, where
-from kvplan.errors import UsageError
+from kvplan.errors import FieldError
 from kvplan.engine.formats import ElementFormat
-from kvplan.caches.errors import CacheTypeError
+from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
 from kvplan.profiles.runtime import TransformersSpec
 
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
@@ -81,7 +81,8 @@ class TransformersCache:
         if m is None:
             return ctx
         if ctx > m:
-            raise UsageError(f"ctx {ctx:,} exceeds --max-cache-len {m:,}: StaticCache cannot hold it")
+            raise FieldError("ctx", f"ctx {ctx:,} exceeds {{runtime.max_cache_len}} {m:,}: StaticCache cannot hold it",
+                             lead=None, mentions=("runtime.max_cache_len",))
         return m
 
     def tokens(self, ctx: int) -> dict:
@@ -164,7 +165,8 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
             raise CacheTypeError("transformers caches in the model dtype, f32/f16/bf16 (or its own quantized "
                                  "cache, not modelled): {given} is not one of them", side, fmt)
     if k_format != v_format:
-        raise UsageError("transformers keeps K and V in the same dtype; give one --kv-type")
+        raise FieldError(FORMAT_FIELDS["kv"] + ("runtime",), "transformers keeps K and V in the same dtype; give one "
+                         "{kv_type}", lead=None)
     arch = (model.architecture or "").lower()
     rules = [f"architecture {arch or 'unknown'}", f"cache dtype {TORCH_DTYPES[k_format.name]}",
              "DynamicCache: full-attention layers hold every token" if spec.cache == "dynamic"

@@ -1,7 +1,7 @@
 """The ``kvplan`` application: global options, command registration, and error handling.
 
 Every command runs inside :class:`KvplanGroup.invoke`, the one place where user
-errors become ``kvplan: error: …`` with exit code 2 and bugs become exit code 3
+errors become ``kvplan: error: …`` (a field error worded with the flags, :mod:`kvplan.cli.fieldnames`) with exit code 2 and bugs become exit code 3
 (with the traceback only under ``--debug`` or ``KVPLAN_DEBUG=1``).
 """
 
@@ -16,6 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from kvplan.cli import terminal
+from kvplan.cli.fieldnames import cli_message
 from kvplan.cli.terminal import ExitCode
 from kvplan.errors import KvplanError
 
@@ -54,7 +55,7 @@ class KvplanGroup(TyperGroup):
         except KvplanError as exc:
             if terminal.debug_enabled():
                 raise
-            terminal.display_error(str(exc))
+            terminal.display_error(cli_message(exc))  # a field error in the flags the user typed
             raise typer.Exit(ExitCode.BAD_INPUT) from None
         except (typer.Exit, typer.Abort, SystemExit, KeyboardInterrupt):
             raise
@@ -162,5 +163,5 @@ def main() -> None:
     try:
         build_app(_requested_command(sys.argv[1:]))()
     except KvplanError as exc:  # raised outside a command (e.g. in an option callback)
-        terminal.display_error(str(exc))
+        terminal.display_error(cli_message(exc))
         sys.exit(ExitCode.BAD_INPUT)

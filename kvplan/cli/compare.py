@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from kvplan.cli import option_groups as g
 from kvplan.cli import options as o
 from kvplan.cli import planopts as p
-from kvplan.cli import policy_options as po
-from kvplan.cli import runtime_options as ro
+from kvplan.cli.groups import Given, with_groups
 
 HELP = """Compare devices × models at one context: verdict, headroom, decode tokens/s, max context.
 
@@ -15,39 +15,14 @@ knobs as check (--sequences, --pinned-prefix, --weight-bits, --kv-bits, …) app
 every cell. Exit code 0 (whatever the verdicts), 2 on bad input."""
 
 
+@with_groups(cache_knobs=g.CACHE, policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
 def compare(
     ctx: o.CtxOpt,
     device: p.DevicesOpt = None,
     model: p.ModelsOpt = None,
-    sequences: o.SequencesOpt = 1,
-    pinned_prefix: o.PinnedOpt = "0",
-    weight_bits: o.WeightBitsOpt = None,
-    kv_bits: o.KvBitsOpt = None,
-    k_bits: o.KBitsOpt = None,
-    v_bits: o.VBitsOpt = None,
-    kv_group_size: o.GroupOpt = None,
-    kv_type: o.KvTypeOpt = None,
-    k_type: o.KTypeOpt = None,
-    v_type: o.VTypeOpt = None,
-    sliding_window: o.SlidingWindowOpt = None,
-    os_reserve: o.OsReserveOpt = None,
-    margin: o.MarginOpt = "10%",
-    target_tok_s: o.TargetOpt = None,
-    kv_policy: po.KvPolicyOpt = None,
-    kv_recent_window: po.KvRecentWindowOpt = None,
-    kv_history_ratio: po.KvHistoryRatioOpt = None,
-    kv_history_bits: po.KvHistoryBitsOpt = None,
-    kv_history_group_size: po.KvHistoryGroupOpt = None,
-    kv_evict_every: po.KvEvictEveryOpt = None,
-    runtime: ro.RuntimeOpt = None,
-    parallel: ro.ParallelOpt = None,
-    kv_unified: ro.KvUnifiedOpt = False,
-    ubatch: ro.UbatchOpt = None,
-    batch: ro.BatchOpt = None,
-    swa_full: ro.SwaFullOpt = False,
-    flash_attn: ro.FlashAttnOpt = None,
-    cache: ro.CacheOpt = None,
-    max_cache_len: ro.MaxCacheLenOpt = None,
+    cache_knobs: Given = None,
+    policy_knobs: Given = None,
+    runtime_knobs: Given = None,
     output_format: p.TabularFormatOpt = None,
     output: p.OutputOpt = None,
     units: o.UnitsOpt = o.Units.si,
@@ -58,6 +33,7 @@ def compare(
     from kvplan.plan import build_scenario
     from kvplan.errors import UsageError
     from kvplan.plan import evaluate
+    from kvplan.cli.fieldnames import cli_message
     from kvplan.render import compare as render
 
     if not device and not model:
@@ -69,14 +45,7 @@ def compare(
 
         check_writable(output)
     ctx_tokens = o.parse_ctx(ctx)
-    knobs = o.knobs(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, kv_bits=kv_bits,
-                    k_bits=k_bits, v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type,
-                    v_type=v_type, sliding_window=sliding_window, os_reserve=os_reserve,
-                    margin=margin, target_tok_s=target_tok_s,
-                    runtime=ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn,
-                                            cache, max_cache_len),
-                    kv_policy=po.policy_knob(kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
-                                             kv_history_group_size, kv_evict_every))
+    knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
     catalog = Catalog(profiles_dir)
     devices = _resolve(catalog, "device", device)
     models = _resolve(catalog, "model", model)
@@ -87,7 +56,7 @@ def compare(
             try:
                 row.append(evaluate(build_scenario(d, m, ctx_tokens, knobs)))
             except UsageError as exc:  # e.g. --os-reserve above one device's RAM, a runtime refusing a model
-                raise UsageError(f"{d.name} × {m.name}: {exc}") from None
+                raise UsageError(f"{d.name} × {m.name}: {cli_message(exc)}") from None
         evaluations.append(row)
 
     if fmt_ is p.TabularFormat.json:

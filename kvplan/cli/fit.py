@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
+from kvplan.cli import option_groups as g
 from kvplan.cli import options as o
 from kvplan.cli import planopts as p
-from kvplan.cli import policy_options as po
-from kvplan.cli import runtime_options as ro
+from kvplan.cli.groups import Given, with_groups
 
 HELP = """The largest context that fits a device, and the changes that would make a target context fit.
 
@@ -24,39 +24,14 @@ OptionalCtxOpt = Annotated[str | None, typer.Option("--ctx", "-c", help="Target 
                                                     "its verdict and, when over, what would make it fit.")]
 
 
+@with_groups(cache_knobs=g.CACHE, policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
 def fit(
     device: o.DeviceOpt,
     model: o.ModelOpt,
     ctx: OptionalCtxOpt = None,
-    sequences: o.SequencesOpt = 1,
-    pinned_prefix: o.PinnedOpt = "0",
-    weight_bits: o.WeightBitsOpt = None,
-    kv_bits: o.KvBitsOpt = None,
-    k_bits: o.KBitsOpt = None,
-    v_bits: o.VBitsOpt = None,
-    kv_group_size: o.GroupOpt = None,
-    kv_type: o.KvTypeOpt = None,
-    k_type: o.KTypeOpt = None,
-    v_type: o.VTypeOpt = None,
-    sliding_window: o.SlidingWindowOpt = None,
-    os_reserve: o.OsReserveOpt = None,
-    margin: o.MarginOpt = "10%",
-    target_tok_s: o.TargetOpt = None,
-    kv_policy: po.KvPolicyOpt = None,
-    kv_recent_window: po.KvRecentWindowOpt = None,
-    kv_history_ratio: po.KvHistoryRatioOpt = None,
-    kv_history_bits: po.KvHistoryBitsOpt = None,
-    kv_history_group_size: po.KvHistoryGroupOpt = None,
-    kv_evict_every: po.KvEvictEveryOpt = None,
-    runtime: ro.RuntimeOpt = None,
-    parallel: ro.ParallelOpt = None,
-    kv_unified: ro.KvUnifiedOpt = False,
-    ubatch: ro.UbatchOpt = None,
-    batch: ro.BatchOpt = None,
-    swa_full: ro.SwaFullOpt = False,
-    flash_attn: ro.FlashAttnOpt = None,
-    cache: ro.CacheOpt = None,
-    max_cache_len: ro.MaxCacheLenOpt = None,
+    cache_knobs: Given = None,
+    policy_knobs: Given = None,
+    runtime_knobs: Given = None,
     output_format: p.TabularFormatOpt = None,
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
@@ -68,21 +43,12 @@ def fit(
     from kvplan.plan import build_scenario
     from kvplan.plan import evaluate
     from kvplan.render import check as render_check
+    from kvplan.cli.check_argv import check_argv
     from kvplan.render import fit as render
 
-    knobs = o.knobs(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, kv_bits=kv_bits,
-                    k_bits=k_bits, v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type,
-                    v_type=v_type, sliding_window=sliding_window, os_reserve=os_reserve,
-                    margin=margin, target_tok_s=target_tok_s,
-                    runtime=ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn,
-                                            cache, max_cache_len),
-                    kv_policy=po.policy_knob(kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
-                                             kv_history_group_size, kv_evict_every))
+    knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
     # The runtime / policy options as given, so each suggested `kvplan check` applies them too.
-    extra_argv = ro.runtime_argv(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
-                                 max_cache_len) + po.policy_argv(kv_policy, kv_recent_window, kv_history_ratio,
-                                                                 kv_history_bits, kv_history_group_size,
-                                                                 kv_evict_every)
+    extra_argv = g.argv_of(policy_knobs, runtime_knobs)
     ctx_tokens = o.parse_ctx(ctx) if ctx is not None else None
     catalog = Catalog(profiles_dir)
     dev, mod = catalog.device(device), catalog.model(model)
@@ -95,7 +61,7 @@ def fit(
     changes: list = []
     if ev is not None and not ev.fits:
         changes = changes_to_fit(ev, _smaller_models(catalog, mod.profile))
-    commands = [render.check_argv(c.evaluation.scenario, device,
+    commands = [check_argv(c.evaluation.scenario, device,
                                   c.value if c.kind == "model" else model, profiles_dir) + extra_argv
                 for c in changes]
 

@@ -40,7 +40,7 @@ def gate(
     from kvplan.render import gate as reporters
     from kvplan.gate.checker import check_gate
     from kvplan.gate.spec import load_gate
-    from kvplan.files.outfiles import check_writable, write_text_atomic
+    from kvplan.files.outfiles import check_outputs, check_writable, write_text_atomic
 
     outputs = {"junit": junit, "json": json_file, "markdown": markdown_file}
     outputs = {name: path for name, path in outputs.items() if path}
@@ -71,20 +71,3 @@ def gate(
     else:
         terminal.display_tables(reporters.tables(results, units.value), output_format.value)
     raise typer.Exit(ExitCode.OK if all(r.passed for r in results) else ExitCode.FAILED)
-
-
-def check_outputs(sources, paths) -> None:
-    """Refuse an output path given twice, or one that would overwrite an input file."""
-    from pathlib import Path
-
-    from kvplan.errors import OutputError
-
-    seen: set[Path] = set()
-    inputs = {Path(source).resolve() for source in sources}
-    for path in paths:
-        p = Path(path).resolve()
-        if p in inputs:
-            raise OutputError(f"{path}: would overwrite the input file")
-        if p in seen:
-            raise OutputError(f"{path}: given as more than one output")
-        seen.add(p)

@@ -11,8 +11,8 @@ import typer
 
 from kvplan.cli import options as o
 from kvplan.cli import planopts as p
-from kvplan.cli import policy_options as po
-from kvplan.cli import runtime_options as ro
+from kvplan.cli import option_groups as g
+from kvplan.cli.groups import Given, with_groups
 
 HELP = """Draw a plot: memory, attention, decode or fitmap (PNG, SVG or PDF by the file's extension).
 
@@ -47,40 +47,8 @@ def _output_opt(kind: str):
                                        f"(default kvplan-{kind}.png).")]
 
 
-PlotFileOpt = Annotated[str | None, typer.Option("--plot", help="Also write the plots that match the tables "
-                                                 "(memory and decode side by side) to this .png/.svg/.pdf.")]
-PlotDirOpt = Annotated[str | None, typer.Option("--plot-dir", help="Also write kvplan-memory.png, "
-                                                "kvplan-decode.png and kvplan-attention.png into this folder.")]
-
 plot_app = typer.Typer(help=HELP, no_args_is_help=True, rich_markup_mode=None, add_completion=False,
                        context_settings={"help_option_names": ["-h", "--help"]})
-
-
-def check_plot_targets(plot_file: str | None, plot_dir: str | None) -> None:
-    """For ``kvplan check``: fail on a bad plot path before computing anything."""
-    if plot_file is None and plot_dir is None:
-        return
-    from kvplan.plots.check import dir_paths
-    from kvplan.plots.save import check_plot_dir, check_plot_path
-
-    if plot_file is not None:
-        check_plot_path(plot_file)
-    if plot_dir is not None:
-        folder = check_plot_dir(plot_dir)
-        if folder.is_dir():
-            for path in dir_paths(folder).values():
-                check_plot_path(path)
-
-
-def write_check_plots(ev, plot_file: str | None, plot_dir: str | None, units: str) -> None:
-    """For ``kvplan check``: write the plots after the evaluation and say where they went (on stderr)."""
-    if plot_file is None and plot_dir is None:
-        return
-    from kvplan.cli import terminal
-    from kvplan.plots.check import write_check_plots as write
-
-    for path in write(ev, plot_file, plot_dir, units):
-        terminal.display_note(f"wrote {path}")
 
 
 def _start(output: str, ctx: str | None, ctx_max: str | None) -> tuple[int | None, int | None]:
@@ -100,7 +68,7 @@ def _scenarios(devices: list[str], models: list[str], ctx: int, profiles_dir, se
                kv_bits=None, kv_type=None, os_reserve=None, margin="10%", target=None, cache_knobs=None):
     """``[device][model]`` scenarios, built exactly as ``kvplan check`` builds one.
 
-    ``cache_knobs``: the ``runtime`` / ``kv_policy`` Knobs fields (:func:`_cache_knobs`)."""
+    ``cache_knobs``: the ``runtime`` / ``kv_policy`` Knobs fields of the option groups."""
     from kvplan.profiles.catalog import Catalog
     from kvplan.cli import terminal
     from kvplan.plan import build_scenario
@@ -116,17 +84,6 @@ def _scenarios(devices: list[str], models: list[str], ctx: int, profiles_dir, se
     return [[build_scenario(d.profile, m.profile, ctx, knobs) for m in mods] for d in devs]
 
 
-def _cache_knobs(runtime=None, parallel=None, kv_unified=False, ubatch=None, batch=None, swa_full=False,
-                 flash_attn=None, cache=None, max_cache_len=None, kv_policy=None, kv_recent_window=None,
-                 kv_history_ratio=None, kv_history_bits=None, kv_history_group_size=None,
-                 kv_evict_every=None) -> dict:
-    """The ``runtime`` and ``kv_policy`` Knobs fields of the --runtime … and --kv-policy … options."""
-    return {"runtime": ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
-                                       max_cache_len),
-            "kv_policy": po.policy_knob(kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
-                                        kv_history_group_size, kv_evict_every)}
-
-
 def _done(path) -> None:
     from kvplan.cli import terminal
 
@@ -135,6 +92,7 @@ def _done(path) -> None:
 
 @plot_app.command("memory", help="Weights, KV cache and overhead stacked against context, the budget line and "
                   "the max-context crossing; one panel per device × model (repeat --device / --model).")
+@with_groups(policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
 def memory(
     device: DevicesOpt,
     model: ModelsOpt,
@@ -147,31 +105,16 @@ def memory(
     kv_type: KvTypeOpt = None,
     os_reserve: o.OsReserveOpt = None,
     margin: o.MarginOpt = "10%",
-    kv_policy: po.KvPolicyOpt = None,
-    kv_recent_window: po.KvRecentWindowOpt = None,
-    kv_history_ratio: po.KvHistoryRatioOpt = None,
-    kv_history_bits: po.KvHistoryBitsOpt = None,
-    kv_history_group_size: po.KvHistoryGroupOpt = None,
-    kv_evict_every: po.KvEvictEveryOpt = None,
-    runtime: ro.RuntimeOpt = None,
-    parallel: ro.ParallelOpt = None,
-    kv_unified: ro.KvUnifiedOpt = False,
-    ubatch: ro.UbatchOpt = None,
-    batch: ro.BatchOpt = None,
-    swa_full: ro.SwaFullOpt = False,
-    flash_attn: ro.FlashAttnOpt = None,
-    cache: ro.CacheOpt = None,
-    max_cache_len: ro.MaxCacheLenOpt = None,
+    policy_knobs: Given = None,
+    runtime_knobs: Given = None,
     units: UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     ctx_tokens, ctx_max_tokens = _start(output, ctx, ctx_max)
-    cache_knobs = _cache_knobs(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
-                               max_cache_len, kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
-                               kv_history_group_size, kv_evict_every)
+    cache_knobs = {"runtime": runtime_knobs.build(), "kv_policy": policy_knobs.build()}
     grid = _scenarios(device, model, ctx_tokens or 0, profiles_dir, sequences, weight_bits, kv_bits, kv_type,
                       os_reserve, margin, cache_knobs=cache_knobs)
-    from kvplan.plots import data
+    from kvplan import curves as data
     from kvplan.plots.memory import memory_figure
     from kvplan.plots.save import save_figure
 
@@ -182,6 +125,7 @@ def memory(
 
 @plot_app.command("attention", help="KV bytes against context for the model's own shape as MHA, GQA at several "
                   "group counts, MQA, with a sliding window and with a quantized (q8_0, q4_0) cache.")
+@with_groups(policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
 def attention(
     model: o.ModelOpt,
     ctx: Annotated[str | None, typer.Option("--ctx", "-c", help="Quote every variant's size at this context "
@@ -192,28 +136,13 @@ def attention(
     sequences: SequencesOpt = 1,
     kv_bits: KvBitsOpt = None,
     kv_type: KvTypeOpt = None,
-    kv_policy: po.KvPolicyOpt = None,
-    kv_recent_window: po.KvRecentWindowOpt = None,
-    kv_history_ratio: po.KvHistoryRatioOpt = None,
-    kv_history_bits: po.KvHistoryBitsOpt = None,
-    kv_history_group_size: po.KvHistoryGroupOpt = None,
-    kv_evict_every: po.KvEvictEveryOpt = None,
-    runtime: ro.RuntimeOpt = None,
-    parallel: ro.ParallelOpt = None,
-    kv_unified: ro.KvUnifiedOpt = False,
-    ubatch: ro.UbatchOpt = None,
-    batch: ro.BatchOpt = None,
-    swa_full: ro.SwaFullOpt = False,
-    flash_attn: ro.FlashAttnOpt = None,
-    cache: ro.CacheOpt = None,
-    max_cache_len: ro.MaxCacheLenOpt = None,
+    policy_knobs: Given = None,
+    runtime_knobs: Given = None,
     units: UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     ctx_tokens, ctx_max_tokens = _start(output, ctx, ctx_max)
-    cache_knobs = _cache_knobs(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
-                               max_cache_len, kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
-                               kv_history_group_size, kv_evict_every)
+    cache_knobs = {"runtime": runtime_knobs.build(), "kv_policy": policy_knobs.build()}
     if device is None:
         from kvplan.profiles.catalog import Catalog
         from kvplan.plan import Knobs, build_scenario
@@ -227,7 +156,7 @@ def attention(
     else:
         scenario = _scenarios([device], [model], ctx_tokens or 0, profiles_dir, sequences, None, kv_bits,
                               kv_type, cache_knobs=cache_knobs)[0][0]
-    from kvplan.plots import data
+    from kvplan import curves as data
     from kvplan.plots.attention import attention_figure
     from kvplan.plots.save import save_figure
 
@@ -238,6 +167,7 @@ def attention(
 @plot_app.command("decode", help="Decode tokens/s against context, with the flash-streamed rate where the "
                   "configuration is over budget and an optional target line; repeat --device / --model to "
                   "overlay configurations.")
+@with_groups(policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
 def decode(
     device: DevicesOpt,
     model: ModelsOpt,
@@ -250,31 +180,16 @@ def decode(
     kv_bits: KvBitsOpt = None,
     kv_type: KvTypeOpt = None,
     os_reserve: o.OsReserveOpt = None,
-    kv_policy: po.KvPolicyOpt = None,
-    kv_recent_window: po.KvRecentWindowOpt = None,
-    kv_history_ratio: po.KvHistoryRatioOpt = None,
-    kv_history_bits: po.KvHistoryBitsOpt = None,
-    kv_history_group_size: po.KvHistoryGroupOpt = None,
-    kv_evict_every: po.KvEvictEveryOpt = None,
-    runtime: ro.RuntimeOpt = None,
-    parallel: ro.ParallelOpt = None,
-    kv_unified: ro.KvUnifiedOpt = False,
-    ubatch: ro.UbatchOpt = None,
-    batch: ro.BatchOpt = None,
-    swa_full: ro.SwaFullOpt = False,
-    flash_attn: ro.FlashAttnOpt = None,
-    cache: ro.CacheOpt = None,
-    max_cache_len: ro.MaxCacheLenOpt = None,
+    policy_knobs: Given = None,
+    runtime_knobs: Given = None,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     ctx_tokens, ctx_max_tokens = _start(output, ctx, ctx_max)
-    cache_knobs = _cache_knobs(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
-                               max_cache_len, kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
-                               kv_history_group_size, kv_evict_every)
+    cache_knobs = {"runtime": runtime_knobs.build(), "kv_policy": policy_knobs.build()}
     grid = _scenarios(device, model, ctx_tokens or 0, profiles_dir, sequences, weight_bits, kv_bits, kv_type,
                       os_reserve, target=target_tok_s, cache_knobs=cache_knobs)
     from kvplan.plan import evaluate
-    from kvplan.plots import data
+    from kvplan import curves as data
     from kvplan.plots.decode import decode_figure
     from kvplan.plots.save import save_figure
 
@@ -287,6 +202,7 @@ def decode(
 
 @plot_app.command("fitmap", help="Devices × models heatmap of the largest context that fits, or of the "
                   "headroom at --ctx.")
+@with_groups(policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
 def fitmap(
     device: DevicesOpt,
     model: ModelsOpt,
@@ -299,31 +215,16 @@ def fitmap(
     kv_type: KvTypeOpt = None,
     os_reserve: o.OsReserveOpt = None,
     margin: o.MarginOpt = "10%",
-    kv_policy: po.KvPolicyOpt = None,
-    kv_recent_window: po.KvRecentWindowOpt = None,
-    kv_history_ratio: po.KvHistoryRatioOpt = None,
-    kv_history_bits: po.KvHistoryBitsOpt = None,
-    kv_history_group_size: po.KvHistoryGroupOpt = None,
-    kv_evict_every: po.KvEvictEveryOpt = None,
-    runtime: ro.RuntimeOpt = None,
-    parallel: ro.ParallelOpt = None,
-    kv_unified: ro.KvUnifiedOpt = False,
-    ubatch: ro.UbatchOpt = None,
-    batch: ro.BatchOpt = None,
-    swa_full: ro.SwaFullOpt = False,
-    flash_attn: ro.FlashAttnOpt = None,
-    cache: ro.CacheOpt = None,
-    max_cache_len: ro.MaxCacheLenOpt = None,
+    policy_knobs: Given = None,
+    runtime_knobs: Given = None,
     units: UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     ctx_tokens, _ = _start(output, ctx, None)
-    cache_knobs = _cache_knobs(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
-                               max_cache_len, kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
-                               kv_history_group_size, kv_evict_every)
+    cache_knobs = {"runtime": runtime_knobs.build(), "kv_policy": policy_knobs.build()}
     grid = _scenarios(device, model, ctx_tokens or 0, profiles_dir, sequences, weight_bits, kv_bits, kv_type,
                       os_reserve, margin, cache_knobs=cache_knobs)
-    from kvplan.plots import data
+    from kvplan import curves as data
     from kvplan.plots.fitmap import fitmap_figure
     from kvplan.plots.save import save_figure
 

@@ -38,12 +38,60 @@ def policy_knob(kv_policy: str | None, recent_window: str | None, history_ratio:
         raise UsageError("give --kv-policy or the --kv-recent-window / --kv-history-* / --kv-evict-every flags, "
                          "not both")
     from kvplan.cli.options import parse_ctx
-    from kvplan.profiles.policy import policy_from_options
 
     return policy_from_options(
         recent_window=parse_ctx(recent_window, "--kv-recent-window") if recent_window is not None else None,
         history_ratio=history_ratio, history_bits=history_bits, history_group_size=history_group_size,
         evict_every=parse_ctx(evict_every, "--kv-evict-every") if evict_every is not None else None)
+
+
+def policy_from_options(recent_window: int | None = None, history_ratio: str | None = None,
+                        history_bits: str | None = None, history_group_size: int | None = None,
+                        evict_every: int | None = None):
+    """The simple policy of the ``--kv-recent-window`` … flags (None when no flag is given).
+
+    ``history_bits`` is ``"4"`` (K and V) or ``"4/3"`` (K / V); the history format is
+    group-quantized with one fp16 scale per ``history_group_size`` values (default 128, 0 = none).
+    """
+    from kvplan.profiles.policy import PolicySpec, _fraction
+
+    given = [recent_window, history_ratio, history_bits, history_group_size, evict_every]
+    if all(v is None for v in given):
+        return None
+    if history_ratio is None:
+        raise UsageError("--kv-history-ratio is needed with the --kv-recent-window / --kv-history-* flags")
+    try:  # the range in the flag's own words (pydantic would say "less than or equal to 1")
+        ratio = _fraction(history_ratio)
+        in_range = isinstance(ratio, float) and 0 <= ratio <= 1
+    except ValueError:
+        in_range = True  # not a number: PolicySpec reports it below
+    if not in_range:
+        raise UsageError(f"--kv-history-ratio: must be between 0 and 1 (or 0–100 %), got {history_ratio}")
+    history: dict = {"ratio": history_ratio}
+    group = 128 if history_group_size is None else history_group_size
+    if history_group_size is not None and history_bits is None:
+        raise UsageError("--kv-history-group-size needs --kv-history-bits")
+    if history_bits is not None:
+        parts = str(history_bits).split("/")
+        if len(parts) > 2 or not all(p.strip().isdigit() for p in parts):
+            raise UsageError(f"--kv-history-bits: expected bits like 4 or K/V bits like 4/3, got {history_bits!r}")
+        for side, bits in zip("kv", parts if len(parts) == 2 else parts * 2):
+            history[side] = {"bits": int(bits), "group_size": group} if group else {"bits": int(bits)}
+    spec = {"recent_window": recent_window or 0, "history": history, "evict_every": evict_every or 1}
+    name = f"window-{recent_window or 0}-history-{history_ratio}" + (f"-{history_bits}bit" if history_bits else "")
+    from pydantic import ValidationError
+
+    try:
+        return PolicySpec.model_validate({"name": name, **spec})
+    except ValidationError as exc:
+        from kvplan.cli.fieldnames import flag
+
+        fields = {"recent_window": "kv_policy.recent_window", "ratio": "kv_policy.history.ratio",
+                  "bits": "kv_policy.history.bits", "group_size": "kv_policy.history.group_size",
+                  "evict_every": "kv_policy.evict_every"}
+        e = exc.errors()[0]
+        option = next((flag(fields[p]) for p in reversed(e["loc"]) if p in fields), "--kv-policy flags")
+        raise UsageError(f"{option}: {e['msg'].removeprefix('Value error, ')}") from None
 
 
 def policy_argv(kv_policy: str | None, recent_window: str | None, history_ratio: str | None,

@@ -46,6 +46,7 @@ def list_(
     from kvplan.errors import ProfileError
     from kvplan.profiles.loading import load_model_file
     from kvplan.profiles.spec import Device, Model
+    from kvplan.plan.profile_figures import figures_of
     from kvplan.render import profiles as render
 
     catalog = Catalog(profiles_dir, fast=False)
@@ -65,7 +66,7 @@ def list_(
                 continue
             shadowed = profile.name in seen
             seen.add(profile.name)
-            entries.append((render.list_row_json(k, profile, path, origin, shadowed), profile))
+            entries.append((render.list_row_json(k, profile, path, origin, shadowed, figures_of(k, profile)), profile))
     if output_format is o.OutputFormat.json:
         terminal.display_json({"profiles": [row for row, _ in entries]})
     else:
@@ -87,6 +88,7 @@ def show(
 ) -> None:
     from kvplan.profiles.catalog import Catalog
     from kvplan.cli import terminal
+    from kvplan.plan.profile_figures import figures_of
     from kvplan.render import profiles as render
 
     catalog = Catalog(profiles_dir, fast=False)
@@ -94,9 +96,11 @@ def show(
     if resolved.note:
         terminal.display_note(resolved.note)
     if output_format is o.OutputFormat.json:
-        terminal.display_json(render.show_json(found_kind, resolved.profile, resolved.path, resolved.origin))
+        terminal.display_json(render.show_json(found_kind, resolved.profile, resolved.path, resolved.origin,
+                                             figures_of(found_kind, resolved.profile)))
     else:
-        tables = render.show_tables(found_kind, resolved.profile, resolved.path, resolved.origin, units.value)
+        tables = render.show_tables(found_kind, resolved.profile, resolved.path, resolved.origin,
+                                    figures_of(found_kind, resolved.profile), units.value)
         terminal.display_tables(tables, output_format.value)
 
 

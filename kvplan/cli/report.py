@@ -33,7 +33,7 @@ def report(
     import kvplan
     from kvplan.profiles.catalog import Catalog
     from kvplan.cli import terminal
-    from kvplan.cli.gate import check_outputs
+    from kvplan.files.outfiles import check_outputs
     from kvplan.gate.checker import check_gate
     from kvplan.gate.spec import load_gate
     from kvplan.report.build import build_report
@@ -48,7 +48,12 @@ def report(
     for note in gate_file.notes:
         terminal.display_note(note)
     result = check_gate(gate_file)
-    document = build_report(gate_file, result, units.value, plots=plots, version=kvplan.__version__)
+    from kvplan.advice import changes_to_fit
+
+    changes = {i: changes_to_fit(res.evaluation) for i, res in enumerate(result.configurations)
+               if not res.evaluation.fits}
+    document = build_report(gate_file, result, units.value, plots=plots, version=kvplan.__version__,
+                            changes=changes)
     if output is None:
         terminal.display_text(render_markdown(document))
         return

@@ -8,8 +8,8 @@ import typer
 
 from kvplan.cli import options as o
 from kvplan.cli import planopts as p
-from kvplan.cli import policy_options as po
-from kvplan.cli import runtime_options as ro
+from kvplan.cli import option_groups as g
+from kvplan.cli.groups import Given, with_groups
 from kvplan.cli.sweep_plot import SweepPlotOpt, check_sweep_plot, write_sweep_plot
 
 HELP = """Evaluate a grid of configurations at once (vectorized: a million points in well under a second).
@@ -101,6 +101,7 @@ def _format_knobs(pair, group_size: int | None, any_bits: bool) -> dict:
     return out
 
 
+@with_groups(policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
 def sweep(
     device: p.DevicesOpt = None,
     model: p.ModelsOpt = None,
@@ -119,21 +120,8 @@ def sweep(
     os_reserve: o.OsReserveOpt = None,
     margin: o.MarginOpt = "10%",
     target_tok_s: o.TargetOpt = None,
-    kv_policy: po.KvPolicyOpt = None,
-    kv_recent_window: po.KvRecentWindowOpt = None,
-    kv_history_ratio: po.KvHistoryRatioOpt = None,
-    kv_history_bits: po.KvHistoryBitsOpt = None,
-    kv_history_group_size: po.KvHistoryGroupOpt = None,
-    kv_evict_every: po.KvEvictEveryOpt = None,
-    runtime: ro.RuntimeOpt = None,
-    parallel: ro.ParallelOpt = None,
-    kv_unified: ro.KvUnifiedOpt = False,
-    ubatch: ro.UbatchOpt = None,
-    batch: ro.BatchOpt = None,
-    swa_full: ro.SwaFullOpt = False,
-    flash_attn: ro.FlashAttnOpt = None,
-    cache: ro.CacheOpt = None,
-    max_cache_len: ro.MaxCacheLenOpt = None,
+    policy_knobs: Given = None,
+    runtime_knobs: Given = None,
     output_format: p.TabularFormatOpt = None,
     output: p.OutputOpt = None,
     show_all: AllOpt = False,
@@ -158,15 +146,14 @@ def sweep(
     check_sweep_plot(plot)  # a bad plot path or extension fails before the grid is evaluated
     ctx_values = parse_ctx_grid(ctx, "--ctx")
     seq_values = parse_int_list(sequences, "--sequences", 1, 1_000_000) if sequences else [1]
+    parallel = runtime_knobs["parallel"]
     if parallel is not None:  # llama.cpp's -np is the sweep's sequences (one value)
         if sequences:
             raise UsageError("--parallel and --sequences: under llama.cpp both are -np; give --sequences "
                              "(a list) or --parallel (one value)")
         seq_values = [parallel]
-    runtime_value = ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache,
-                                    max_cache_len)
-    policy_value = po.policy_knob(kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits,
-                                  kv_history_group_size, kv_evict_every)
+    runtime_value = runtime_knobs.build()
+    policy_value = policy_knobs.build()
     weight_values = parse_float_list(weight_bits, "--weight-bits") if weight_bits else [None]
     pairs = _format_pairs(kv_bits, k_bits, v_bits, kv_type, k_type, v_type)
     any_bits = any(spec is not None and spec[0] == "bits" for pair in pairs for spec in pair)

@@ -66,3 +66,16 @@ def write_atomic(path: str | os.PathLike, produce: Callable[[Path], None]) -> Pa
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def check_outputs(sources, paths) -> None:
+    """Refuse an output path given twice, or one that would overwrite an input file."""
+    seen: set[Path] = set()
+    inputs = {Path(source).resolve() for source in sources}
+    for path in paths:
+        p = Path(path).resolve()
+        if p in inputs:
+            raise OutputError(f"{path}: would overwrite the input file")
+        if p in seen:
+            raise OutputError(f"{path}: given as more than one output")
+        seen.add(p)

@@ -5,7 +5,8 @@ that sets a knob is a field of :class:`KnobSpec`, named like the :class:`~kvplan
 field it fills (``KNOB_FIELDS`` maps the three whose YAML name differs), so a new knob is one
 field here. Validation reports every problem of the file at once as ``file:line: field: message``,
 including unknown device and model names, which point at the line of the configuration using them,
-and what building and evaluating each configuration refuses (a runtime's limits), worded with the file's keys.
+and what building and evaluating each configuration refuses (a runtime's limits): a field error, worded with the
+file's keys at the line of the key it is about.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Fiel
 
 from kvplan.profiles.catalog import Catalog, Resolved, _looks_like_path
 from kvplan.plan import Knobs, build_scenario
-from kvplan.errors import KvplanError, ProfileError
+from kvplan.errors import FieldError, KvplanError, ProfileError
 from kvplan.engine.formats import format_from_name
 from kvplan.profiles.loading import validate_document
 from kvplan.plan import Evaluation, Scenario, evaluate
@@ -337,55 +338,30 @@ def _in_file_order(problems: list[str], doc: YamlDocument) -> list[str]:
     return [p for group in sorted(groups, key=line) for p in group]
 
 
-# CLI options in messages from configure/runtimes → the keys a gate file writes.
-_FILE_KEYS = {"--runtime": "runtime", "--parallel": "runtime.parallel", "--kv-unified": "runtime.kv_unified",
-              "--ubatch": "runtime.ubatch", "--batch": "runtime.batch", "--swa-full": "runtime.swa_full",
-              "--flash-attn": "runtime.flash_attn", "--cache": "runtime.cache",
-              "--max-cache-len": "runtime.max_cache_len", "--os-reserve": "os_reserve"}
-_FLAG = re.compile(r"--([a-z][a-z-]*)(?: (on|off|auto|static|dynamic|ideal|llama\.cpp|transformers)\b)?")
-# The leading word of a (translated) message → the keys it is about, the first one a configuration sets wins.
-_FORMAT_KEYS = {"k": ("k_type", "k_bits", "kv_type", "kv_bits"), "v": ("v_type", "v_bits", "kv_type", "kv_bits"),
-                "kv": ("kv_type", "kv_bits", "k_type", "k_bits", "v_type", "v_bits")}
-_ABOUT = {"k_type": _FORMAT_KEYS["k"] + ("runtime",), "v_type": _FORMAT_KEYS["v"] + ("runtime",),
-          "kv_type": _FORMAT_KEYS["kv"] + ("runtime",), "kv_group_size": ("kv_group_size",)}
-_ABOUT_TEXT = ((re.compile(r"keeps K and V in the same dtype"), _ABOUT["kv_type"]),
-               (re.compile(r"quantized V cache"), _FORMAT_KEYS["v"] + ("runtime",)),
-               (re.compile(r"store a K row"), _FORMAT_KEYS["k"] + ("runtime",)),
-               (re.compile(r"store a V row"), _FORMAT_KEYS["v"] + ("runtime",)),
-               (re.compile(r"n_ctx_seq"), ("ctx", "sequences", "runtime")),
-               (re.compile(r"^give (\w+) or"), None))
-_LEADING = re.compile(r"^([a-z_]+(?:\.[a-z_]+)?)(?=[: ])")
+# Field (Knobs name) → the key a gate file writes, where the two differ.
+_FILE_KEY = {field: key for key, field in KNOB_FIELDS.items()}
 
 
-def file_wording(message: str) -> str:
-    """A configure/runtime error worded with the CLI's options, reworded with a gate file's keys."""
-    message = re.sub(r"\s*\(gate file: [^)]*\)", "", message)
-
-    def key(match: re.Match) -> str:
-        flag = f"--{match.group(1)}"
-        name = _FILE_KEYS.get(flag, match.group(1).replace("-", "_"))
-        return f"{name}: {match.group(2)}" if match.group(2) else name
-
-    return _FLAG.sub(key, message)
+def _file_key(field: str) -> str:
+    """A field as a gate file names it: ``pinned_prefix_tokens`` → ``pinned_prefix``, ``runtime.parallel`` as is."""
+    return _FILE_KEY.get(field, field)
 
 
-def _error_keys(message: str) -> tuple[tuple[str, ...], str | None]:
-    """(keys the message is about, best first; its leading key to drop once placed there, if any)."""
-    leading = _LEADING.match(message)
-    word = leading.group(1) if leading else None
-    for pattern, keys in _ABOUT_TEXT:
-        found = pattern.search(message)
-        if found:
-            return keys or (found.group(1),), None
-    if word is None:
-        return (), None
-    if word.startswith("runtime."):
-        return ("runtime",), "runtime."
-    if word in _ABOUT:
-        return _ABOUT[word], word + ": "
-    if word in KNOB_NAMES or word == "ctx":
-        return (word,), word + ": "
-    return (), None
+def _placed_wording(exc: FieldError, key: str | None) -> str:
+    """The error in the file's keys, placed at ``key`` (None: at the configuration). Placed at a key, a
+    field of the error inside it is named relative to it (``runtime.parallel`` at ``runtime``: ``parallel``),
+    and a single leading name goes when it is not (``kv_bits`` at ``kv_bits``, ``k_type`` at ``kv_bits``)."""
+    inside = (key + ".") if key is not None else None
+
+    def name(field: str, value: str | None) -> str:
+        text = _file_key(field)
+        if inside and field in exc.fields and text.startswith(inside):
+            text = text[len(inside):]
+        return text if value is None else f"{text}: {value}"
+
+    drop = (inside is not None and exc.lead is not None and len(exc.fields) == 1
+            and not _file_key(exc.fields[0]).startswith(inside))
+    return exc.worded(name, lead=not drop)
 
 
 def _name_problems(doc: YamlDocument, catalog: Catalog) -> list[str]:
@@ -484,14 +460,13 @@ def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog, indices: list[i
 
 
 def _build_problem(doc: YamlDocument, loc: tuple, own: dict, defaults: dict, exc: KvplanError) -> str:
-    """``file:line: configurations.N.key: message`` at the key the error is about (where it is set: the
-    configuration, else ``defaults``), else at the configuration; worded with the file's keys."""
-    message = file_wording(str(exc))
-    keys, prefix = _error_keys(message)
-    for key in keys:
-        if own.get(key) is not None or defaults.get(key) is not None:
-            at = loc + (key,) if own.get(key) is not None else ("defaults", key)
-            if prefix and message.startswith(prefix):
-                message = message[len(prefix):]
-            return f"{doc.where(at)}: {'.'.join(map(str, loc + (key,)))}: {message}"
-    return f"{doc.where(loc)}: {'.'.join(map(str, loc))}: {message}"
+    """``file:line: configurations.N.key: message`` at the first key the error is about that is set (in the
+    configuration, else under ``defaults``), else at the configuration; worded with the file's keys."""
+    if isinstance(exc, FieldError):
+        keys = dict.fromkeys(_file_key(f).split(".")[0] for f in exc.fields + exc.about)
+        for key in keys:
+            if own.get(key) is not None or defaults.get(key) is not None:
+                at = loc + (key,) if own.get(key) is not None else ("defaults", key)
+                return f"{doc.where(at)}: {'.'.join(map(str, loc + (key,)))}: {_placed_wording(exc, key)}"
+        return f"{doc.where(loc)}: {'.'.join(map(str, loc))}: {_placed_wording(exc, None)}"
+    return f"{doc.where(loc)}: {'.'.join(map(str, loc))}: {exc}"

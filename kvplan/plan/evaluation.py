@@ -73,6 +73,10 @@ class Evaluation:
     def fits(self) -> bool:
         return self.verdict is not Verdict.OVER
 
+    def tokens_per_sequence(self, ctx: int) -> int:
+        """The tokens one sequence attends at ``ctx`` under this cache (llama.cpp splits ``-c`` over ``-np``)."""
+        return tokens_per_sequence_of(self.layout, ctx, self.scenario.sequences)
+
 
 def weights_of(model: Model, weight_bits: float | None) -> tuple[int, int, float]:
     """(weights, weights read per decode step, bits used) [bytes, bytes, bits/param]."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from dataclasses import dataclass, fields
 
 from kvplan.engine import DEFAULT_MARGIN_FRACTION
-from kvplan.errors import UsageError
+from kvplan.errors import FieldError
 from kvplan.engine.formats import ElementFormat, format_from_bits, format_from_name
 from kvplan.plan.scenario import Scenario
 
@@ -52,19 +52,24 @@ class Knobs:
         return Knobs(**values)
 
 
+_BITS = ("kv_bits", "k_bits", "v_bits")
+
+
 def element_formats(k: Knobs) -> tuple[ElementFormat | None, ElementFormat | None]:
     """The (K, V) formats the knobs ask for; ``None`` keeps the model's default for that side."""
     for name in ("kv_bits", "k_bits", "v_bits"):
         bits = getattr(k, name)
         if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= 32):
-            raise UsageError(f"{name}: must be a whole number from 1 to 32, got {bits!r}")
+            raise FieldError(name, f"must be a whole number from 1 to 32, got {bits!r}", by_name=(name,))
     for bits_name, type_name in (("kv_bits", "kv_type"), ("k_bits", "k_type"), ("v_bits", "v_type")):
         if getattr(k, bits_name) is not None and getattr(k, type_name):
-            raise UsageError(f"give {bits_name} or {type_name}, not both")
+            raise FieldError(bits_name, f"give {{{bits_name}}} or {{{type_name}}}, not both", lead=None,
+                             mentions=(type_name,), by_name=(bits_name, type_name))
     if k.kv_group_size is not None and k.kv_group_size < 1:
-        raise UsageError(f"kv_group_size: must be at least 1, got {k.kv_group_size}")
+        raise FieldError("kv_group_size", f"must be at least 1, got {k.kv_group_size}", by_name=("kv_group_size",))
     if k.kv_group_size and all(b is None for b in (k.kv_bits, k.k_bits, k.v_bits)):
-        raise UsageError("kv_group_size needs kv_bits (or k_bits / v_bits)")
+        raise FieldError("kv_group_size", "{kv_group_size} needs {kv_bits} (or {k_bits} / {v_bits})", lead=None,
+                         mentions=_BITS, by_name=("kv_group_size",) + _BITS)
 
     def one(bits, type_name):
         if type_name:
@@ -79,13 +84,16 @@ def element_formats(k: Knobs) -> tuple[ElementFormat | None, ElementFormat | Non
 def build_scenario(device: Device, model: Model, ctx: int, knobs: Knobs = Knobs()) -> Scenario:
     """Check the knobs against the profiles and assemble the Scenario."""
     if knobs.weight_bits is not None and not 0 < knobs.weight_bits <= 32:
-        raise UsageError(f"weight_bits: must be above 0 and at most 32, got {knobs.weight_bits:g}")
+        raise FieldError("weight_bits", f"must be above 0 and at most 32, got {knobs.weight_bits:g}",
+                         by_name=("weight_bits",))
     if knobs.sequences < 1:
-        raise UsageError(f"sequences: must be at least 1, got {knobs.sequences}")
+        raise FieldError("sequences", f"must be at least 1, got {knobs.sequences}", by_name=("sequences",))
     if knobs.os_reserve_bytes is not None and knobs.os_reserve_bytes >= device.ram:
-        raise UsageError(f"os_reserve: must be less than the device's RAM ({device.ram:,} bytes)")
+        raise FieldError("os_reserve", f"must be less than the device's RAM ({device.ram:,} bytes)",
+                         by_name=("os_reserve",))
     if not 0 <= knobs.margin_fraction < 1:
-        raise UsageError(f"margin: must be at least 0 and below 100 %, got {knobs.margin_fraction}")
+        raise FieldError("margin", f"must be at least 0 and below 100 %, got {knobs.margin_fraction}",
+                         by_name=("margin",))
     k_format, v_format = element_formats(knobs)
     policy = _policy(knobs.kv_policy)
     runtime, sequences, from_profile = _runtime(knobs, model, policy)
@@ -98,7 +106,7 @@ def build_scenario(device: Device, model: Model, ctx: int, knobs: Knobs = Knobs(
 
 def _runtime(knobs: Knobs, model: Model, policy):
     """Knobs.runtime → (RuntimeSpec or None, sequences, from the profile?): llama.cpp's -np and the
-    sequences must agree. Without a runtime in the knobs (no --runtime, no ``runtime:`` key) the model
+    sequences must agree. Without a runtime in the knobs (``runtime`` not set) the model
     profile's ``runtime`` is the default; an explicit ``ideal`` overrides it."""
     value, from_profile = knobs.runtime, False
     if value is None:
@@ -113,12 +121,12 @@ def _runtime(knobs: Knobs, model: Model, policy):
         return (*resolve_sequences(spec, knobs.sequences, knobs.pinned_prefix_tokens), False)
     where = f"the model profile {model.name!r} names runtime {spec.name}"
     if policy is not None and not policy.is_plain:
-        raise UsageError(f"kv_policy: {where}, whose allocation does not model a compression policy; "
-                         "add --runtime ideal (gate file: runtime: ideal) to use the policy")
+        raise FieldError("kv_policy", f"{where}, whose allocation does not model a compression policy; "
+                         "add {runtime=ideal} to use the policy", mentions=("runtime",))
     try:
         return (*resolve_sequences(spec, knobs.sequences, knobs.pinned_prefix_tokens), True)
-    except UsageError as exc:
-        raise UsageError(f"{exc} ({where}; --runtime overrides it)") from None
+    except FieldError as exc:
+        raise exc.with_note(f" ({where}; {{runtime}} overrides it)", mentions=("runtime",)) from None
 
 
 def _policy(value):

@@ -32,7 +32,7 @@ class Scenario:
     target_tokens_per_s: float | None = None
     kv_policy: object | None = None  # a compression policy (kvplan.profiles.policy), None: plain cache
     runtime: object | None = None  # runtime-exact rules (kvplan.runtimes), None: the ideal formula
-    runtime_from_profile: bool = False  # the runtime is the model profile's default (no --runtime given)
+    runtime_from_profile: bool = False  # the runtime is the model profile's default (none given)
 
     def __post_init__(self):
         # The library is the CLI's engine: the same inputs are refused here as on the command line.

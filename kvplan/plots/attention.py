@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kvplan.plots.axes import byte_unit, bytes_axis, ctx_axis, ctx_label, new_figure, size_label
-from kvplan.plots.data import AttentionCurves, AttentionVariant
+from kvplan.curves import AttentionCurves, AttentionVariant
 
 _STYLE = {  # kind → (colour or colour list, line style)
     "own": ("#222222", "-"), "mha": ("#c44e52", "-"), "gqa": (["#4c72b0", "#6a9bd1", "#9cc3e6", "#c6dcf0"], "-"),

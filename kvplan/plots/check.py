@@ -6,15 +6,19 @@ and the speed/flash tables); ``--plot-dir DIR`` gets one file per kind that appl
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pathlib import Path
 
-from kvplan.plan import Evaluation
+if TYPE_CHECKING:
+    from kvplan.plan import Evaluation
+
 
 CHECK_KINDS = ("memory", "decode", "attention")
 
 
 def summary_figure(ev: Evaluation, units: str = "si"):
-    from kvplan.plots import data
+    from kvplan import curves as data
     from kvplan.plots.axes import new_figure
     from kvplan.plots.decode import draw_decode
     from kvplan.plots.memory import draw_memory
@@ -35,7 +39,7 @@ def summary_figure(ev: Evaluation, units: str = "si"):
 
 def check_figures(ev: Evaluation, units: str = "si") -> dict:
     """``{kind: Figure}`` for every kind that applies to one configuration."""
-    from kvplan.plots import data
+    from kvplan import curves as data
     from kvplan.plots.attention import attention_figure
     from kvplan.plots.decode import decode_figure
     from kvplan.plots.memory import memory_figure

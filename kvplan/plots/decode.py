@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kvplan.plots.axes import COLORS, ctx_axis, ctx_label, draw_ctx_limit, new_figure
-from kvplan.plots.data import DecodeCurves
+from kvplan.curves import DecodeCurves
 
 _PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974")
 

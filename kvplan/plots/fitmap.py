@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kvplan.plots.axes import byte_unit, ctx_label, new_figure, size_label
-from kvplan.plots.data import FitMap
+from kvplan.curves import FitMap
 
 _VERDICT = ("fit", "tight", "over")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kvplan.plots.axes import COLORS, bytes_axis, ctx_axis, ctx_label, draw_ctx_limit, new_figure, size_label
-from kvplan.plots.data import MemoryCurves
+from kvplan.curves import MemoryCurves
 
 VERDICT_COLORS = {"fit": "#2f7d3b", "tight": "#a06a00", "over": "#b0302f"}
 

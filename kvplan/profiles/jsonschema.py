@@ -2,103 +2,22 @@
 
 The pydantic models in :mod:`kvplan.profiles.spec` hold base-unit numbers once validated, but the
 YAML files take quantities as strings with units (``8 GB``, ``51.2 GB/s``, ``6.74B``, ``8k``).
-The fragments below describe what a file may contain; ``profiles.py`` attaches them to its
-quantity types with ``WithJsonSchema``, so the generated schema accepts exactly what a
-profile file may say. The patterns are ECMA-262 (what JSON Schema validators use) and
-mirror the regular expressions of :mod:`kvplan.units`.
+The fragments of :mod:`kvplan.profiles.fields` describe what a file may contain; the models attach
+them to their quantity types with ``WithJsonSchema``, so the generated schema accepts exactly what a
+profile file may say.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+from kvplan.profiles.spec import Device, Model
+from kvplan.profiles.fields import DEVICE_FIELD_DOCS, MLA_FIELD_DOCS, MODEL_FIELD_DOCS, SCHEMA_DIALECT
 
-_NUM = r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?"
-
-
-def _quantity(number: dict, suffix: str, example: str, description: str) -> dict:
-    return {
-        "anyOf": [number, {"type": "string", "pattern": rf"^\s*{_NUM}\s*({suffix})?\s*$"}],
-        "description": description,
-        "examples": [example],
-    }
-
-
-SIZE_SCHEMA = _quantity({"type": "integer", "minimum": 0}, r"([kKMGTP]i?)?B", "8 GB",
-                        "a size: '8 GB' (10^9), '8 GiB' (2^30), '512 MB', or a plain number of bytes")
-POSITIVE_SIZE_SCHEMA = _quantity({"type": "integer", "minimum": 1}, r"([kKMGTP]i?)?B", "8 GB",
-                                 "a positive size: '8 GB', '8 GiB', or a plain number of bytes")
-RATE_SCHEMA = _quantity({"type": "number", "exclusiveMinimum": 0}, r"([kKMGTP]i?)?(B/s|Bps)", "51.2 GB/s",
-                        "a transfer rate: '51.2 GB/s', '3 GiB/s', or a plain number of bytes/s")
-FLOPS_SCHEMA = _quantity({"type": "number", "exclusiveMinimum": 0}, r"[kKMGTP]?(FLOP/s|FLOPS)", "2.1 TFLOP/s",
-                         "a compute throughput: '2.1 TFLOP/s' (or 'TFLOPS'), or a plain number of FLOP/s")
-COUNT_SCHEMA = _quantity({"type": "integer", "minimum": 1}, r"[kKMBGT]", "6.74B",
-                         "a count: '6.74B' (10^9), '494M', '7e9', or a plain integer")
-TOKENS_SCHEMA = _quantity({"type": "integer", "minimum": 1}, r"[kKMm]", "8k",
-                          "a token count: 131072, '8k' (= 8192), '128k' (= 131072)")
-
-
-_COMMON_DOCS = {
-    "name": "slug naming the profile (lowercase letters, digits, '.', '_', '-'); the file is NAME.yaml",
-    "aliases": "other names people type for it; unique across all profiles of the same kind",
-    "description": "one line for humans",
-    "sources": "where each figure came from: one entry per field (a URL and what it says, or the arithmetic)",
-}
-
-DEVICE_FIELD_DOCS = {
-    **_COMMON_DOCS,
-    "platform": "operating system family: android, ios, macos, linux, windows",
-    "ram": "installed RAM [bytes]",
-    "os_reserve": "memory the OS and other apps keep, never available to the model [bytes]; must be below ram",
-    "memory_bandwidth": "peak DRAM bandwidth [bytes/s] (bus bits / 8 × transfers/s)",
-    "flash_read": "sequential flash read [bytes/s]",
-    "flash_write": "sequential flash write [bytes/s]",
-    "bandwidth_efficiency": "fraction (0-1] of the roofline that decode reaches in practice; 1.0 = roofline",
-    "compute": "sustained FLOP/s usable for prefill",
-    "runtime_overhead": "runtime memory beyond weights and cache (buffers, graph) [bytes]",
-}
-
-MODEL_FIELD_DOCS = {
-    **_COMMON_DOCS,
-    "family": "models of one family can stand in for each other (a smaller model of the same family)",
-    "architecture": "the Hugging Face config model_type (llama, qwen2, gemma3_text, deepseek_v2, …)",
-    "params": "parameter count (all experts for a mixture of experts)",
-    "layers": "transformer blocks (num_hidden_layers)",
-    "attention_heads": "query heads (num_attention_heads)",
-    "kv_heads": "key/value heads (num_key_value_heads), or a list with one entry per layer",
-    "head_dim": "key (query) head width; config head_dim, else hidden_size / attention_heads",
-    "v_head_dim": "value head width when it differs from head_dim (default: head_dim)",
-    "hidden_size": "model width; with vocab_size gives the input-embedding table decode does not stream",
-    "intermediate_size": "MLP width",
-    "vocab_size": "vocabulary size",
-    "tie_embeddings": "input embedding shared with the output layer (then it is streamed every token)",
-    "max_context": "trained context length [tokens] (max_position_embeddings)",
-    "sliding_window": "attention window of the local layers [tokens]; only if the model really applies it",
-    "sliding_window_pattern": "which layers use the window: all | alternating (even layers local) | "
-                              "'N:1' (layer i local when i % (N+1) < N) | [0-based local layer indices]",
-    "mla": "multi-head latent attention: the cache holds kv_lora_rank + qk_rope_head_dim values per token per layer",
-    "weight_bits": "deployment bits per weight (may be fractional: q4_0 is 4.5)",
-    "weights": "explicit weight size [bytes]; overrides params × weight_bits / 8",
-    "kv_bits": "bits per cached K and V value (default 16)",
-    "k_bits": "bits per cached key value (overrides kv_bits)",
-    "v_bits": "bits per cached value value (overrides kv_bits)",
-    "kv_group_size": "group-quantized cache: one fp16 scale per this many values",
-    "kv_type": "cache type by runtime name: f32 f16 bf16 fp8 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl",
-    "k_type": "key cache type by runtime name (overrides kv_type)",
-    "v_type": "value cache type by runtime name (overrides kv_type)",
-}
-
-MLA_FIELD_DOCS = {
-    "kv_lora_rank": "width of the compressed latent cached per token per layer",
-    "qk_rope_head_dim": "width of the shared decoupled RoPE key cached beside it",
-}
 
 
 def profile_json_schema(kind: Literal["device", "model"]) -> dict:
     """The JSON Schema (draft 2020-12) of a device or model profile file."""
-    from kvplan.profiles.spec import Device, Model
-
     cls = Device if kind == "device" else Model
     schema = cls.model_json_schema(mode="validation")
     _describe(schema, DEVICE_FIELD_DOCS if kind == "device" else MODEL_FIELD_DOCS)

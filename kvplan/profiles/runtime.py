@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from kvplan.errors import UsageError
+from kvplan.errors import FieldError
 
 RUNTIME_NAMES = ("ideal", "llama.cpp", "transformers")
 FLASH_ATTN_CHOICES = ("auto", "on", "off")
@@ -74,38 +74,37 @@ def runtime_spec(name: str | None, *, parallel: int | None = None, kv_unified: b
     """
     key = (name or "ideal").strip().lower()
     key = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers"}.get(key, key)
-    llama_opts = {"--parallel": parallel is not None, "--kv-unified": kv_unified, "--ubatch": ubatch is not None,
-                  "--batch": batch is not None, "--swa-full": swa_full, "--flash-attn": flash_attn is not None}
-    hf_opts = {"--cache": cache is not None, "--max-cache-len": max_cache_len is not None}
+    llama_opts = {"parallel": parallel is not None, "kv_unified": kv_unified, "ubatch": ubatch is not None,
+                  "batch": batch is not None, "swa_full": swa_full, "flash_attn": flash_attn is not None}
+    hf_opts = {"cache": cache is not None, "max_cache_len": max_cache_len is not None}
     if key not in RUNTIME_NAMES:
-        raise UsageError(f"runtime: unknown runtime {name!r}; known: {', '.join(RUNTIME_NAMES)}")
-    if key != "llama.cpp" and any(llama_opts.values()):
-        used = ", ".join(k for k, v in llama_opts.items() if v)
-        raise UsageError(f"{used}: llama.cpp options; add --runtime llama.cpp")
-    if key != "transformers" and any(hf_opts.values()):
-        used = ", ".join(k for k, v in hf_opts.items() if v)
-        raise UsageError(f"{used}: transformers options; add --runtime transformers")
+        raise FieldError("runtime", f"unknown runtime {name!r}; known: {', '.join(RUNTIME_NAMES)}",
+                         by_name=("runtime",))
+    for runtime, options in (("llama.cpp", llama_opts), ("transformers", hf_opts)):
+        if key != runtime and any(options.values()):
+            used = tuple(f"runtime.{k}" for k, v in options.items() if v)
+            raise FieldError(used, f"{runtime} options; add {{runtime={runtime}}}", mentions=("runtime",))
     if key == "ideal":
         return None
     if key == "llama.cpp":
         fa = (flash_attn or "auto").strip().lower()
         fa = {"1": "on", "true": "on", "0": "off", "false": "off"}.get(fa, fa)
         if fa not in FLASH_ATTN_CHOICES:
-            raise UsageError(f"--flash-attn: expected on, off or auto, got {flash_attn!r}")
-        for option, value in (("--parallel", parallel), ("--ubatch", ubatch), ("--batch", batch)):
+            raise FieldError("runtime.flash_attn", f"expected on, off or auto, got {flash_attn!r}")
+        for option, value in (("parallel", parallel), ("ubatch", ubatch), ("batch", batch)):
             if value is not None and value < 1:
-                raise UsageError(f"{option}: must be at least 1, got {value}")
+                raise FieldError(f"runtime.{option}", f"must be at least 1, got {value}")
         if parallel is not None and parallel > LLAMA_MAX_SEQ:
-            raise UsageError(f"--parallel: llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {parallel}")
+            raise FieldError("runtime.parallel", f"llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {parallel}")
         return LlamaCppSpec(parallel=parallel, kv_unified=kv_unified, ubatch=ubatch or 512, batch=batch or 2048,
                             swa_full=swa_full, flash_attn=fa)
     kind = (cache or "dynamic").strip().lower()
     if kind not in CACHE_CHOICES:
-        raise UsageError(f"--cache: expected dynamic or static, got {cache!r}")
+        raise FieldError("runtime.cache", f"expected dynamic or static, got {cache!r}")
     if max_cache_len is not None and kind != "static":
-        raise UsageError("--max-cache-len: only for --cache static")
+        raise FieldError("runtime.max_cache_len", "only for {runtime.cache=static}", mentions=("runtime.cache",))
     if max_cache_len is not None and max_cache_len < 1:
-        raise UsageError(f"--max-cache-len: must be at least 1, got {max_cache_len}")
+        raise FieldError("runtime.max_cache_len", f"must be at least 1, got {max_cache_len}")
     return TransformersSpec(cache=kind, max_cache_len=max_cache_len)
 
 
@@ -118,32 +117,36 @@ def parse_runtime(value: object) -> RuntimeSpec | None:
     if value is None or isinstance(value, str):
         return runtime_spec(value)
     if not isinstance(value, dict):
-        raise UsageError(f"runtime: expected a name or a mapping, got {type(value).__name__}")
+        raise FieldError("runtime", f"expected a name or a mapping, got {type(value).__name__}", by_name=("runtime",))
     options = dict(value)
     name = options.pop("name", None)
     known = {f.name for f in fields(LlamaCppSpec)} | {f.name for f in fields(TransformersSpec)}
     unknown = sorted(set(options) - known)
     if unknown:
-        raise UsageError(f"runtime: unknown option {unknown[0]!r}; known: name, {', '.join(sorted(known))}")
+        raise FieldError("runtime", f"unknown option {unknown[0]!r}; known: name, {', '.join(sorted(known))}",
+                         by_name=("runtime",))
     return runtime_spec(_text(name, "name"), **{key: _option_value(key, v) for key, v in options.items()})
 
 
 def file_runtime(value: object) -> RuntimeSpec | None:
-    """:func:`parse_runtime` for a file's ``runtime:`` key: errors name the file's keys, not the CLI's options.
+    """:func:`parse_runtime` for a file's ``runtime:`` key: errors name the keys inside it (``parallel``).
 
     Raises ``ValueError`` (pydantic reports it as ``file:line: runtime: message``).
     """
-    import re
-
     from kvplan.errors import KvplanError
 
     if isinstance(value, RuntimeSpec):
         return value
     try:
         return parse_runtime(value)
-    except KvplanError as exc:  # the CLI's wording (--parallel) → the file's keys (parallel)
-        message = re.sub(r"^runtime[.:] ?", "", str(exc))
-        raise ValueError(re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), message)) from None
+    except FieldError as exc:  # reported at runtime: its own keys by their name, "runtime" itself left out
+        def in_runtime(field: str, value: str | None) -> str:
+            key = field.removeprefix("runtime.")
+            return key if value is None else f"{key} {value}"
+
+        raise ValueError(exc.worded(in_runtime, lead=exc.fields != ("runtime",))) from None
+    except KvplanError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def runtime_value(spec: RuntimeSpec | None) -> str | dict:
@@ -159,7 +162,7 @@ def runtime_value(spec: RuntimeSpec | None) -> str | dict:
 
 def _text(value: object, key: str) -> str | None:
     if value is not None and not isinstance(value, str):
-        raise UsageError(f"runtime.{key}: expected a name, got {value!r}")
+        raise FieldError(f"runtime.{key}", f"expected a name, got {value!r}")
     return value
 
 
@@ -167,11 +170,11 @@ def _option_value(key: str, value: object) -> object:
     """A runtime option from a file, checked for its type (``flash_attn: on`` reads as YAML true)."""
     if key in ("kv_unified", "swa_full"):
         if not isinstance(value, bool):
-            raise UsageError(f"runtime.{key}: expected true or false, got {value!r}")
+            raise FieldError(f"runtime.{key}", f"expected true or false, got {value!r}")
         return value
     if key in ("parallel", "ubatch", "batch"):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise UsageError(f"runtime.{key}: expected a whole number, got {value!r}")
+            raise FieldError(f"runtime.{key}", f"expected a whole number, got {value!r}")
         return value
     if key == "flash_attn" and isinstance(value, bool):
         return "on" if value else "off"
@@ -182,7 +185,7 @@ def _option_value(key: str, value: object) -> object:
         try:
             return parse_tokens(value)
         except KvplanError as exc:
-            raise UsageError(f"runtime.{key}: {exc}") from None
+            raise FieldError(f"runtime.{key}", str(exc)) from None
     return _text(value, key)
 
 
@@ -190,24 +193,26 @@ def resolve_sequences(spec: RuntimeSpec | None, sequences: int, pinned_prefix_to
                       ) -> tuple[RuntimeSpec | None, int]:
     """Reconcile the scenario's ``sequences`` with a runtime's own notion of them.
 
-    llama.cpp: ``sequences`` is ``-np``; ``--parallel`` names the same number, so the two
+    llama.cpp: ``sequences`` is ``-np``; ``parallel`` names the same number, so the two
     must agree when both are given. A pinned prefix has no meaning there: llama.cpp
     allocates the whole ``-c`` up front and a shared prefix lives inside it.
     """
     if not isinstance(spec, LlamaCppSpec):
         return spec, sequences
     if pinned_prefix_tokens:
-        raise UsageError("--pinned-prefix: llama.cpp allocates the whole -c context up front and a shared prefix "
-                         "lives inside it; drop --pinned-prefix with --runtime llama.cpp")
+        raise FieldError("pinned_prefix_tokens", "llama.cpp allocates the whole -c context up front and a shared "
+                         "prefix lives inside it; drop {pinned_prefix_tokens} with {runtime=llama.cpp}",
+                         mentions=("runtime",))
     if spec.parallel is None:
         if sequences > LLAMA_MAX_SEQ:
-            raise UsageError(f"sequences: llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {sequences}")
+            raise FieldError("sequences", f"llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {sequences}",
+                             by_name=("sequences",))
         from dataclasses import replace
 
         return replace(spec, parallel=sequences), sequences
     if sequences not in (1, spec.parallel):
-        raise UsageError(f"--parallel {spec.parallel} and --sequences {sequences} disagree; under llama.cpp both "
-                         "are -np, give one")
+        raise FieldError("runtime.parallel", f"{{runtime.parallel}} {spec.parallel} and {{sequences}} {sequences} "
+                         "disagree; under llama.cpp both are -np, give one", lead=None, mentions=("sequences",))
     return spec, spec.parallel
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationIn
 from kvplan.engine.formats import format_from_name
 from kvplan.profiles.methods import ModelMethods, element_format
 from kvplan.profiles.policy import PolicySpec
-from kvplan.profiles import jsonschema as js
+from kvplan.profiles import fields as js
 from kvplan.units import parse_count, parse_flop_per_s, parse_rate_bytes_per_s, parse_size_bytes, parse_tokens
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
@@ -94,14 +94,14 @@ class Device(_Profile):
     """A device: memory, bandwidth and storage, each figure with its source."""
 
     platform: Platform | None = None
-    ram: PositiveSizeBytes = Field(description="installed RAM [bytes]")
-    os_reserve: SizeBytes = Field(description="memory the OS and other apps keep [bytes]")
-    memory_bandwidth: RateBytesPerS = Field(description="peak DRAM bandwidth [bytes/s]")
-    flash_read: RateBytesPerS = Field(description="sequential flash read [bytes/s]")
-    flash_write: RateBytesPerS | None = Field(None, description="sequential flash write [bytes/s]")
-    bandwidth_efficiency: Fraction01 = Field(1.0, description="fraction of the roofline decode reaches")
-    compute: FlopPerS | None = Field(None, description="sustained FLOP/s for prefill")
-    runtime_overhead: SizeBytes = Field(0, description="runtime memory beyond weights and cache [bytes]")
+    ram: PositiveSizeBytes
+    os_reserve: SizeBytes
+    memory_bandwidth: RateBytesPerS
+    flash_read: RateBytesPerS
+    flash_write: RateBytesPerS | None = None
+    bandwidth_efficiency: Fraction01 = Field(1.0, description=js.DEVICE_FIELD_DOCS["bandwidth_efficiency"])
+    compute: FlopPerS | None = None
+    runtime_overhead: SizeBytes = 0
 
     @field_validator("os_reserve")
     @classmethod
@@ -180,9 +180,8 @@ class Model(_Profile, ModelMethods):
 
     family: Slug | None = None
     architecture: str | None = None
-    params: Count = Field(description="parameter count")
-    params_active: Count | None = Field(None, description="parameters one token uses (mixture of experts), "
-                                        "counted like params: embedding table included")
+    params: Count
+    params_active: Count | None = None
     layers: PositiveInt
     attention_heads: PositiveInt
     kv_heads: KvHeads
@@ -192,12 +191,12 @@ class Model(_Profile, ModelMethods):
     intermediate_size: PositiveInt | None = None
     vocab_size: PositiveInt | None = None
     tie_embeddings: StrictBool = False
-    max_context: Tokens | None = Field(None, description="trained context length [tokens]")
-    sliding_window: Tokens | None = Field(None, description="attention window [tokens]")
+    max_context: Tokens | None = None
+    sliding_window: Tokens | None = None
     sliding_window_pattern: WindowPattern = "all"
     mla: Mla | None = None
     weight_bits: WeightBits = 16.0
-    weights: PositiveSizeBytes | None = Field(None, description="explicit weight size [bytes]")
+    weights: PositiveSizeBytes | None = None
     kv_bits: Bits | None = None
     k_bits: Bits | None = None
     v_bits: Bits | None = None
@@ -205,9 +204,8 @@ class Model(_Profile, ModelMethods):
     kv_type: str | None = None
     k_type: str | None = None
     v_type: str | None = None
-    kv_policy: PolicySpec | None = Field(None, description="KV cache compression policy (docs/kv-policies.md)")
-    runtime: RuntimeField | None = Field(None, description="the runtime this model is deployed with, used when "
-                                         "no --runtime is given (docs/runtimes.md)")
+    kv_policy: PolicySpec | None = None
+    runtime: RuntimeField | None = None
 
     @field_validator("runtime")
     @classmethod

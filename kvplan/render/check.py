@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 
-from kvplan.advice import Change
-from kvplan.plan import Evaluation
 from kvplan.render import fmt
 from kvplan.render import maxctx as maxctx_render
 from kvplan.render import policy as policy_render
 from kvplan.render import runtime as runtime_render
 from kvplan.render.tables import Table
+
+if TYPE_CHECKING:
+    from kvplan.advice import Change
+    from kvplan.plan import Evaluation
 
 JSON_SCHEMA_VERSION = 1
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvplan.caches.labels import NO_POLICY, policy_label, runtime_label
-from kvplan.plan import Evaluation
 from kvplan.render import fmt
 from kvplan.render.maxctx import beyond_trained_note, max_ctx_cell
 from kvplan.render.tables import Table, to_csv
+
+if TYPE_CHECKING:
+    from kvplan.plan import Evaluation
 
 CSV_COLUMNS = ["device", "model", "ctx", "sequences", "pinned_prefix_tokens", "weight_bits", "k_format", "v_format",
                "kv_bytes_per_token", "kv_bytes", "pinned_prefix_bytes", "weights_bytes", "overhead_bytes",

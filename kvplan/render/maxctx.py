@@ -7,8 +7,10 @@ compare, gate and report.
 
 from __future__ import annotations
 
-from kvplan.plan import Evaluation
-from kvplan.caches.ideal import tokens_per_sequence_of
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvplan.plan import Evaluation
 
 
 def _trained(ev: Evaluation) -> int | None:
@@ -18,7 +20,7 @@ def _trained(ev: Evaluation) -> int | None:
 def _per_sequence(ev: Evaluation, ctx: int) -> int:
     """The tokens one sequence attends at ``ctx``: llama.cpp splits ``-c`` over ``-np`` (``n_ctx_seq``),
     and that, not ``-c``, is what the trained context is compared with."""
-    return tokens_per_sequence_of(ev.layout, ctx, ev.scenario.sequences)
+    return ev.tokens_per_sequence(ctx)
 
 
 def max_ctx_text(ev: Evaluation) -> str:

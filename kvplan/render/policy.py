@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from kvplan.plan import Evaluation
+from typing import TYPE_CHECKING
+
 from kvplan.render import fmt
 from kvplan.render.tables import Table
+
+if TYPE_CHECKING:
+    from kvplan.plan import Evaluation
 
 
 def _policy_cache(ev: Evaluation):
@@ -17,34 +21,7 @@ def _name(fmt_) -> str | None:
 
 def tiers_json(cache, ctx: int) -> list[dict]:
     """One entry per tier (a layer group, split by the model's window pattern), at ``ctx`` for one sequence."""
-    from kvplan.engine import tiered
-
-    out = []
-    for plan in cache.plans:
-        t = plan.tier
-        recent, history, deferred = tiered.tier_tokens(ctx, t)
-        out.append({
-            "group": plan.group,
-            "first_layer": plan.first_layer,
-            "last_layer": plan.last_layer,
-            "layers": t.layers,
-            "model_window_tokens": t.window_tokens,
-            "recent_window_tokens": t.recent_tokens,
-            "history_ratio": plan.history_ratio,
-            "evict_every_tokens": t.evict_every,
-            "k_format": plan.k_format.name,
-            "v_format": plan.v_format.name,
-            "history_k_format": _name(plan.history_k_format),
-            "history_v_format": _name(plan.history_v_format),
-            "recent_bytes_per_token": t.recent_bytes_per_token,
-            "history_bytes_per_token": t.history_bytes_per_token,
-            "recent_tokens": int(recent),
-            "history_tokens": int(history),
-            "awaiting_eviction_tokens": int(deferred) if t.recent_tokens is not None and t.evict_every > 1 else 0,
-            "kv_bytes": int(tiered.tier_kv_bytes(ctx, t)),
-            "kv_peak_bytes": int(tiered.tier_kv_peak_bytes(ctx, t)),
-        })
-    return out
+    return cache.tier_figures(ctx)
 
 
 def policy_json(ev: Evaluation) -> dict | None:

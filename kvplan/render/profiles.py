@@ -20,58 +20,8 @@ _HUMAN = {"ram": "size", "os_reserve": "size", "memory_bandwidth": "rate", "flas
 _NOT_FIGURES = {"name", "aliases", "description", "sources"}
 
 
-def fp16_kv_bytes_per_token(model: Model) -> int:
-    """K+V bytes one token adds over all layers at fp16 (below the smallest window)."""
-    from kvplan.engine.formats import format_from_bits
-    from kvplan.caches.ideal import cache_layout
-
-    fp16 = format_from_bits(16)
-    return cache_layout(model, fp16, fp16).bytes_per_token
-
-
-def device_figures(d: Device) -> dict:
-    """Key figures of a device in base units (names as in the YAML; derived ones carry their unit)."""
-    from kvplan import engine
-
-    return {
-        "ram": d.ram,
-        "os_reserve": d.os_reserve,
-        "budget_bytes": engine.budget_bytes(d.ram, d.os_reserve),
-        "memory_bandwidth": d.memory_bandwidth,
-        "bandwidth_efficiency": d.bandwidth_efficiency,
-        "effective_bandwidth_bytes_per_s": d.memory_bandwidth * d.bandwidth_efficiency,
-        "flash_read": d.flash_read,
-    }
-
-
-def model_figures(m: Model) -> dict:
-    """Key figures of a model in base units."""
-    from kvplan.caches.ideal import cache_layout
-    from kvplan.plan import weights_of
-
-    layout = cache_layout(m)
-    weights, weights_read, _ = weights_of(m, None)
-    return {
-        "params": m.params,
-        "layers": m.layers,
-        "attention_heads": m.attention_heads,
-        "kv_heads": m.kv_heads,
-        "head_dim": m.head_dim,
-        "sliding_window": m.sliding_window,
-        "sliding_window_pattern": m.sliding_window_pattern if m.sliding_window else None,
-        "global_layers": layout.global_layers,
-        "windowed_layers": layout.windowed_layers,
-        "kv_bytes_per_token_fp16": fp16_kv_bytes_per_token(m),
-        "kv_bytes_per_token": layout.bytes_per_token,
-        "k_format": layout.k_format.name,
-        "v_format": layout.v_format.name,
-        "weights_bytes": weights,
-        "weights_read_bytes": weights_read,
-    }
-
-
-def list_row_json(kind: str, profile, path: Path, origin: str, shadowed: bool) -> dict:
-    figures = device_figures(profile) if kind == "device" else model_figures(profile)
+def list_row_json(kind: str, profile, path: Path, origin: str, shadowed: bool, figures: dict) -> dict:
+    """One ``profiles list`` entry; ``figures``: :func:`kvplan.plan.profile_figures.figures_of` the profile."""
     return {"kind": kind, "name": profile.name, "aliases": list(profile.aliases), "origin": origin,
             "shadowed": shadowed, "path": str(path), **figures}
 
@@ -165,16 +115,15 @@ def _base(value) -> str:
     return str(value)
 
 
-def show_json(kind: str, profile, path: Path, origin: str) -> dict:
+def show_json(kind: str, profile, path: Path, origin: str, figures: dict) -> dict:
     """Every field in base units (YAML names), the derived figures, and the sources."""
     fields = profile.model_dump(mode="json")
     sources = fields.pop("sources")
-    derived = device_figures(profile) if kind == "device" else model_figures(profile)
-    derived = {k: v for k, v in derived.items() if k not in fields}
+    derived = {k: v for k, v in figures.items() if k not in fields}
     return {"kind": kind, "origin": origin, "path": str(path), **fields, "derived": derived, "sources": sources}
 
 
-def show_tables(kind: str, profile, path: Path, origin: str, units: str = "si") -> list[Table]:
+def show_tables(kind: str, profile, path: Path, origin: str, figures: dict, units: str = "si") -> list[Table]:
     spec = [(n, _HUMAN.get(n)) for n in type(profile).model_fields if n not in _NOT_FIGURES]
     title = f"{kind} {profile.name}" + (f" ({', '.join(profile.aliases)})" if profile.aliases else "")
     t = Table(title, ["field", "value", "human", "source"])
@@ -195,12 +144,12 @@ def show_tables(kind: str, profile, path: Path, origin: str, units: str = "si") 
         t.notes.append(f"{key}: {_shorten(profile.sources[key], 200)}")
     d = Table("derived", ["figure", "value", "human"])
     if kind == "device":
-        f = device_figures(profile)
+        f = figures
         d.add("budget = ram − os_reserve", f"{f['budget_bytes']:,} B", fmt.bytes_(f["budget_bytes"], units))
         d.add("effective bandwidth = bandwidth × efficiency", f"{f['effective_bandwidth_bytes_per_s']:,.0f} B/s",
               fmt.rate(f["effective_bandwidth_bytes_per_s"], units))
     else:
-        f = model_figures(profile)
+        f = figures
         d.add("KV bytes per token at fp16", f"{f['kv_bytes_per_token_fp16']:,} B",
               fmt.bytes_(f["kv_bytes_per_token_fp16"], units))
         fmt_name = f["k_format"] if f["k_format"] == f["v_format"] else f"K {f['k_format']} / V {f['v_format']}"

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from kvplan.plan import Evaluation
+from typing import TYPE_CHECKING
+
 from kvplan.render import fmt
 from kvplan.render.tables import Table
+
+if TYPE_CHECKING:
+    from kvplan.plan import Evaluation
 
 
 def runtime_cache(ev: Evaluation):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 
-from kvplan.engine import VERDICTS
 from kvplan.render import csvfast, fmt
 from kvplan.render.tables import Table
-from kvplan.sweep import NO_MAX_CTX, SweepColumns
+from kvplan.sweep import NO_MAX_CTX, VERDICTS, SweepColumns
 
 # Columns written as fixed-point decimals in CSV (6 places: µs and 10⁻⁶ tok/s).
 FLOAT_DECIMALS = 6

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kvplan.advice import changes_to_fit
 from kvplan.render import gate as reporters
 from kvplan.gate.result import ConfigResult, GateResult
 from kvplan.gate.spec import GateConfig, GateFile
@@ -40,8 +39,11 @@ def _plural(n: int, word: str) -> str:
 
 
 def build_report(gate: GateFile, result: GateResult, units: str = "si", plots: bool = True,
-                 version: str = "") -> Report:
-    """The whole report, in file order; ``plots`` adds one plot block per configuration."""
+                 version: str = "", changes: dict[int, list] | None = None) -> Report:
+    """The whole report, in file order; ``plots`` adds one plot block per configuration.
+
+    ``changes``: the changes that would make each over-budget configuration fit, by index in the file
+    (:func:`kvplan.advice.changes_to_fit`, computed by the caller: the report only lays them out)."""
     name = Path(gate.path).name
     report = Report(gate.title or f"Design review: {name}")
     add = report.blocks.append
@@ -61,8 +63,8 @@ def build_report(gate: GateFile, result: GateResult, units: str = "si", plots: b
     add(Tables((summary,)))
     _assumptions(report, gate, units)
     used: set[str] = set()
-    for cfg, res in zip(gate.configurations, result.configurations):
-        _configuration(report, cfg, res, units, plots, _key(cfg.name, used))
+    for index, (cfg, res) in enumerate(zip(gate.configurations, result.configurations)):
+        _configuration(report, cfg, res, units, plots, _key(cfg.name, used), (changes or {}).get(index))
     _sources(report, gate)
     return report
 
@@ -105,7 +107,8 @@ def _assumptions(report: Report, gate: GateFile, units: str) -> None:
     )))
 
 
-def _configuration(report: Report, cfg: GateConfig, res: ConfigResult, units: str, plots: bool, key: str) -> None:
+def _configuration(report: Report, cfg: GateConfig, res: ConfigResult, units: str, plots: bool, key: str,
+                   changes: list | None) -> None:
     add = report.blocks.append
     ev, s = res.evaluation, cfg.scenario
     add(Heading(2, f"Configuration: {cfg.name}"))
@@ -120,7 +123,6 @@ def _configuration(report: Report, cfg: GateConfig, res: ConfigResult, units: st
             t.add(th.name, reporters.limit_text(th, units), reporters.actual_text(th, units),
                   reporters.miss_text(th, units), "pass" if th.passed else "FAIL")
         add(Tables((t,)))
-    changes = changes_to_fit(ev) if not ev.fits else None
     add(Tables(tuple(check_tables(ev, changes, units))))
     if plots:
         add(Plot(key, f"memory and decode speed against context for {cfg.name}", ev))

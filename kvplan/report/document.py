@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass, field
 
-from kvplan.plan import Evaluation
 from kvplan.render.tables import Table
+
+if TYPE_CHECKING:
+    from kvplan.plan import Evaluation
 
 
 @dataclass(frozen=True)

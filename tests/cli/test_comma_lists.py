@@ -55,7 +55,7 @@ def test_compare_takes_comma_lists(run_json):
 
 def test_plot_fitmap_takes_comma_lists(run, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    from kvplan.plots import data
+    from kvplan import curves as data
 
     seen = []
     original = data.fit_map

@@ -207,20 +207,26 @@ def test_key_in_defaults_points_at_the_defaults_line(run, tmp_path):
     assert "gate.yaml:4: configurations.1.pinned_prefix: llama.cpp allocates" in result.stderr
 
 
-@pytest.mark.parametrize("message, expected", [
-    ("ctx 20,480 exceeds --max-cache-len 16,384: StaticCache cannot hold it",
+@pytest.mark.parametrize("error, expected", [
+    (("ctx", "ctx 20,480 exceeds {runtime.max_cache_len} 16,384: StaticCache cannot hold it",
+      dict(lead=None, mentions=("runtime.max_cache_len",))),
      "ctx 20,480 exceeds runtime.max_cache_len 16,384: StaticCache cannot hold it"),
-    ("--pinned-prefix: drop --pinned-prefix with --runtime llama.cpp",
+    (("pinned_prefix_tokens", "drop {pinned_prefix_tokens} with {runtime=llama.cpp}", dict(mentions=("runtime",))),
      "pinned_prefix: drop pinned_prefix with runtime: llama.cpp"),
-    ("--parallel 2 and --sequences 3 disagree", "runtime.parallel 2 and sequences 3 disagree"),
-    ("add --runtime ideal (gate file: runtime: ideal) to use the policy", "add runtime: ideal to use the policy"),
-    ("use --flash-attn on or an f16 V cache", "use runtime.flash_attn: on or an f16 V cache"),
-    ("--k-type: transformers' caches", "k_type: transformers' caches"),
+    (("runtime.parallel", "{runtime.parallel} 2 and {sequences} 3 disagree", dict(lead=None, mentions=("sequences",))),
+     "runtime.parallel 2 and sequences 3 disagree"),
+    (("kv_policy", "add {runtime=ideal} to use the policy", dict(lead=None, mentions=("runtime",))),
+     "add runtime: ideal to use the policy"),
+    (("v_type", "use {runtime.flash_attn=on} or an f16 V cache", dict(lead=None, mentions=("runtime.flash_attn",))),
+     "use runtime.flash_attn: on or an f16 V cache"),
+    (("k_type", "transformers' caches", {}), "k_type: transformers' caches"),
 ])
-def test_file_wording_names_file_keys(message, expected):
-    from kvplan.gate.spec import file_wording
+def test_field_errors_name_file_keys(error, expected):
+    from kvplan.errors import FieldError
+    from kvplan.gate.spec import _placed_wording
 
-    assert file_wording(message) == expected
+    field, message, options = error
+    assert _placed_wording(FieldError(field, message, **options), None) == expected
 
 
 def test_pre_commit_hook_entry():

@@ -37,13 +37,13 @@ def test_asked_as_spells_each_origin():
     cat = Catalog()
     s = Scenario(cat.device(str(REF_PHONE)).profile, cat.model(str(REF_7B)).profile, 4096)
     q8 = format_from_name("q8_0")
-    assert asked_as(s.with_changes(k_format=q8, v_format=q8), "k") == ("--kv-type", "q8_0")
+    assert asked_as(s.with_changes(k_format=q8, v_format=q8), "k") == ("kv_type", "q8_0")
     int8 = format_from_bits(8)  # --kv-bits 8 (equal to the named int8, but not it)
-    assert asked_as(s.with_changes(k_format=int8, v_format=int8), "v") == ("--kv-bits", "8 bits (int8)")
+    assert asked_as(s.with_changes(k_format=int8, v_format=int8), "v") == ("kv_bits", "8 bits (int8)")
     named = format_from_name("int8")
-    assert asked_as(s.with_changes(k_format=named, v_format=named), "k") == ("--kv-type", "int8")
+    assert asked_as(s.with_changes(k_format=named, v_format=named), "k") == ("kv_type", "int8")
     grouped = format_from_bits(4, 32)
-    assert asked_as(s.with_changes(k_format=grouped), "k") == ("--k-bits", "4 bits (int4/g32)")
+    assert asked_as(s.with_changes(k_format=grouped), "k") == ("k_bits", "4 bits (int4/g32)")
     assert asked_as(s, "k") == (None, "ref-7b's f16 cache (its profile's kv_type / kv_bits)")
 
 

@@ -195,3 +195,15 @@ def test_library_takes_names_where_the_cli_does_and_refuses_the_rest():
                 {"k_format": 3.5}, {"runtime": "vllm"}, {"target_tokens_per_s": 0}):
         with pytest.raises(UsageError):
             Scenario(**{"device": device, "model": model, "ctx": 100, **bad})
+
+
+def test_oversized_device_file_is_refused(run, tmp_path):
+    """A profile over the loader's size bound (1.2 MB of comments), written here rather than committed."""
+    path = tmp_path / "large.yaml"
+    path.write_text("# expect: file is too large\n" + "# padding\n" * 120_000, encoding="utf-8")
+    assert path.stat().st_size > 1_100_000
+    out = tmp_path / "out"
+    out.mkdir()
+    for argv in _commands("device", path, out):
+        _assert_clean_failure(run(*argv), path, "file is too large", argv)
+    assert not list(out.iterdir()), "a failed command left an output file"

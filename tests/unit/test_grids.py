@@ -34,7 +34,7 @@ def test_million_point_range_and_repeats():
 
 @pytest.mark.parametrize("text", ["8k..1k", "1k..2k:0", "1k,,2k", "", "abc", "1k..", "1.5..3"])
 def test_bad_ctx_grids_name_the_option(text):
-    with pytest.raises(UsageError, match="^--ctx: "):
+    with pytest.raises(UsageError, match="^ctx: "):  # the field; the CLI words it --ctx
         parse_ctx_grid(text)
 
 

@@ -12,7 +12,8 @@ from kvplan.engine.tiered import Tier
 from kvplan.errors import ProfileError, UsageError
 from kvplan.plan import Scenario, cache_model_for, evaluate
 from kvplan.caches.ideal import cache_layout
-from kvplan.profiles.policy import FormatSpec, PolicySpec, load_policy_file, policy_from_options, resolve_policy
+from kvplan.cli.policy_options import policy_from_options
+from kvplan.profiles.policy import FormatSpec, PolicySpec, load_policy_file, resolve_policy
 from kvplan.caches.policy import policy_cache
 from kvplan.profiles.spec import Model
 from tests.conftest import REF_7B

@@ -7,7 +7,7 @@ import pytest
 
 from kvplan.profiles.catalog import Catalog
 from kvplan.plan import Scenario, evaluate
-from kvplan.plots import data
+from kvplan import curves as data
 from kvplan.profiles.runtime import TransformersSpec, runtime_spec
 from tests.conftest import REF_7B, REF_PHONE
 
@@ -63,7 +63,7 @@ def test_attention_curves_default_ref_ctx_within_the_limit(static):
     assert c.ref_ctx == 3000 and c.ctx_tokens[-1] == 3000
     from kvplan.errors import UsageError
 
-    with pytest.raises(UsageError, match="exceeds --max-cache-len"):
+    with pytest.raises(UsageError, match="exceeds runtime.max_cache_len"):
         data.attention_curves(small, ref_ctx=4096)
 
 

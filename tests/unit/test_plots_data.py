@@ -10,7 +10,7 @@ import pytest
 from kvplan.profiles.catalog import Catalog
 from kvplan.engine.formats import NAMED_FORMATS
 from kvplan.plan import Scenario, evaluate
-from kvplan.plots import data
+from kvplan import curves as data
 from tests.conftest import DATA, REF_7B, REF_PHONE
 
 REF_SWA = DATA / "plots" / "ref-swa.yaml"

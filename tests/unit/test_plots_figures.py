@@ -10,7 +10,7 @@ pytest.importorskip("matplotlib")
 from kvplan.profiles.catalog import Catalog  # noqa: E402
 from kvplan.errors import OutputError  # noqa: E402
 from kvplan.plan import Scenario, evaluate  # noqa: E402
-from kvplan.plots import data  # noqa: E402
+from kvplan import curves as data  # noqa: E402
 from kvplan.plots.attention import attention_figure  # noqa: E402
 from kvplan.plots.decode import decode_figure  # noqa: E402
 from kvplan.plots.fitmap import fitmap_figure  # noqa: E402

@@ -69,7 +69,7 @@ def test_sequences_disagreeing_with_the_profile_name_it():
 
 def test_a_policy_with_the_profile_runtime_asks_for_runtime_ideal():
     policy = {"recent_window": 256, "history": {"ratio": 0.5}}
-    with pytest.raises(UsageError, match=r"kv_policy: the model profile 'tiny-llama-llamacpp'.*--runtime ideal"):
+    with pytest.raises(UsageError, match=r"kv_policy: the model profile 'tiny-llama-llamacpp'.*runtime=ideal"):
         build_scenario(load_profile("device", REF_PHONE), _model(LLAMACPP), 1000, Knobs(kv_policy=policy))
     # with --runtime ideal the half-history policy applies: 256 + ⌈0.5 × 744⌉ = 628 tokens × 16,384 = 10,289,152 B
     assert _kv(_model(LLAMACPP), Knobs(kv_policy=policy, runtime="ideal")) == 10_289_152

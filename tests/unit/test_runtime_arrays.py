@@ -63,5 +63,5 @@ def test_transformers_static_array_refuses_ctx_above_max_cache_len():
     cache = transformers_cache(runtime_spec("transformers", cache="static", max_cache_len=2048), _model(TINY))
     # 2,048 preallocated tokens × 16,384 B = 33,554,432 B whatever the context up to it
     assert cache.kv_bytes(np.array([1, 2048])).tolist() == [33_554_432, 33_554_432]
-    with pytest.raises(UsageError, match="exceeds --max-cache-len"):
+    with pytest.raises(UsageError, match="exceeds runtime.max_cache_len"):
         cache.kv_bytes(np.array([1, 2049]))

@@ -59,7 +59,7 @@ def test_static_cache():
     # = 33,554,432 + 11,534,336 = 45,088,768, whatever the context up to 8192
     c = cache("gemma-3-1b", cache="static", max_cache_len=8192)
     assert c.kv_bytes(100) == c.kv_bytes(8192) == c.kv_peak_bytes(4096) == 45_088_768
-    with pytest.raises(UsageError, match="max-cache-len"):
+    with pytest.raises(UsageError, match="max_cache_len"):
         c.kv_bytes(9000)
 
 

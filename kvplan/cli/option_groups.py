@@ -1,0 +1,84 @@
+"""The option groups every command that describes a configuration shares, declared once.
+
+- :data:`CACHE`: sequences, pinned prefix, weight and cache formats, OS reserve, margin, target, window;
+- :data:`POLICY`: a KV compression policy (a file, or the ``--kv-recent-window`` … flags);
+- :data:`RUNTIME`: ``--runtime`` and each runtime's own options.
+
+:func:`knobs_of` turns the three, as given, into :class:`~kvplan.plan.Knobs`. A command takes a group by
+naming a parameter after it and decorating itself with :func:`~kvplan.cli.groups.with_groups`.
+"""
+
+from __future__ import annotations
+
+from kvplan.cli import options as o
+from kvplan.cli import policy_options as po
+from kvplan.cli import runtime_options as ro
+from kvplan.cli.groups import Given, OptionGroup
+
+
+def _cache(
+    sequences: o.SequencesOpt = 1,
+    pinned_prefix: o.PinnedOpt = "0",
+    weight_bits: o.WeightBitsOpt = None,
+    kv_bits: o.KvBitsOpt = None,
+    k_bits: o.KBitsOpt = None,
+    v_bits: o.VBitsOpt = None,
+    kv_group_size: o.GroupOpt = None,
+    kv_type: o.KvTypeOpt = None,
+    k_type: o.KTypeOpt = None,
+    v_type: o.VTypeOpt = None,
+    os_reserve: o.OsReserveOpt = None,
+    margin: o.MarginOpt = "10%",
+    target_tok_s: o.TargetOpt = None,
+    sliding_window: o.SlidingWindowOpt = None,
+) -> dict:
+    """The cache knobs as :func:`kvplan.cli.options.knobs` keywords (parsed there)."""
+    return dict(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, kv_bits=kv_bits,
+                k_bits=k_bits, v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type,
+                v_type=v_type, os_reserve=os_reserve, margin=margin, target_tok_s=target_tok_s,
+                sliding_window=sliding_window)
+
+
+def _policy(
+    kv_policy: po.KvPolicyOpt = None,
+    kv_recent_window: po.KvRecentWindowOpt = None,
+    kv_history_ratio: po.KvHistoryRatioOpt = None,
+    kv_history_bits: po.KvHistoryBitsOpt = None,
+    kv_history_group_size: po.KvHistoryGroupOpt = None,
+    kv_evict_every: po.KvEvictEveryOpt = None,
+):
+    """The ``Knobs.kv_policy`` value of the policy options."""
+    return po.policy_knob(kv_policy, kv_recent_window, kv_history_ratio, kv_history_bits, kv_history_group_size,
+                          kv_evict_every)
+
+
+def _runtime(
+    runtime: ro.RuntimeOpt = None,
+    parallel: ro.ParallelOpt = None,
+    kv_unified: ro.KvUnifiedOpt = False,
+    ubatch: ro.UbatchOpt = None,
+    batch: ro.BatchOpt = None,
+    swa_full: ro.SwaFullOpt = False,
+    flash_attn: ro.FlashAttnOpt = None,
+    cache: ro.CacheOpt = None,
+    max_cache_len: ro.MaxCacheLenOpt = None,
+):
+    """The ``Knobs.runtime`` value of the runtime options."""
+    return ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache, max_cache_len)
+
+
+CACHE = OptionGroup(_cache)
+POLICY = OptionGroup(_policy)
+RUNTIME = OptionGroup(_runtime)
+
+
+def knobs_of(cache: Given | dict, policy: Given, runtime: Given):
+    """:class:`~kvplan.plan.Knobs` of the three groups as given (a dict stands for cache keywords a command
+    assembled itself, e.g. one point of a sweep's lists)."""
+    values = cache.values if isinstance(cache, Given) else cache
+    return o.knobs(**values, kv_policy=policy.build(), runtime=runtime.build())
+
+
+def argv_of(policy: Given, runtime: Given) -> list[str]:
+    """The runtime and policy options as given, as command-line arguments (for a suggested command)."""
+    return ro.runtime_argv(*runtime.values.values()) + po.policy_argv(*policy.values.values())
