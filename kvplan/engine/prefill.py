@@ -48,3 +48,69 @@ def prefill_flops(tokens, params_active, layers=0, attention_heads=0, head_dim=0
 def prefill_seconds(flops, compute_flop_per_s):
     """Time to prefill at a sustained compute rate: ``flops / compute`` [s]."""
     return flops / compute_flop_per_s
+
+
+# --- Prefill after a cached context, and time to first token -------------------------
+
+
+def prefill_flops_at_depth(tokens, depth, params_active, layers=0, attention_heads=0, head_dim=0):
+    """FLOPs to prefill ``tokens`` new prompt tokens after ``depth`` cached tokens.
+
+    Parameters
+    ----------
+    tokens : numeric [tokens] new tokens processed (llama-bench ``n_prompt``)
+    depth : numeric [tokens] tokens already in the cache (llama-bench ``n_depth``)
+    params_active : numeric [count]
+    layers, attention_heads, head_dim : numeric [count] (0 leaves out the attention term)
+
+    Returns
+    -------
+    numeric [FLOP]
+        ``2 · P · T + 2 · L · H · d · (T² + 2 · T · depth)``.
+
+    Notes
+    -----
+    New token ``i`` (0-based) attends to ``depth + i`` keys; ``Q·Kᵀ`` and ``softmax·V``
+    cost ``2 · d`` FLOPs each per key, so attention is
+    ``4 · L · H · d · Σ_i (depth + i) ≈ 4 · L · H · d · (T · depth + T²/2)``. With
+    ``depth = 0`` this is :func:`prefill_flops`.
+    """
+    return (2 * params_active * tokens
+            + 2 * layers * attention_heads * head_dim * (tokens * tokens + 2 * tokens * depth))
+
+
+def time_to_first_token(flops, compute_flop_per_s, prompt_tokens=0, weights_read_bytes=0,
+                        memory_bandwidth_bytes_per_s=None, n_ubatch=512, compute_efficiency=1.0,
+                        bandwidth_efficiency=1.0):
+    """Prefill time bounded below by reading the weights once per micro-batch [s].
+
+    Parameters
+    ----------
+    flops : numeric [FLOP] prefill FLOPs (:func:`prefill_flops` or :func:`prefill_flops_at_depth`)
+    compute_flop_per_s : numeric [FLOP/s] ``compute`` of the device
+    prompt_tokens : numeric [tokens] prompt length (for the number of micro-batches)
+    weights_read_bytes : numeric [bytes] weights streamed per forward pass (0: no bound)
+    memory_bandwidth_bytes_per_s : numeric [bytes/s] or None (None: no bound)
+    n_ubatch : int [tokens] micro-batch size (llama.cpp ``-ub``, default 512)
+    compute_efficiency, bandwidth_efficiency : numeric [1]
+
+    Returns
+    -------
+    numeric [s]
+        ``max(flops / (compute · compute_efficiency),
+        ceil(prompt_tokens / n_ubatch) · weights_read / (bandwidth · bandwidth_efficiency))``.
+
+    Notes
+    -----
+    A runtime processes the prompt in micro-batches of ``n_ubatch`` tokens and each one
+    streams every weight once; for short prompts on a slow memory that floor, not the
+    FLOPs, sets the time.
+    """
+    import numpy as np  # local: the module's earlier functions need no numpy
+
+    compute_s = flops / (compute_flop_per_s * compute_efficiency)
+    if memory_bandwidth_bytes_per_s is None or not weights_read_bytes:
+        return compute_s
+    micro_batches = -(-prompt_tokens // n_ubatch)
+    memory_s = micro_batches * weights_read_bytes / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
+    return np.maximum(compute_s, memory_s)

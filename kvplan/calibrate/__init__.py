@@ -1,0 +1,11 @@
+"""``kvplan calibrate``: device speed figures fitted to llama-bench results.
+
+:mod:`kvplan.calibrate.readers` reads llama-bench output (json, jsonl, csv, md) into
+:class:`~kvplan.calibrate.readers.BenchRow` rows; :mod:`kvplan.calibrate.fit_device`
+turns rows into device-profile fields with their provenance. The arithmetic lives in
+:mod:`kvplan.engine.calibration`.
+"""
+
+from kvplan.calibrate.readers import BenchRow, parse_bench_text, read_bench
+
+__all__ = ["BenchRow", "parse_bench_text", "read_bench"]

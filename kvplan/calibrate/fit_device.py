@@ -1,0 +1,232 @@
+"""Device-profile speed fields fitted to llama-bench rows, with their provenance.
+
+From :class:`~kvplan.calibrate.readers.BenchRow` rows of one device, :func:`calibrate_device`
+fits the two-term decode model (:func:`kvplan.engine.calibration.fit_decode`) to the
+``tg`` rows and a sustained compute rate (:func:`~kvplan.engine.calibration.fit_prefill`)
+to the ``pp`` rows, and returns kvplan device-profile fields:
+
+- ``memory_bandwidth`` — the peak when one is given (argument or base device), else the
+  fitted effective bandwidth; ``bandwidth_efficiency`` = effective / peak (1.0 without a peak);
+- ``decode_latency`` — the fixed per-step latency, e.g. ``"4.38 ms"``;
+- ``compute`` and ``compute_efficiency`` — the peak and sustained / peak when a peak FLOP/s
+  is given, else the sustained rate and 1.0 (so ``compute · compute_efficiency`` is always
+  the sustained prefill rate, as ``compute`` alone was before);
+- ``name``, ``ram``, ``os_reserve``, ``flash_read`` and any other field copied from a base device.
+
+Latency and layer count. ``decode_latency`` is a per-device constant, applied unscaled to
+every model. The Apple M-series table of llama.cpp discussion #4167 holds a single model
+(LLaMA-7B, 32 layers) in three formats, so it cannot say whether the latency grows with the
+number of layers (kernel launches per layer would make it do so): the fitted 3.6–8.1 ms are
+0.11–0.25 ms per layer of that model, and a model with far fewer or more layers may see a
+different latency. Calibrate with rows of more than one model to test it.
+
+Several hardware descriptions among the rows (``gpu_info``/``cpu_info`` of json, jsonl
+and csv output) are an error unless ``allow_mixed_hardware`` is set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from kvplan.calibrate.readers import BenchRow
+from kvplan.engine.calibration import (DecodeFit, PrefillFit, decode_bytes_per_token, fit_decode, fit_prefill,
+                                       prefill_flops_per_row)
+from kvplan.errors import ProfileError
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What is known about one ``model_type`` beyond its llama-bench row.
+
+    ``model_bytes`` [bytes] overrides the row's size (exact tensor bytes instead of a
+    Markdown ``3.56 GiB``); ``embedding_bytes`` [bytes] is the untied input-embedding table
+    (not streamed per token); ``kv_bytes_per_token`` [bytes/token] the cache per token at
+    the rows' ``type_k``/``type_v``; ``params`` [count] overrides ``model_n_params`` for
+    prefill FLOPs; ``layers``, ``attention_heads``, ``head_dim`` give the attention term.
+    """
+
+    model_bytes: int | None = None
+    embedding_bytes: int = 0
+    kv_bytes_per_token: int = 0
+    params: int | None = None
+    layers: int = 0
+    attention_heads: int = 0
+    head_dim: int = 0
+
+
+@dataclass(frozen=True)
+class FitRow:
+    """One row of the measured-vs-fitted table.
+
+    ``kind`` is ``decode`` or ``prefill``; ``work`` is bytes per token [bytes] for decode
+    and FLOPs [FLOP] for prefill; rates in tokens/s; ``error`` = (fitted − measured) / measured.
+    """
+
+    source: str
+    line: int
+    model_type: str
+    test: str
+    kind: str
+    work: float
+    measured_tokens_per_s: float
+    fitted_tokens_per_s: float
+    error: float
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Result of :func:`calibrate_device`: profile fields, their sources, the fits and the table."""
+
+    device: dict
+    sources: dict
+    table: tuple[FitRow, ...]
+    decode: DecodeFit | None
+    prefill: PrefillFit | None
+
+
+def _where(rows: Iterable[BenchRow]) -> str:
+    by_file: dict[str, list[int]] = {}
+    for row in rows:
+        by_file.setdefault(row.source, []).append(row.line)
+    return "; ".join(f"{src} lines {', '.join(str(n) for n in lines)}" for src, lines in by_file.items())
+
+
+def _check_hardware(rows: list[BenchRow], allow_mixed: bool) -> list[str]:
+    seen: dict[str, BenchRow] = {}
+    for row in rows:
+        if row.hardware is not None and row.hardware not in seen:
+            seen[row.hardware] = row
+    if len(seen) > 1 and not allow_mixed:
+        raise ProfileError([f"{row.source}:{row.line}: gpu_info: rows from several devices ({hw!r}); "
+                            "calibrate one device at a time or allow mixed hardware"
+                            for hw, row in seen.items()])
+    return list(seen)
+
+
+def _base_peak_bandwidth(base: Mapping) -> float | None:
+    value = base.get("memory_bandwidth")
+    if value is None:
+        return None
+    from kvplan.units import parse_rate_bytes_per_s
+
+    return float(parse_rate_bytes_per_s(value))
+
+
+def _gb_s(value: float) -> str:
+    return f"{value / 1e9:.1f} GB/s"
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:+.1f} %"
+
+
+def calibrate_device(rows: Iterable[BenchRow], *, models: Mapping[str, ModelFacts] | None = None,
+                     name: str | None = None, peak_bandwidth_bytes_per_s: float | None = None,
+                     peak_flop_per_s: float | None = None, base_device: Mapping | None = None,
+                     latency_s: float | None = None, allow_mixed_hardware: bool = False) -> Calibration:
+    """Fit device speed fields to llama-bench rows of one device.
+
+    Parameters
+    ----------
+    rows : BenchRow rows (``tg`` rows for decode, ``pp`` rows for prefill; ``pp+tg`` rows are skipped)
+    models : mapping of ``model_type`` → :class:`ModelFacts` (exact bytes, embeddings, KV, shape)
+    name : device name (else the base device's, else the hardware description)
+    peak_bandwidth_bytes_per_s : peak memory bandwidth [bytes/s] (else the base device's ``memory_bandwidth``)
+    peak_flop_per_s : peak compute [FLOP/s] for ``compute_efficiency`` (optional)
+    base_device : device-profile fields to start from (``ram``, ``os_reserve``, ``flash_read`` …)
+    latency_s : fix the decode latency [s] instead of fitting it (needed with one ``tg`` row, else 0)
+    allow_mixed_hardware : accept rows whose ``gpu_info``/``cpu_info`` differ
+
+    Returns
+    -------
+    Calibration
+
+    Raises
+    ------
+    ProfileError
+        No ``tg`` or ``pp`` rows, rows from several devices, or rates no bandwidth fits.
+    """
+    rows = list(rows)
+    models = dict(models or {})
+    base = dict(base_device or {})
+    if not rows:
+        raise ProfileError(["<rows>:1: rows: no llama-bench rows to calibrate from"])
+    hardware = _check_hardware(rows, allow_mixed_hardware)
+    decode_rows = [r for r in rows if r.is_decode]
+    prefill_rows = [r for r in rows if r.is_prefill]
+    if not decode_rows and not prefill_rows:
+        first = rows[0]
+        raise ProfileError([f"{first.source}:{first.line}: test: no pure tg or pp rows (only pp+tg)"])
+
+    peak_bw = peak_bandwidth_bytes_per_s or _base_peak_bandwidth(base)
+    device = {k: v for k, v in base.items() if k != "sources"}
+    device["name"] = name or base.get("name") or (hardware[0] if hardware else "calibrated-device")
+    sources: dict[str, str] = {}
+    table: list[FitRow] = []
+    decode = prefill = None
+    if decode_rows:
+        decode = _calibrate_decode(decode_rows, models, latency_s, peak_bw, device, sources, table)
+        if peak_bandwidth_bytes_per_s or "memory_bandwidth" not in base:
+            device["memory_bandwidth"] = _gb_s(peak_bw or decode.bandwidth_bytes_per_s)
+            sources["memory_bandwidth"] = ("peak given to the calibration" if peak_bandwidth_bytes_per_s
+                                           else "fitted effective bandwidth (no peak given)")
+    if prefill_rows:
+        prefill = _calibrate_prefill(prefill_rows, models, peak_flop_per_s, device, sources, table)
+    return Calibration(device=device, sources=sources, table=tuple(table), decode=decode, prefill=prefill)
+
+
+def _residuals(rows: list[BenchRow], errors) -> str:
+    return ", ".join(f"{r.test} {r.model_type} {_pct(e)}" for r, e in zip(rows, errors))
+
+
+def _calibrate_decode(rows, models, latency_s, peak_bw, device, sources, table) -> DecodeFit:
+    facts = [models.get(r.model_type, ModelFacts()) for r in rows]
+    work = [decode_bytes_per_token(f.model_bytes or r.model_size_bytes, f.embedding_bytes,
+                                   f.kv_bytes_per_token, r.n_depth, r.n_gen) for r, f in zip(rows, facts)]
+    try:
+        fit = fit_decode(work, [r.avg_ts for r in rows], latency_s=latency_s)
+    except ValueError as exc:
+        raise ProfileError([f"{rows[0].source}:{rows[0].line}: avg_ts: {exc}"]) from exc
+    for r, x, fitted, err in zip(rows, work, fit.fitted_tokens_per_s, fit.relative_errors):
+        table.append(FitRow(r.source, r.line, r.model_type, r.test, "decode", x, r.avg_ts, fitted, err))
+    eff_bw = fit.bandwidth_bytes_per_s
+    device["bandwidth_efficiency"] = round(eff_bw / peak_bw, 3) if peak_bw else 1.0
+    device["decode_latency"] = f"{fit.latency_s * 1e3:.2f} ms"
+    how = ("fitted" if fit.latency_fitted else "given") + (", clamped to 0 from a negative fit"
+                                                           if fit.latency_clamped else "")
+    inexact = sorted({r.model_type for r, f in zip(rows, facts) if not r.model_size_exact and f.model_bytes is None})
+    note = f" Sizes of {', '.join(inexact)} are Markdown-rounded (±0.005 GiB)." if inexact else ""
+    fit_text = (f"least squares of 1/avg_ts on bytes read per token over {fit.n_points} tg row(s) "
+                f"({_where(rows)}): effective bandwidth {_gb_s(eff_bw)}, latency {fit.latency_s * 1e3:.2f} ms "
+                f"({how}); fitted − measured: {_residuals(rows, fit.relative_errors)}.{note}")
+    peak_text = (f"{_gb_s(eff_bw)} effective / {_gb_s(peak_bw)} peak; " if peak_bw
+                 else "no peak bandwidth given: memory_bandwidth is the effective figure; ")
+    sources["bandwidth_efficiency"] = peak_text + fit_text
+    sources["decode_latency"] = fit_text + (" Applied unscaled to every model (layer scaling untested: "
+                                            "see kvplan.calibrate.fit_device).")
+    return fit
+
+
+def _calibrate_prefill(rows, models, peak_flop_per_s, device, sources, table) -> PrefillFit:
+    facts = [models.get(r.model_type, ModelFacts()) for r in rows]
+    flops = [prefill_flops_per_row(r.n_prompt, r.n_depth, f.params or r.model_n_params, f.layers,
+                                   f.attention_heads, f.head_dim) for r, f in zip(rows, facts)]
+    try:
+        fit = fit_prefill(flops, [r.n_prompt for r in rows], [r.avg_ts for r in rows],
+                          peak_flop_per_s=peak_flop_per_s)
+    except ValueError as exc:
+        raise ProfileError([f"{rows[0].source}:{rows[0].line}: avg_ts: {exc}"]) from exc
+    for r, f, fitted, err in zip(rows, flops, fit.fitted_tokens_per_s, fit.relative_errors):
+        table.append(FitRow(r.source, r.line, r.model_type, r.test, "prefill", f, r.avg_ts, fitted, err))
+    sustained = fit.compute_flop_per_s
+    device["compute"] = f"{(peak_flop_per_s or sustained) / 1e12:.3g} TFLOP/s"
+    device["compute_efficiency"] = round(fit.efficiency, 3) if peak_flop_per_s else 1.0
+    no_shape = sorted({r.model_type for r, f in zip(rows, facts) if not f.layers})
+    note = f" No layer shape for {', '.join(no_shape)}: attention FLOPs left out." if no_shape else ""
+    peak_text = (f" Peak {peak_flop_per_s / 1e12:.3g} TFLOP/s given; compute_efficiency = sustained / peak."
+                 if peak_flop_per_s else " No peak given: compute is the sustained rate, compute_efficiency 1.0.")
+    sources["compute"] = (f"sustained {sustained / 1e12:.3g} TFLOP/s = least squares of prefill seconds on FLOPs "
+                          f"(2·params + attention) over {len(rows)} pp row(s) ({_where(rows)}); fitted − measured: "
+                          f"{_residuals(rows, fit.relative_errors)}.{peak_text}{note}")
+    return fit

@@ -1,0 +1,227 @@
+"""A model's weight tensors, by name and shape, as llama.cpp's GGUF converter writes them.
+
+Notes
+-----
+Shapes are in ggml order: ``ne0`` (the row length, the input dimension of a matrix)
+first, then rows, then experts. Names follow ``src/llama-arch.cpp`` (LLM_TENSOR_NAMES);
+which tensors exist and their shapes follow each architecture's ``load_tensors`` in
+``src/models/<arch>.cpp`` and the converter ``conversion/*.py`` (llama.cpp as vendored
+by llama-cpp-python 0.3.36):
+
+* llama (also Mistral, TinyLlama, SmolLM2): ``rope_freqs`` [head_dim/2] when the
+  config's rope scaling is ``llama3`` (conversion/llama.py ``generate_extra_tensors``);
+* qwen2: q/k/v biases; qwen3: per-head q/k RMSNorms;
+* gemma2: post-attention and post-FFN norms, never an ``output`` tensor (gemma.py drops
+  ``lm_head``); gemma3 adds q/k norms and trims ``token_embd`` to the tokenizer's length;
+* phi3: fused ``attn_qkv`` [hidden, q+k+v] and fused ``ffn_up`` [hidden, 2·ff];
+  ``rope_factors_long/short`` [rope_dim/2] for LongRoPE (conversion/phi.py);
+* deepseek2: MLA (``attn_kv_a_mqa``, ``attn_kv_a_norm``, ``kv_b`` split into 3-D
+  ``attn_k_b`` / ``attn_v_b`` by conversion/deepseek.py), a dense FFN in the first
+  ``leading_dense_layers`` and routed + shared experts after (3-D ``*_exps``).
+
+Tied embeddings: no ``output.weight`` is written (the checkpoint has no ``lm_head``).
+1-D tensors, norms and the MoE router (``ffn_gate_inp``) are written as F32 by the
+converter (conversion/base.py ``prepare_tensors``); everything else in the model's
+float type. ``layout="hf"`` gives the checkpoint's own tensors instead (no rope tensors,
+MLA ``attn_kv_b`` unsplit, the config's full vocabulary) for formats quantized from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# HF config model_type → llama.cpp architecture name.
+GGUF_ARCH = {
+    "llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma2": "gemma2",
+    "gemma3": "gemma3", "gemma3_text": "gemma3", "phi3": "phi3", "deepseek_v2": "deepseek2", "deepseek2": "deepseek2",
+}
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The numbers that fix a model's tensors. Counts [count], dims [values]."""
+
+    architecture: str  # HF model_type or llama.cpp arch name (see GGUF_ARCH)
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int  # query/key head width (MLA: nope + rope)
+    intermediate: int  # dense FFN width
+    vocab: int
+    tied_embeddings: bool
+    v_head_dim: int = 0  # 0: same as head_dim
+    gguf_vocab: int = 0  # rows of token_embd in the GGUF when the converter trims it; 0: vocab
+    rope_scaling: str = ""  # config rope_scaling type: "llama3", "longrope", "yarn", "" (none)
+    rope_dim: int = 0  # rotated dims per head (MLA: qk_rope_head_dim); 0: head_dim
+    n_expert: int = 0  # routed experts (0: dense model)
+    n_expert_used: int = 0
+    expert_intermediate: int = 0
+    n_shared_experts: int = 0
+    leading_dense_layers: int = 0  # first layers with a dense FFN (first_k_dense_replace)
+    q_lora_rank: int = 0  # MLA query compression (0: plain attn_q)
+    kv_lora_rank: int = 0  # MLA latent width (0: not MLA)
+    qkv_bias: bool | None = None  # None: the architecture's default
+    qk_norm: bool | None = None
+    post_norms: bool | None = None
+
+    @property
+    def arch(self) -> str:
+        """llama.cpp's architecture name."""
+        if self.architecture not in GGUF_ARCH:
+            raise ValueError(f"no tensor layout for architecture {self.architecture!r}; known: {', '.join(GGUF_ARCH)}")
+        return GGUF_ARCH[self.architecture]
+
+    def flag(self, name: str) -> bool:
+        """``qkv_bias`` / ``qk_norm`` / ``post_norms``, falling back on the architecture's default."""
+        value = getattr(self, name)
+        return _ARCH_FLAGS[name](self.arch) if value is None else value
+
+
+_ARCH_FLAGS = {
+    "qkv_bias": lambda a: a == "qwen2",
+    "qk_norm": lambda a: a in ("qwen3", "gemma3"),
+    "post_norms": lambda a: a in ("gemma2", "gemma3"),
+}
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One stored tensor: GGUF name, ggml-order shape, role and layer (-1 outside blocks)."""
+
+    name: str
+    shape: tuple[int, ...]
+    kind: str  # embedding, output, linear, experts, norm, bias, router, rope
+    layer: int = -1
+
+    @property
+    def n_values(self) -> int:
+        """Number of values [count]."""
+        n = 1
+        for dim in self.shape:
+            n *= dim
+        return n
+
+    @property
+    def float32_in_gguf(self) -> bool:
+        """True for what the converter always writes as F32: 1-D tensors, norms, routers."""
+        return len(self.shape) < 2 or self.kind in ("norm", "router") or self.name.endswith("_norm.weight")
+
+
+def _blk(i: int, short: str, shape: tuple[int, ...], kind: str) -> Tensor:
+    return Tensor(f"blk.{i}.{short}", shape, kind, i)
+
+
+def _attention(s: ModelShape, i: int, layout: str) -> list[Tensor]:
+    h, d_k = s.hidden, s.head_dim
+    d_v = s.v_head_dim or d_k
+    q, k, v = s.heads * d_k, s.kv_heads * d_k, s.kv_heads * d_v
+    if s.kv_lora_rank:  # MLA (deepseek2)
+        rope = s.rope_dim or d_k
+        out = [_blk(i, "attn_kv_a_mqa.weight", (h, s.kv_lora_rank + rope), "linear"),
+               _blk(i, "attn_kv_a_norm.weight", (s.kv_lora_rank,), "norm")]
+        if s.q_lora_rank:
+            out += [_blk(i, "attn_q_a.weight", (h, s.q_lora_rank), "linear"),
+                    _blk(i, "attn_q_a_norm.weight", (s.q_lora_rank,), "norm"),
+                    _blk(i, "attn_q_b.weight", (s.q_lora_rank, q), "linear")]
+        else:
+            out.append(_blk(i, "attn_q.weight", (h, q), "linear"))
+        nope = d_k - rope
+        if layout == "gguf":
+            out += [_blk(i, "attn_k_b.weight", (nope, s.kv_lora_rank, s.heads), "linear"),
+                    _blk(i, "attn_v_b.weight", (s.kv_lora_rank, d_v, s.heads), "linear")]
+        else:
+            out.append(_blk(i, "attn_kv_b.weight", (s.kv_lora_rank, s.heads * (nope + d_v)), "linear"))
+        return out + [_blk(i, "attn_output.weight", (s.heads * d_v, h), "linear")]
+    if s.arch == "phi3":
+        out = [_blk(i, "attn_qkv.weight", (h, q + k + v), "linear")]
+    else:
+        out = [_blk(i, "attn_q.weight", (h, q), "linear"), _blk(i, "attn_k.weight", (h, k), "linear"),
+               _blk(i, "attn_v.weight", (h, v), "linear")]
+    if s.flag("qkv_bias"):
+        out += [_blk(i, "attn_q.bias", (q,), "bias"), _blk(i, "attn_k.bias", (k,), "bias"),
+                _blk(i, "attn_v.bias", (v,), "bias")]
+    if s.flag("qk_norm"):
+        out += [_blk(i, "attn_q_norm.weight", (d_k,), "norm"), _blk(i, "attn_k_norm.weight", (d_k,), "norm")]
+    if s.flag("post_norms"):
+        out.append(_blk(i, "post_attention_norm.weight", (s.hidden,), "norm"))
+    return out + [_blk(i, "attn_output.weight", (s.heads * d_v, h), "linear")]
+
+
+def _ffn(s: ModelShape, i: int) -> list[Tensor]:
+    h = s.hidden
+    out = [_blk(i, "ffn_norm.weight", (h,), "norm")]
+    if s.flag("post_norms"):
+        out.append(_blk(i, "post_ffw_norm.weight", (h,), "norm"))
+    if s.n_expert and i >= s.leading_dense_layers:
+        e, ff = s.n_expert, s.expert_intermediate
+        out += [_blk(i, "ffn_gate_inp.weight", (h, e), "router"),
+                _blk(i, "ffn_gate_exps.weight", (h, ff, e), "experts"),
+                _blk(i, "ffn_up_exps.weight", (h, ff, e), "experts"),
+                _blk(i, "ffn_down_exps.weight", (ff, h, e), "experts")]
+        if s.n_shared_experts:
+            sh = ff * s.n_shared_experts
+            out += [_blk(i, "ffn_gate_shexp.weight", (h, sh), "linear"),
+                    _blk(i, "ffn_up_shexp.weight", (h, sh), "linear"),
+                    _blk(i, "ffn_down_shexp.weight", (sh, h), "linear")]
+        return out
+    ff = s.intermediate
+    if s.arch == "phi3":
+        return out + [_blk(i, "ffn_up.weight", (h, 2 * ff), "linear"), _blk(i, "ffn_down.weight", (ff, h), "linear")]
+    return out + [_blk(i, "ffn_gate.weight", (h, ff), "linear"), _blk(i, "ffn_up.weight", (h, ff), "linear"),
+                  _blk(i, "ffn_down.weight", (ff, h), "linear")]
+
+
+def _global_tensors(s: ModelShape, layout: str) -> list[Tensor]:
+    vocab = (s.gguf_vocab or s.vocab) if layout == "gguf" else s.vocab
+    out = [Tensor("token_embd.weight", (s.hidden, vocab), "embedding"),
+           Tensor("output_norm.weight", (s.hidden,), "norm")]
+    if has_output_tensor(s):
+        out.append(Tensor("output.weight", (s.hidden, vocab), "output"))
+    if layout == "gguf":
+        half_rope = (s.rope_dim or s.head_dim) // 2
+        if s.arch == "llama" and s.rope_scaling == "llama3":
+            out.append(Tensor("rope_freqs.weight", (half_rope,), "rope"))
+        if s.arch == "phi3" and s.rope_scaling in ("longrope", "su"):
+            out += [Tensor("rope_factors_long.weight", (half_rope,), "rope"),
+                    Tensor("rope_factors_short.weight", (half_rope,), "rope")]
+    return out
+
+
+def has_output_tensor(shape: ModelShape) -> bool:
+    """True when the GGUF holds a separate ``output.weight`` (untied, and not gemma2, whose converter drops it)."""
+    return not shape.tied_embeddings and shape.arch != "gemma2"
+
+
+def _sort_key(t: Tensor) -> tuple[int, str]:
+    # llama_model_loader's weights_map comparator: by block number (none = -1), then by name.
+    return (t.layer, t.name)
+
+
+def tensor_inventory(shape: ModelShape, layout: str = "gguf") -> tuple[Tensor, ...]:
+    """Every weight tensor of the model, in the order llama-quantize visits them.
+
+    Parameters
+    ----------
+    shape : ModelShape
+    layout : ``"gguf"`` (as convert_hf_to_gguf.py writes it) or ``"hf"`` (the checkpoint's own tensors,
+        named the GGUF way)
+
+    Returns
+    -------
+    tuple of Tensor sorted like ``llama_model_loader::weights_map`` (src/llama-model-loader.h,
+    ``weight_name_comparer``): tensors outside blocks first, then block by block, by name.
+    """
+    if layout not in ("gguf", "hf"):
+        raise ValueError(f"layout must be 'gguf' or 'hf', got {layout!r}")
+    tensors = _global_tensors(shape, layout)
+    for i in range(shape.layers):
+        tensors.append(_blk(i, "attn_norm.weight", (shape.hidden,), "norm"))
+        tensors += _attention(shape, i, layout)
+        tensors += _ffn(shape, i)
+    return tuple(sorted(tensors, key=_sort_key))
+
+
+def n_params(tensors: tuple[Tensor, ...]) -> int:
+    """Total number of stored values across ``tensors`` [count]."""
+    return sum(t.n_values for t in tensors)

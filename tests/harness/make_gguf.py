@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""Write a weight-less F16 GGUF with the real tensor names, shapes and metadata
+of a kvplan model profile, as llama.cpp's convert_hf_to_gguf.py would.
+
+Opt-in harness (not run by CI). Needs the `gguf` and `pyyaml` packages
+(gguf from llama.cpp's gguf-py, e.g. `pip install ./vendor/llama.cpp/gguf-py`).
+
+Usage:
+    python tests/harness/make_gguf.py MODEL [MODEL ...] --out DIR
+    python tests/harness/make_gguf.py --all --out DIR
+
+MODEL is a profile name from model_profiles/ (e.g. llama-2-7b). The figures
+come from the profile YAML; what the profile lacks (biases, q/k norms, MoE
+expert counts, rope scaling, eps, theta) comes from the HF config copy in
+tests/data/hf_configs/<model>.json.
+
+The tensor data is a sparse hole: the header is written, then the file is
+truncated to its full size, so a 13 GB model takes a few MB on disk. All
+weights read back as zero, which is enough for llama-quantize (type choice
+and sizes depend only on names/shapes/metadata) and for context creation.
+
+Tensor types follow the converter's --outtype f16 rules: 2-D+ weights F16;
+1-D tensors, *_norm.weight, biases, ffn_gate_inp (router) and generated
+rope factor tensors F32.
+
+Tokenizer: a dummy SentencePiece ("llama") vocabulary of exactly the
+number of rows of token_embd (<unk>, <s>, </s>, 256 byte tokens, then
+filler tokens), so llama.cpp derives the same n_vocab. The tokenizer does
+not change any memory figure except through n_vocab.
+
+Tensor order: layers are written in numeric order (blk.0, blk.1, ... blk.10).
+llama-quantize counts attn_v/ffn_down tensors in file order to decide which
+layers get the extra bits of *_M mixes, so which layer names get q6_K can
+differ from a GGUF converted from lexicographically ordered safetensors;
+totals do not (all layers of a dense model have the same shapes).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import yaml
+import gguf
+
+REPO = Path(__file__).resolve().parents[2]
+PROFILES = REPO / "model_profiles"
+HF_CONFIGS = REPO / "tests" / "data" / "hf_configs"
+
+F16 = gguf.GGMLQuantizationType.F16
+F32 = gguf.GGMLQuantizationType.F32
+
+ARCH_OF_MODEL_TYPE = {
+    "llama": "llama",
+    "mistral": "llama",      # MistralForCausalLM converts to the llama arch
+    "qwen2": "qwen2",
+    "qwen3": "qwen3",
+    "gemma2": "gemma2",
+    "gemma3_text": "gemma3",
+    "gemma3": "gemma3",
+    "phi3": "phi3",
+    "deepseek_v2": "deepseek2",
+}
+
+# Gemma 3: the converter drops token_embd rows beyond the tokenizer.model size
+# (modify_tensors, "remove OOV rows"). The Gemma 3 SentencePiece model has
+# 262,144 pieces; gemma-3-4b's config says 262,208 (padding for image tokens).
+GEMMA3_TOKENIZER_SIZE = 262144
+
+
+def load(model: str):
+    prof = yaml.safe_load((PROFILES / f"{model}.yaml").read_text())
+    cfg = json.loads((HF_CONFIGS / f"{model}.json").read_text())
+    if "text_config" in cfg:  # multimodal wrapper (gemma-3-4b): use the language model
+        tc = dict(cfg["text_config"])
+        tc.setdefault("model_type", cfg.get("model_type"))
+        cfg = {**tc, "_wrapper": cfg.get("architectures")}
+    return prof, cfg
+
+
+class Spec:
+    def __init__(self, model: str):
+        self.model = model
+        self.prof, self.cfg = load(model)
+        p, c = self.prof, self.cfg
+        mt = c.get("model_type") or p["architecture"]
+        self.arch = ARCH_OF_MODEL_TYPE[mt]
+        self.n_layer = int(p["layers"])
+        self.n_head = int(p["attention_heads"])
+        self.n_head_kv = int(p["kv_heads"])
+        self.head_dim = int(p["head_dim"])
+        self.v_head_dim = int(p.get("v_head_dim") or p["head_dim"])
+        self.n_embd = int(p["hidden_size"])
+        self.n_ff = int(p["intermediate_size"])
+        self.n_vocab = int(p["vocab_size"])
+        if self.arch == "gemma3" and self.n_vocab > GEMMA3_TOKENIZER_SIZE:
+            self.n_vocab = GEMMA3_TOKENIZER_SIZE
+        self.tied = bool(p.get("tie_embeddings"))
+        self.n_ctx_train = int(c.get("max_position_embeddings") or p["max_context"])
+        self.tensors: list[tuple[str, list[int], int]] = []  # name, ggml shape (ne0 first), type
+        self.kv: list[tuple[str, object, str]] = []
+
+    # -- helpers -------------------------------------------------------------
+    def t(self, name, shape, typ=None):
+        if typ is None:
+            typ = F32 if (len(shape) == 1 or name.endswith("_norm.weight") or not name.endswith(".weight")) else F16
+        self.tensors.append((name, [int(x) for x in shape], typ))
+
+    def k(self, key, val, kind):
+        self.kv.append((key, val, kind))
+
+    # -- metadata -----------------------------------------------------------------
+    def base_kv(self):
+        a, c = self.arch, self.cfg
+        self.k(f"{a}.context_length", self.n_ctx_train, "u32")
+        self.k(f"{a}.embedding_length", self.n_embd, "u32")
+        self.k(f"{a}.block_count", self.n_layer, "u32")
+        self.k(f"{a}.feed_forward_length", self.n_ff, "u32")
+        self.k(f"{a}.attention.head_count", self.n_head, "u32")
+        self.k(f"{a}.attention.head_count_kv", self.n_head_kv, "u32")
+        self.k(f"{a}.attention.layer_norm_rms_epsilon", float(c.get("rms_norm_eps", 1e-6)), "f32")
+        theta = c.get("rope_theta")
+        if theta is None and isinstance(c.get("rope_parameters"), dict):
+            theta = c["rope_parameters"].get("rope_theta")
+        if theta is not None:
+            self.k(f"{a}.rope.freq_base", float(theta), "f32")
+
+    def build(self):
+        getattr(self, "build_" + self.arch)()
+        return self
+
+    # -- architectures ------------------------------------------------------
+    def _embd(self):
+        self.t("token_embd.weight", [self.n_embd, self.n_vocab])
+
+    def _head(self):
+        self.t("output_norm.weight", [self.n_embd])
+        if not self.tied:
+            self.t("output.weight", [self.n_embd, self.n_vocab])
+
+    def _attn(self, i, bias=False, qk_norm=False):
+        E, H, Hk, D, Dv = self.n_embd, self.n_head, self.n_head_kv, self.head_dim, self.v_head_dim
+        self.t(f"blk.{i}.attn_q.weight", [E, H * D])
+        self.t(f"blk.{i}.attn_k.weight", [E, Hk * D])
+        self.t(f"blk.{i}.attn_v.weight", [E, Hk * Dv])
+        if bias:
+            self.t(f"blk.{i}.attn_q.bias", [H * D])
+            self.t(f"blk.{i}.attn_k.bias", [Hk * D])
+            self.t(f"blk.{i}.attn_v.bias", [Hk * Dv])
+        if qk_norm:
+            self.t(f"blk.{i}.attn_q_norm.weight", [D])
+            self.t(f"blk.{i}.attn_k_norm.weight", [D])
+        self.t(f"blk.{i}.attn_output.weight", [H * Dv, E])
+
+    def _mlp(self, i):
+        E, F = self.n_embd, self.n_ff
+        self.t(f"blk.{i}.ffn_gate.weight", [E, F])
+        self.t(f"blk.{i}.ffn_up.weight", [E, F])
+        self.t(f"blk.{i}.ffn_down.weight", [F, E])
+
+    def _llama_like(self, bias=False, qk_norm=False):
+        a, c = self.arch, self.cfg
+        self.base_kv()
+        self.k(f"{a}.rope.dimension_count", self.head_dim, "u32")
+        if c.get("head_dim") is not None:
+            self.k(f"{a}.attention.key_length", self.head_dim, "u32")
+            self.k(f"{a}.attention.value_length", self.v_head_dim, "u32")
+        self._embd()
+        rs = c.get("rope_scaling") or {}
+        if a == "llama" and (rs.get("rope_type") or rs.get("type")) == "llama3":
+            # convert_hf_to_gguf LlamaModel.generate_extra_tensors -> rope_freqs.weight [head_dim/2] F32
+            self.t("rope_freqs.weight", [self.head_dim // 2], F32)
+        for i in range(self.n_layer):
+            self.t(f"blk.{i}.attn_norm.weight", [self.n_embd])
+            self._attn(i, bias=bias, qk_norm=qk_norm)
+            self.t(f"blk.{i}.ffn_norm.weight", [self.n_embd])
+            self._mlp(i)
+        self._head()
+
+    def build_llama(self):
+        self.k("llama.vocab_size", self.n_vocab, "u32")
+        self._llama_like()
+
+    def build_qwen2(self):
+        self._llama_like(bias=True)
+
+    def build_qwen3(self):
+        self._llama_like(qk_norm=True)
+
+    def _gemma(self, qk_norm):
+        a, c = self.arch, self.cfg
+        self.base_kv()
+        self.k(f"{a}.attention.key_length", self.head_dim, "u32")
+        self.k(f"{a}.attention.value_length", self.v_head_dim, "u32")
+        if a == "gemma2":
+            self.k("gemma2.attn_logit_softcapping", float(c["attn_logit_softcapping"]), "f32")
+            self.k("gemma2.final_logit_softcapping", float(c["final_logit_softcapping"]), "f32")
+            self.k("gemma2.attention.sliding_window", int(c["sliding_window"]), "u32")
+        else:
+            if c.get("final_logit_softcapping"):
+                self.k("gemma3.final_logit_softcapping", float(c["final_logit_softcapping"]), "f32")
+            sw = c.get("sliding_window") or self.prof.get("sliding_window")
+            if c.get("sliding_window_pattern", 6) != 1 and sw:
+                self.k("gemma3.attention.sliding_window", int(sw), "u32")
+            if c.get("rope_theta") is None:
+                self.k("gemma3.rope.freq_base", 1_000_000.0, "f32")
+        self._embd()
+        E = self.n_embd
+        for i in range(self.n_layer):
+            self.t(f"blk.{i}.attn_norm.weight", [E])
+            self._attn(i, qk_norm=qk_norm)
+            self.t(f"blk.{i}.post_attention_norm.weight", [E])
+            self.t(f"blk.{i}.ffn_norm.weight", [E])
+            self._mlp(i)
+            self.t(f"blk.{i}.post_ffw_norm.weight", [E])
+        self.tied = True  # gemma: output shares token_embd
+        self._head()
+
+    def build_gemma2(self):
+        self._gemma(qk_norm=False)
+
+    def build_gemma3(self):
+        self._gemma(qk_norm=True)
+
+    def build_phi3(self):
+        c = self.cfg
+        self.base_kv()
+        self.k("phi3.rope.dimension_count", self.head_dim, "u32")
+        self.k("phi3.attention.sliding_window", int(c.get("sliding_window") or 0), "u32")
+        rs = c.get("rope_scaling") or {}
+        self._embd()
+        E, F, H, Hk, D = self.n_embd, self.n_ff, self.n_head, self.n_head_kv, self.head_dim
+        if rs.get("long_factor"):
+            # Phi3MiniModel.generate_extra_tensors -> rope_factors_{long,short}.weight [head_dim/2] F32
+            self.k("phi3.rope.scaling.attn_factor",
+                   float(math.sqrt(1 + math.log(c["max_position_embeddings"] / c["original_max_position_embeddings"])
+                                   / math.log(c["original_max_position_embeddings"]))), "f32")
+            self.k("phi3.rope.scaling.original_context_length", int(c["original_max_position_embeddings"]), "u32")
+            self.t("rope_factors_long.weight", [D // 2], F32)
+            self.t("rope_factors_short.weight", [D // 2], F32)
+        for i in range(self.n_layer):
+            self.t(f"blk.{i}.attn_norm.weight", [E])
+            self.t(f"blk.{i}.attn_qkv.weight", [E, H * D + 2 * Hk * D])   # fused qkv_proj
+            self.t(f"blk.{i}.attn_output.weight", [H * D, E])
+            self.t(f"blk.{i}.ffn_norm.weight", [E])
+            self.t(f"blk.{i}.ffn_up.weight", [E, 2 * F])                  # fused gate_up_proj
+            self.t(f"blk.{i}.ffn_down.weight", [F, E])
+        self._head()
+
+    def build_deepseek2(self):
+        c, a = self.cfg, "deepseek2"
+        # DeepseekV2Model.set_gguf_parameters: MLA is written as MQA (head_count_kv 1)
+        self.n_head_kv = 1
+        self.base_kv()
+        kvr = int(c["kv_lora_rank"]); rope = int(c["qk_rope_head_dim"]); nope = int(c["qk_nope_head_dim"])
+        vd = int(c["v_head_dim"]); n_exp = int(c["n_routed_experts"]); n_sh = int(c["n_shared_experts"])
+        ffe = int(c["moe_intermediate_size"]); dense = int(c.get("first_k_dense_replace") or 0)
+        self.k(f"{a}.leading_dense_block_count", dense, "u32")
+        self.k(f"{a}.vocab_size", self.n_vocab, "u32")
+        if c.get("q_lora_rank"):
+            self.k(f"{a}.attention.q_lora_rank", int(c["q_lora_rank"]), "u32")
+        self.k(f"{a}.attention.kv_lora_rank", kvr, "u32")
+        self.k(f"{a}.attention.key_length", kvr + rope, "u32")
+        self.k(f"{a}.attention.value_length", kvr, "u32")
+        self.k(f"{a}.attention.key_length_mla", nope + rope, "u32")
+        self.k(f"{a}.attention.value_length_mla", vd, "u32")
+        self.k(f"{a}.expert_feed_forward_length", ffe, "u32")
+        self.k(f"{a}.expert_count", n_exp, "u32")
+        self.k(f"{a}.expert_used_count", int(c["num_experts_per_tok"]), "u32")
+        self.k(f"{a}.expert_shared_count", n_sh, "u32")
+        if c.get("routed_scaling_factor") is not None:
+            self.k(f"{a}.expert_weights_scale", float(c["routed_scaling_factor"]), "f32")
+        if c.get("norm_topk_prob"):
+            self.k(f"{a}.expert_weights_norm", True, "bool")
+        self.k(f"{a}.rope.dimension_count", rope, "u32")
+        rs = c.get("rope_scaling") or {}
+        if (rs.get("type") or rs.get("rope_type")) == "yarn":
+            self.k(f"{a}.rope.scaling.type", "yarn", "str")
+            self.k(f"{a}.rope.scaling.factor", float(rs["factor"]), "f32")
+            self.k(f"{a}.rope.scaling.original_context_length", int(rs["original_max_position_embeddings"]), "u32")
+            self.k(f"{a}.rope.scaling.yarn_beta_fast", float(rs["beta_fast"]), "f32")
+            self.k(f"{a}.rope.scaling.yarn_beta_slow", float(rs["beta_slow"]), "f32")
+            if rs.get("mscale_all_dim") is not None:
+                self.k(f"{a}.rope.scaling.yarn_log_multiplier", 0.1 * float(rs["mscale_all_dim"]), "f32")
+        E, H = self.n_embd, self.n_head
+        self._embd()
+        for i in range(self.n_layer):
+            self.t(f"blk.{i}.attn_norm.weight", [E])
+            if c.get("q_lora_rank"):
+                raise NotImplementedError("q_lora_rank models")
+            self.t(f"blk.{i}.attn_q.weight", [E, H * (nope + rope)])
+            self.t(f"blk.{i}.attn_kv_a_mqa.weight", [E, kvr + rope])
+            self.t(f"blk.{i}.attn_kv_a_norm.weight", [kvr])
+            # kv_b_proj split by the converter into k_b (transposed) and v_b, 3-D per head
+            self.t(f"blk.{i}.attn_k_b.weight", [nope, kvr, H])
+            self.t(f"blk.{i}.attn_v_b.weight", [kvr, vd, H])
+            self.t(f"blk.{i}.attn_output.weight", [H * vd, E])
+            self.t(f"blk.{i}.ffn_norm.weight", [E])
+            if i < dense:
+                self._mlp(i)
+            else:
+                self.t(f"blk.{i}.ffn_gate_inp.weight", [E, n_exp], F32)  # router kept F32 by the converter
+                self.t(f"blk.{i}.ffn_down_exps.weight", [ffe, E, n_exp])
+                self.t(f"blk.{i}.ffn_gate_exps.weight", [E, ffe, n_exp])
+                self.t(f"blk.{i}.ffn_up_exps.weight", [E, ffe, n_exp])
+                self.t(f"blk.{i}.ffn_gate_shexp.weight", [E, ffe * n_sh])
+                self.t(f"blk.{i}.ffn_down_shexp.weight", [ffe * n_sh, E])
+                self.t(f"blk.{i}.ffn_up_shexp.weight", [E, ffe * n_sh])
+        self._head()
+
+
+def nbytes(shape, typ):
+    bs, ts = gguf.GGML_QUANT_SIZES[typ]
+    n = 1
+    for x in shape:
+        n *= x
+    return n // bs * ts
+
+
+def write(spec: Spec, path: Path) -> dict:
+    w = gguf.GGUFWriter(str(path), spec.arch)
+    # general.name is neutral on purpose: llama.cpp's vocab loader applies
+    # per-model token fix-ups by name (e.g. "phi-3" expects <|end|> tokens)
+    w.add_name("kvplan weightless GGUF")
+    w.add_description(f"kvplan profile {spec.model}; weights are a sparse hole (all zero)")
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    for key, val, kind in spec.kv:
+        {"u32": w.add_uint32, "f32": w.add_float32, "bool": w.add_bool, "str": w.add_string}[kind](key, val)
+    # dummy SentencePiece vocabulary with exactly n_vocab entries
+    V = spec.n_vocab
+    toks = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    toks += [f"t{i}" for i in range(V - len(toks))]
+    types = [gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL, gguf.TokenType.CONTROL] + [gguf.TokenType.BYTE] * 256
+    types += [gguf.TokenType.NORMAL] * (V - len(types))
+    w.add_tokenizer_model("llama")
+    w.add_token_list(toks)
+    w.add_token_scores([0.0] * V)
+    w.add_token_types(types)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    total = 0
+    for name, shape, typ in spec.tensors:
+        nb = nbytes(shape, typ)
+        np_dtype = np.float16 if typ == F16 else np.float32
+        w.add_tensor_info(name, list(reversed(shape)), np.dtype(np_dtype), nb, raw_dtype=typ)
+        total += gguf.GGUFWriter.ggml_pad(nb, w.data_alignment)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    fout = w.fout[0]
+    w.write_padding(fout, fout.tell())
+    data_start = fout.tell()
+    fout.flush()
+    fout.close()
+    w.fout = None
+    os.truncate(path, data_start + total)  # sparse hole: no weights stored
+    return {
+        "model": spec.model, "arch": spec.arch, "path": str(path), "n_tensors": len(spec.tensors),
+        "n_params": sum(int(np.prod(s)) for _, s, _ in spec.tensors),
+        "f16_tensor_bytes": sum(nbytes(s, t) for _, s, t in spec.tensors), "n_vocab": V,
+    }
+
+
+def all_models():
+    return sorted(p.stem for p in PROFILES.glob("*.yaml") if (HF_CONFIGS / f"{p.stem}.json").exists())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="*")
+    ap.add_argument("--all", action="store_true")
+    ap.add_argument("--out", required=True, type=Path)
+    a = ap.parse_args(argv)
+    models = all_models() if a.all else a.models
+    a.out.mkdir(parents=True, exist_ok=True)
+    for m in models:
+        info = write(Spec(m).build(), a.out / f"{m}-F16.gguf")
+        print(json.dumps(info))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
