@@ -145,3 +145,55 @@ def parse_count(value: object) -> int:
 def parse_tokens(value: object, *, positive: bool = True) -> int:
     """Parse a token count such as ``8192``, ``8k`` (= 8192) or ``32K``; ``1M`` = 1,048,576."""
     return int(_parse(value, _TOKENS_RE, _TOKENS, "a token count", "8k", integral=True, positive=positive))
+
+
+_DURATION_UNITS = {"s": Decimal(1), "ms": Decimal("1e-3"), "us": Decimal("1e-6"), "µs": Decimal("1e-6"),
+                   "μs": Decimal("1e-6"), "ns": Decimal("1e-9")}
+_DURATION_RE = re.compile(_NUMBER + r"\s*(?P<unit>s|ms|us|µs|μs|ns)\s*$")
+# A per-token latency beyond this is a typo (decode steps take milliseconds, not hours).
+_MAX_DURATION_S = 3600
+
+
+def parse_duration_s(value: object) -> float:
+    """Parse a duration such as ``4.69 ms``, ``0.004 s`` or ``250 us`` (``µs``) into seconds (zero or more).
+
+    A number without a unit is refused: ``4.69`` could be seconds or milliseconds.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        match = _DURATION_RE.match(text)
+        if match:
+            seconds = _finish(_decimal(match["num"]) * _DURATION_UNITS[match["unit"]], "a duration",
+                              integral=False, positive=False)
+            if seconds > _MAX_DURATION_S:
+                raise QuantityError(f"a duration is implausibly long ({value!r})")
+            return float(seconds)
+        if _PLAIN_RE.match(text):
+            raise QuantityError(f"a duration needs a unit, got {value!r}: did you mean '{text} ms'?")
+        raise QuantityError(f"expected a duration like '4.69 ms', '0.004 s' or '250 us', got {value!r}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+        return 0.0  # zero needs no unit
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise QuantityError(f"a duration needs a unit, got {value!r}: did you mean '{value} ms'?")
+    raise QuantityError(f"expected a duration like '4.69 ms', got {type(value).__name__}")
+
+
+_PERCENT_RE = re.compile(_NUMBER + r"\s*%\s*$")
+
+
+def parse_fraction(value: object) -> float:
+    """Parse a fraction in (0, 1]: ``0.6`` or ``60%``."""
+    if isinstance(value, str):
+        text = value.strip()
+        match = _PERCENT_RE.match(text)
+        if match:
+            number = _decimal(match["num"]) / 100
+        elif _PLAIN_RE.match(text):
+            number = _decimal(text)
+        else:
+            raise QuantityError(f"expected a fraction like 0.6 or '60%', got {value!r}")
+    else:
+        number = _check_plain(value, "a fraction like 0.6 or '60%'")
+    if not number.is_finite() or not (0 < number <= 1):
+        raise QuantityError(f"a fraction must be above 0 and at most 1 (100%), got {value!r}")
+    return float(number)

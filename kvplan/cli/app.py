@@ -118,6 +118,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "sweep": ("kvplan.cli.sweep", "sweep", False),
     "compare": ("kvplan.cli.compare", "compare", False),
     "fit": ("kvplan.cli.fit", "fit", False),
+    "calibrate": ("kvplan.cli.calibrate", "calibrate", False),
 }
 
 

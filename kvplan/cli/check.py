@@ -35,13 +35,13 @@ def check(
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
     from kvplan.plan import build_scenario, evaluate
-    from kvplan.profiles.catalog import Catalog
+    from kvplan.hub.catalog import user_catalog
     from kvplan.render import check as render
 
     check_plot_targets(plot, plot_dir)  # a bad plot path fails before any work
     ctx_tokens = o.parse_ctx(ctx)
     knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
-    catalog = Catalog(profiles_dir)
+    catalog = user_catalog(profiles_dir)
     dev, mod = catalog.device(device), catalog.model(model)
     for resolved in (dev, mod):
         if resolved.note:

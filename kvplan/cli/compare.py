@@ -28,7 +28,7 @@ def compare(
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
-    from kvplan.profiles.catalog import Catalog
+    from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
     from kvplan.plan import build_scenario
     from kvplan.errors import UsageError
@@ -46,7 +46,7 @@ def compare(
         check_writable(output)
     ctx_tokens = o.parse_ctx(ctx)
     knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
-    catalog = Catalog(profiles_dir)
+    catalog = user_catalog(profiles_dir)
     devices = _resolve(catalog, "device", device)
     models = _resolve(catalog, "model", model)
     evaluations = []

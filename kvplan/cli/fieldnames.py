@@ -15,6 +15,8 @@ FLAGS = {
     "sequences": "--sequences",
     "pinned_prefix_tokens": "--pinned-prefix",
     "weight_bits": "--weight-bits",
+    "weight_type": "--weight-type",
+    "weight_group_size": "--weight-group-size",
     "kv_bits": "--kv-bits",
     "k_bits": "--k-bits",
     "v_bits": "--v-bits",

@@ -37,7 +37,7 @@ def fit(
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     from kvplan.advice import changes_to_fit
-    from kvplan.profiles.catalog import Catalog
+    from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
     from kvplan.plan import build_scenario
@@ -50,7 +50,7 @@ def fit(
     # The runtime / policy options as given, so each suggested `kvplan check` applies them too.
     extra_argv = g.argv_of(policy_knobs, runtime_knobs)
     ctx_tokens = o.parse_ctx(ctx) if ctx is not None else None
-    catalog = Catalog(profiles_dir)
+    catalog = user_catalog(profiles_dir)
     dev, mod = catalog.device(device), catalog.model(model)
     for resolved in (dev, mod):
         if resolved.note:

@@ -33,7 +33,7 @@ def gate(
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
-    from kvplan.profiles.catalog import Catalog
+    from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
     from kvplan.errors import ProfileError
@@ -48,7 +48,7 @@ def gate(
     for path in outputs.values():
         check_writable(path)
 
-    catalog = Catalog(profiles_dir)
+    catalog = user_catalog(profiles_dir)
     gate_files, problems = [], []
     for file in dict.fromkeys(files):
         try:

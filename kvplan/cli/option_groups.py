@@ -20,6 +20,8 @@ def _cache(
     sequences: o.SequencesOpt = 1,
     pinned_prefix: o.PinnedOpt = "0",
     weight_bits: o.WeightBitsOpt = None,
+    weight_type: o.WeightTypeOpt = None,
+    weight_group_size: o.WeightGroupOpt = None,
     kv_bits: o.KvBitsOpt = None,
     k_bits: o.KBitsOpt = None,
     v_bits: o.VBitsOpt = None,
@@ -33,7 +35,8 @@ def _cache(
     sliding_window: o.SlidingWindowOpt = None,
 ) -> dict:
     """The cache knobs as :func:`kvplan.cli.options.knobs` keywords (parsed there)."""
-    return dict(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, kv_bits=kv_bits,
+    return dict(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, weight_type=weight_type,
+                weight_group_size=weight_group_size, kv_bits=kv_bits,
                 k_bits=k_bits, v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type,
                 v_type=v_type, os_reserve=os_reserve, margin=margin, target_tok_s=target_tok_s,
                 sliding_window=sliding_window)

@@ -21,8 +21,10 @@ class Units(str, Enum):
     iec = "iec"
 
 
-DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="Device: built-in name, alias, or YAML path.")]
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model: built-in name, alias, or YAML path.")]
+DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="Device: built-in name, alias, "
+                                        "YAML path, or 'this' (probe this machine).")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model: built-in name, alias, "
+                                       "YAML path, or Hub id hf:ORG/NAME[@REV][:QUANT].")]
 CtxOpt = Annotated[str, typer.Option("--ctx", "-c", help="Context length in tokens per sequence: 8192, 8k, 32K.")]
 SequencesOpt = Annotated[int, typer.Option("--sequences", "-n", min=1, max=1_000_000,
                                            help="Concurrent sequences, each with its own cache.")]
@@ -30,6 +32,11 @@ PinnedOpt = Annotated[str, typer.Option("--pinned-prefix", help="Tokens of a sha
                                         "whose cache stays resident, counted once.")]
 WeightBitsOpt = Annotated[float | None, typer.Option("--weight-bits", help="Bits per weight (may be "
                                                      "fractional, q4_0 is 4.5); default: the model's.")]
+WeightTypeOpt = Annotated[str | None, typer.Option("--weight-type", help="Weight format by name, priced tensor "
+                                                   "by tensor: a GGUF type (q4_k_m, q4_0, q8_0, q6_k, iq4_xs, …) "
+                                                   "or mlx-4bit, mlx-8bit, gptq-4bit, awq-4bit, executorch-8da4w.")]
+WeightGroupOpt = Annotated[int | None, typer.Option("--weight-group-size", min=1, help="Group size of a "
+                                                    "group-quantized --weight-type (MLX default 64, GPTQ/AWQ 128).")]
 KvBitsOpt = Annotated[int | None, typer.Option("--kv-bits", help="Bits per cached K and V value (1-32).")]
 KBitsOpt = Annotated[int | None, typer.Option("--k-bits", help="Bits per cached key value (overrides --kv-bits).")]
 VBitsOpt = Annotated[int | None, typer.Option("--v-bits", help="Bits per cached value (overrides --kv-bits).")]
@@ -90,7 +97,8 @@ def pinned_tokens(text: str) -> int:
     return parse_ctx(text, "--pinned-prefix") if str(text).strip() not in ("0", "") else 0
 
 
-def knobs(*, sequences: int = 1, pinned_prefix: str = "0", weight_bits=None, kv_bits=None, k_bits=None,
+def knobs(*, sequences: int = 1, pinned_prefix: str = "0", weight_bits=None, weight_type=None,
+          weight_group_size=None, kv_bits=None, k_bits=None,
           v_bits=None, kv_group_size: int | None = None, kv_type: str | None = None, k_type: str | None = None,
           v_type: str | None = None, sliding_window: str | None = None, os_reserve: str | None = None,
           margin: str = "10%", target_tok_s: float | None = None, runtime=None, kv_policy=None):
@@ -103,6 +111,7 @@ def knobs(*, sequences: int = 1, pinned_prefix: str = "0", weight_bits=None, kv_
 
     window = parse_ctx(sliding_window, "--sliding-window") if sliding_window else None
     return Knobs(sequences=sequences, pinned_prefix_tokens=pinned_tokens(pinned_prefix), weight_bits=weight_bits,
+                 weight_type=weight_type, weight_group_size=weight_group_size,
                  kv_bits=kv_bits, k_bits=k_bits, v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type,
                  k_type=k_type, v_type=v_type, sliding_window=window,
                  os_reserve_bytes=parse_size_option(os_reserve, "--os-reserve"),

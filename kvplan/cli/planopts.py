@@ -44,10 +44,12 @@ def split_models(values: list[str] | None) -> list[str] | None:
 
 
 DevicesOpt = Annotated[list[str] | None, typer.Option(
-    "--device", "-d", callback=split_devices, help="Device: built-in name, alias, or YAML path (repeatable, or "
+    "--device", "-d", callback=split_devices, help="Device: built-in name, alias, YAML path, or 'this' "
+    "(probe this machine) (repeatable, or "
     "comma-separated: -d pixel8,oneplus-12).")]
 ModelsOpt = Annotated[list[str] | None, typer.Option(
-    "--model", "-m", callback=split_models, help="Model: built-in name, alias, or YAML path (repeatable, or "
+    "--model", "-m", callback=split_models, help="Model: built-in name, alias, YAML path, or Hub id "
+    "hf:ORG/NAME[@REV][:QUANT] (repeatable, or "
     "comma-separated: -m 7b,llama-3.1-8b).")]
 TabularFormatOpt = Annotated[TabularFormat | None, typer.Option("--format", "-f", help="Output format (default: "
                                                                 "from the -o extension, else table).")]

@@ -20,10 +20,12 @@ Each kind writes one file (-o/--output, default kvplan-KIND.png) and exits 0; a 
 path or extension is an error (exit 2) reported before anything is computed."""
 
 DevicesOpt = Annotated[list[str], typer.Option(
-    "--device", "-d", callback=p.split_devices, help="Device: built-in name, alias, or YAML path (repeatable, or "
+    "--device", "-d", callback=p.split_devices, help="Device: built-in name, alias, YAML path, or 'this' "
+    "(probe this machine) (repeatable, or "
     "comma-separated: -d pixel8,oneplus-12).")]
 ModelsOpt = Annotated[list[str], typer.Option(
-    "--model", "-m", callback=p.split_models, help="Model: built-in name, alias, or YAML path (repeatable, or "
+    "--model", "-m", callback=p.split_models, help="Model: built-in name, alias, YAML path, or Hub id "
+    "hf:ORG/NAME[@REV][:QUANT] (repeatable, or "
     "comma-separated: -m 7b,llama-3.1-8b).")]
 OptionalDeviceOpt = Annotated[str | None, typer.Option("--device", "-d", help="Device (only its runtime "
                                                        "rules matter here; optional).")]
@@ -69,13 +71,13 @@ def _scenarios(devices: list[str], models: list[str], ctx: int, profiles_dir, se
     """``[device][model]`` scenarios, built exactly as ``kvplan check`` builds one.
 
     ``cache_knobs``: the ``runtime`` / ``kv_policy`` Knobs fields of the option groups."""
-    from kvplan.profiles.catalog import Catalog
+    from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
     from kvplan.plan import build_scenario
 
     knobs = o.knobs(sequences=sequences, weight_bits=weight_bits, kv_bits=kv_bits, kv_type=kv_type,
                     os_reserve=os_reserve, margin=margin, target_tok_s=target, **(cache_knobs or {}))
-    catalog = Catalog(profiles_dir)
+    catalog = user_catalog(profiles_dir)
     devs = [catalog.device(d) for d in devices]
     mods = [catalog.model(m) for m in models]
     for resolved in (*devs, *mods):
@@ -144,13 +146,13 @@ def attention(
     ctx_tokens, ctx_max_tokens = _start(output, ctx, ctx_max)
     cache_knobs = {"runtime": runtime_knobs.build(), "kv_policy": policy_knobs.build()}
     if device is None:
-        from kvplan.profiles.catalog import Catalog
+        from kvplan.hub.catalog import user_catalog
         from kvplan.plan import Knobs, build_scenario
         from kvplan.profiles.spec import Device
 
         # KV bytes do not depend on the device; a neutral one stands in when none is named.
         neutral = Device(name="any-device", ram="1 PB", os_reserve=0, memory_bandwidth=1.0, flash_read=1.0)
-        mod = Catalog(profiles_dir).model(model)
+        mod = user_catalog(profiles_dir).model(model)
         scenario = build_scenario(neutral, mod.profile, ctx_tokens or 0,
                                   Knobs(sequences=sequences, kv_bits=kv_bits, kv_type=kv_type, **cache_knobs))
     else:

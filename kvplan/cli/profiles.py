@@ -41,7 +41,7 @@ def list_(
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
-    from kvplan.profiles.catalog import Catalog
+    from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
     from kvplan.errors import ProfileError
     from kvplan.profiles.loading import load_model_file
@@ -49,7 +49,7 @@ def list_(
     from kvplan.plan.profile_figures import figures_of
     from kvplan.render import profiles as render
 
-    catalog = Catalog(profiles_dir, fast=False)
+    catalog = user_catalog(profiles_dir, fast=False)
     needle = (name or "").lower()
     entries: list[tuple[dict, object]] = []
     for k in (kind.value,) if kind else ("device", "model"):
@@ -75,7 +75,8 @@ def list_(
 
 SHOW_HELP = """Show one profile: every field in base units and human units, where each figure came from,
 and the figures derived from it (budget; KV bytes per token, weight size).
-NAME is a built-in name, an alias, a user profile, or a YAML path."""
+NAME is a built-in name, an alias, a user profile, a YAML path, a Hub id hf:ORG/NAME[@REV][:QUANT]
+or 'this' (a quick probe of this machine)."""
 
 
 @app.command("show", help=SHOW_HELP)
@@ -86,12 +87,12 @@ def show(
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
-    from kvplan.profiles.catalog import Catalog
+    from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
     from kvplan.plan.profile_figures import figures_of
     from kvplan.render import profiles as render
 
-    catalog = Catalog(profiles_dir, fast=False)
+    catalog = user_catalog(profiles_dir, fast=False)
     found_kind, resolved = _resolve_any(catalog, name, kind.value if kind else None)
     if resolved.note:
         terminal.display_note(resolved.note)
@@ -180,3 +181,40 @@ def schema(
     from kvplan.profiles.jsonschema import profile_json_schema
 
     terminal.display_json(profile_json_schema(kind.value))
+
+
+PROBE_HELP = """Write a device profile of the machine kvplan runs on: installed RAM, an OS reserve by rule,
+memory bandwidth measured (a STREAM-style copy) and flash read/write measured (a 512 MiB file
+in the temp folder, bypassing the page cache), each figure with its 'sources' entry.
+
+A few seconds; about 1 s with --quick (the disk is not measured: flash read is the conservative
+500 MB/s default). The bandwidth is a lower bound of the DRAM's: check the result against the spec
+sheet (docs/profiles.md, 'Profiling this machine'). '--device this' probes quickly on the fly."""
+
+
+@app.command("probe", help=PROBE_HELP)
+def probe(
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the profile to this file (whole, "
+                                                "atomically) instead of stdout.")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Skip the disk measurement (about 1 s); flash read is "
+                                        "then the conservative default.")] = False,
+    name: Annotated[str | None, typer.Option("--name", help="Profile name (default: this-HOSTNAME).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")] = False,
+) -> None:
+    from kvplan.cli import terminal
+    from kvplan.errors import UsageError
+    from kvplan.files.outfiles import check_writable, write_text_atomic
+    from kvplan.hub.catalog import probed_profile
+
+    if output is not None:  # refused before a measurement, not after
+        if output.exists() and not force:
+            raise UsageError(f"{output} exists; add --force to overwrite it")
+        check_writable(output)
+    text, mapping = probed_profile(quick=quick, progress=lambda step: terminal.display_note(f"probe: {step}"),
+                                   name=name)
+    if output is None:
+        terminal.display_text(text)
+    else:
+        write_text_atomic(output, text)
+        terminal.display_note(f"wrote device profile {mapping['name']!r} to {output} "
+                              f"(use it with --device {output})")

@@ -31,7 +31,7 @@ def report(
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     import kvplan
-    from kvplan.profiles.catalog import Catalog
+    from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
     from kvplan.files.outfiles import check_outputs
     from kvplan.gate.checker import check_gate
@@ -44,7 +44,7 @@ def report(
     if output:
         check_outputs([file], [output])
         check_report_path(output, plots)
-    gate_file = load_gate(file, Catalog(profiles_dir))
+    gate_file = load_gate(file, user_catalog(profiles_dir))
     for note in gate_file.notes:
         terminal.display_note(note)
     result = check_gate(gate_file)

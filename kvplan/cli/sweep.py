@@ -158,11 +158,11 @@ def sweep(
     pairs = _format_pairs(kv_bits, k_bits, v_bits, kv_type, k_type, v_type)
     any_bits = any(spec is not None and spec[0] == "bits" for pair in pairs for spec in pair)
 
-    from kvplan.profiles.catalog import Catalog
+    from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
     from kvplan.plan import build_scenario
 
-    catalog = Catalog(profiles_dir)
+    catalog = user_catalog(profiles_dir)
     devices = [catalog.device(ref) for ref in dict.fromkeys(device)]
     models = [catalog.model(ref) for ref in dict.fromkeys(model)]
     for resolved in devices + models:

@@ -223,18 +223,3 @@ def price_gguf(shape: ModelShape, ftype: str, source_type: str = "f16") -> Weigh
         dtype = gguf_type_for(t, ftype, shape, source_type)
         priced.append(PricedTensor(t.name, t.kind, dtype, t.shape, tensor_bytes(dtype, t.shape)))
     return WeightPricing(ftype.lower(), tuple(priced), sum(p.bytes for p in priced), n_params(tensors))
-
-
-def price_weights(shape: ModelShape, fmt: str, **options) -> WeightPricing:
-    """Price the weights in any supported format: a GGUF file type or a group-quantized format.
-
-    ``fmt`` is a key of FILE_TYPES (optionally prefixed ``gguf-``) or one of
-    ``group_quant.GROUP_FORMATS`` (``mlx-4bit``, ``gptq-4bit``, ``executorch-8da4w`` …);
-    ``options`` go to the pricing function of that family.
-    """
-    key = fmt.lower().removeprefix("gguf-")
-    if key in FILE_TYPES:
-        return price_gguf(shape, key, **options)
-    from kvplan.engine.group_quant import price_group_format  # one-way: group_quant imports this module
-
-    return price_group_format(shape, key, **options)

@@ -19,6 +19,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
 
+from kvplan.hub.catalog import user_catalog
 from kvplan.profiles.catalog import Catalog, Resolved, _looks_like_path
 from kvplan.plan import Knobs, build_scenario
 from kvplan.errors import FieldError, KvplanError, ProfileError
@@ -123,6 +124,8 @@ class KnobSpec(_Strict):
     sequences: PositiveInt | None = None
     pinned_prefix: TokensOrZero | None = None
     weight_bits: WeightBits | None = None
+    weight_type: str | None = None
+    weight_group_size: PositiveInt | None = None
     kv_bits: Bits | None = None
     k_bits: Bits | None = None
     v_bits: Bits | None = None
@@ -269,7 +272,7 @@ def load_gate(path: str, catalog: Catalog | None = None) -> GateFile:
     and evaluated once), so build errors come in the same round as the schema errors.
     """
     doc = load_yaml(path)
-    catalog = catalog or Catalog()
+    catalog = catalog or user_catalog()  # hf: models and the device 'this' too
     try:
         spec = validate_document(GateSpec, doc, what="gate file")
     except ProfileError as exc:

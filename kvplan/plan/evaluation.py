@@ -68,6 +68,7 @@ class Evaluation:
     max_ctx_trained: int | None = None  # the model's trained context (profile max_context); not a cap on max_ctx
     ctx_per_sequence_tokens: int = 0  # the tokens one sequence can attend (llama.cpp: n_ctx_seq)
     ctx_beyond_trained: bool = False  # ctx_per_sequence_tokens > max_ctx_trained: needs a context extension
+    weights_pricing: object | None = None  # the tensor-by-tensor WeightPricing of a named weight_type, else None
 
     @property
     def fits(self) -> bool:
@@ -100,6 +101,23 @@ def weights_of(model: Model, weight_bits: float | None) -> tuple[int, int, float
     if model.vocab_size and model.hidden_size and not model.tie_embeddings:
         read = max(read - engine.embedding_bytes(model.vocab_size, model.hidden_size, bits), 0)
     return int(weights), int(read), bits
+
+
+def weights_in_force(s: Scenario):
+    """(weights, weights read per step, bits/param, WeightPricing or None) of a scenario [bytes, bytes, bits].
+
+    A named ``weight_type`` (the scenario's, else the profile's when neither ``weight_bits`` nor an explicit
+    ``weights`` size is in force) is priced tensor by tensor; otherwise ``params · bits / 8``."""
+    model = s.model
+    weight_type = s.weight_type
+    if weight_type is None and s.weight_bits is None and model.weights is None:
+        weight_type = getattr(model, "weight_type", None)
+    if weight_type is None:
+        return (*weights_of(model, s.weight_bits), None)
+    from kvplan.plan.weights import bytes_read_per_token, priced_weights
+
+    pricing = priced_weights(model, weight_type, s.weight_group_size or 0)
+    return pricing.total_bytes, bytes_read_per_token(pricing, model), pricing.bits_per_weight, pricing
 
 
 def cache_model_for(s: Scenario) -> CacheModel:
@@ -147,7 +165,7 @@ def evaluate(s: Scenario) -> Evaluation:
     """Evaluate one configuration with the closed-form engine."""
     device, model = s.device, s.model
     cache = cache_model_for(s)
-    weights, weights_read, bits = weights_of(model, s.weight_bits)
+    weights, weights_read, bits, pricing = weights_in_force(s)
     overhead = device.runtime_overhead
     budget = s.budget_bytes
 
@@ -160,7 +178,12 @@ def evaluate(s: Scenario) -> Evaluation:
 
     step = engine.bytes_per_token(weights_read, kv + pinned)
     bandwidth, efficiency = device.memory_bandwidth, device.bandwidth_efficiency
+    latency_s = getattr(device, "decode_latency", 0.0) or 0.0  # fixed cost per step (kvplan calibrate); 0: unknown
     rate = engine.decode_tokens_per_s(bandwidth, step, efficiency)
+    if latency_s:  # the two-term model: bytes / effective bandwidth + a fixed cost per step
+        from kvplan.engine.decode import seconds_per_token
+
+        rate = 1.0 / seconds_per_token(step, bandwidth, efficiency, latency_s)
     roofline = engine.decode_tokens_per_s(bandwidth, step, 1.0)
     n = max(s.ctx, 1)
     read_over_generation = cache.kv_bytes_read_over_generation(n, s.sequences) + n * pinned
@@ -188,7 +211,7 @@ def evaluate(s: Scenario) -> Evaluation:
         flash = Flash(0, engine.swap_in_seconds(kv + pinned, device.flash_read), rate, 1.0)
 
     return Evaluation(
-        scenario=s, layout=cache, weight_bits=bits,
+        scenario=s, layout=cache, weight_bits=bits, weights_pricing=pricing,
         kv_bytes_per_token=cache.bytes_per_token, kv_bytes_per_sequence=kv_bytes_per_sequence_of(cache, s.ctx, s.sequences),
         kv_bytes=int(kv), kv_peak_bytes=int(kv_peak),
         pinned_prefix_bytes=int(pinned), weights_bytes=weights, weights_read_bytes=weights_read,

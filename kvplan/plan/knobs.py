@@ -26,6 +26,8 @@ class Knobs:
     sequences: int = 1
     pinned_prefix_tokens: int = 0
     weight_bits: float | None = None
+    weight_type: str | None = None
+    weight_group_size: int | None = None
     kv_bits: int | None = None
     k_bits: int | None = None
     v_bits: int | None = None
@@ -98,7 +100,8 @@ def build_scenario(device: Device, model: Model, ctx: int, knobs: Knobs = Knobs(
     policy = _policy(knobs.kv_policy)
     runtime, sequences, from_profile = _runtime(knobs, model, policy)
     return Scenario(device, model, ctx, sequences=sequences, pinned_prefix_tokens=knobs.pinned_prefix_tokens,
-                    weight_bits=knobs.weight_bits, k_format=k_format, v_format=v_format,
+                    weight_bits=knobs.weight_bits, weight_type=knobs.weight_type,
+                    weight_group_size=knobs.weight_group_size, k_format=k_format, v_format=v_format,
                     sliding_window=knobs.sliding_window, os_reserve_bytes=knobs.os_reserve_bytes,
                     margin_fraction=knobs.margin_fraction, target_tokens_per_s=knobs.target_tokens_per_s,
                     kv_policy=policy, runtime=runtime, runtime_from_profile=from_profile)

@@ -24,6 +24,8 @@ class Scenario:
     sequences: int = 1
     pinned_prefix_tokens: int = 0
     weight_bits: float | None = None
+    weight_type: str | None = None  # a named format (q4_k_m, mlx-4bit …), priced tensor by tensor
+    weight_group_size: int | None = None  # group size of a group-quantized weight_type (mlx, gptq …)
     k_format: ElementFormat | None = None
     v_format: ElementFormat | None = None
     sliding_window: int | None = None
@@ -61,6 +63,19 @@ class Scenario:
         _check_count("pinned_prefix_tokens", self.pinned_prefix_tokens, minimum=0)
         if self.sliding_window is not None:
             _check_count("sliding_window", self.sliding_window, minimum=1)
+        if self.weight_type is not None:
+            from kvplan.engine.weight_formats import weight_format_key
+            from kvplan.errors import FieldError
+
+            if self.weight_bits is not None:
+                raise FieldError(("weight_bits", "weight_type"), "give one of them: bits for a uniform width, a "
+                                 "type for a real quantization format", lead=" and ")
+            try:
+                object.__setattr__(self, "weight_type", weight_format_key(self.weight_type))
+            except ValueError as exc:
+                raise FieldError("weight_type", str(exc)) from None
+        if self.weight_group_size is not None:
+            _check_count("weight_group_size", self.weight_group_size, minimum=1)
         if self.weight_bits is not None and not (isinstance(self.weight_bits, (int, float))
                                                  and 0 < self.weight_bits <= 32):
             raise UsageError(f"weight_bits: must be above 0 and at most 32, got {self.weight_bits!r}")
@@ -85,6 +100,8 @@ class Scenario:
         return engine.budget_bytes(self.device.ram, self.os_reserve_in_force_bytes)
 
     def with_changes(self, **changes) -> Scenario:
+        if changes.get("weight_bits") is not None and "weight_type" not in changes:
+            changes["weight_type"] = None  # a uniform width replaces a named format
         if "sequences" in changes and "runtime" not in changes and getattr(self.runtime, "parallel", None):
             # under llama.cpp the sequences are -np: a new count re-derives it rather than contradicting it
             changes["runtime"] = replace(self.runtime, parallel=None)

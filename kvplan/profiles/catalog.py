@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
@@ -30,8 +32,15 @@ class Resolved(Generic[P]):
 
     profile: P
     path: Path
-    origin: Literal["builtin", "user", "file"]
+    origin: Literal["builtin", "user", "file", "hub", "probe"]
     note: str | None = None  # e.g. a user profile shadowing a built-in one
+
+
+# An external resolver: (reference, fast) → Resolved. The catalog knows none itself: layers above it
+# (kvplan.hub.catalog.user_catalog) install them, keyed by (kind, key) where a key ending in ':' is a
+# prefix ("hf:") and any other key is a whole name ("this").
+Resolver = Callable[[str, bool], "Resolved"]
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):(?![\\/])")
 
 
 def builtin_dir(kind: Kind) -> Path:
@@ -56,18 +65,38 @@ def user_dirs(profiles_dirs: list[str] | None = None) -> list[Path]:
     return dirs
 
 
+def _scheme(ref: str) -> str | None:
+    """``hf`` for ``hf:org/name``: a reference to something outside the profile folders (never a path)."""
+    match = _SCHEME_RE.match(str(ref).strip())
+    return match.group(1).lower() if match else None
+
+
 def _looks_like_path(ref: str) -> bool:
+    if _scheme(ref) is not None and not Path(ref).exists():
+        return False
     return "/" in ref or os.sep in ref or ref.endswith((".yaml", ".yml"))
 
 
 class Catalog:
     """Resolves ``--device`` / ``--model`` references to validated profiles."""
 
-    def __init__(self, profiles_dirs: list[str] | None = None, *, fast: bool = True):
+    def __init__(self, profiles_dirs: list[str] | None = None, *, fast: bool = True,
+                 resolvers: Mapping[tuple[Kind, str], Resolver] | None = None):
         self.user_dirs = user_dirs(profiles_dirs)
         # fast: a profile validated before may come back as a record from the cache (kvplan.profiles.cache)
         # instead of a pydantic object; commands that need pydantic's introspection pass fast=False.
         self.fast = fast
+        # external resolvers by (kind, prefix ending in ':' or whole name), consulted before the folders
+        self.resolvers: dict[tuple[Kind, str], Resolver] = {(k, key.lower()): fn
+                                                            for (k, key), fn in (resolvers or {}).items()}
+
+    def external(self, kind: Kind, ref: str) -> Resolver | None:
+        """The resolver installed for ``ref`` (``hf:…``, ``this``), or None."""
+        low = str(ref).strip().lower()
+        for (k, key), fn in self.resolvers.items():
+            if k == kind and (low.startswith(key) if key.endswith(":") else low == key):
+                return fn
+        return None
 
     # --- public API ---
 
@@ -95,6 +124,14 @@ class Catalog:
         ref = str(ref).strip()
         if not ref:
             raise NotFoundError(f"empty {kind} name")
+        hook = self.external(kind, ref)
+        if hook is not None:
+            return hook(ref, self.fast)
+        scheme = _scheme(ref)
+        if scheme is not None and not Path(ref).exists():
+            if scheme == "hf" and kind == "device":
+                raise NotFoundError(f"device {ref!r}: Hugging Face Hub references (hf:…) name models, not devices")
+            raise NotFoundError(f"{kind} {ref!r}: '{scheme}:' references are not supported here")
         if _looks_like_path(ref):
             return Resolved(load_profile(kind, ref, fast=self.fast), Path(ref), "file")
         key = ref.lower()

@@ -33,6 +33,18 @@ COUNT_SCHEMA = _quantity({"type": "integer", "minimum": 1}, r"[kKMBGT]", "6.74B"
                          "a count: '6.74B' (10^9), '494M', '7e9', or a plain integer")
 TOKENS_SCHEMA = _quantity({"type": "integer", "minimum": 1}, r"[kKMm]", "8k",
                           "a token count: 131072, '8k' (= 8192), '128k' (= 131072)")
+DURATION_SCHEMA = {
+    "anyOf": [{"const": 0}, {"type": "string", "pattern": rf"^\s*{_NUM}\s*(s|ms|us|µs|μs|ns)\s*$"}],
+    "description": "a duration with its unit: '4.69 ms', '0.004 s', '250 us' (or 'µs'); a bare number other than 0 "
+                   "is refused",
+    "examples": ["4.69 ms"],
+}
+FRACTION_SCHEMA = {
+    "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+              {"type": "string", "pattern": rf"^\s*{_NUM}\s*%?\s*$"}],
+    "description": "a fraction in (0, 1]: 0.6 or '60%'",
+    "examples": [0.6, "60%"],
+}
 
 
 _COMMON_DOCS = {
@@ -52,6 +64,10 @@ DEVICE_FIELD_DOCS = {
     "flash_write": "sequential flash write [bytes/s]",
     "bandwidth_efficiency": "fraction (0-1] of the roofline that decode reaches in practice; 1.0 = roofline",
     "compute": "sustained FLOP/s usable for prefill",
+    "compute_efficiency": "fraction (0-1] of compute that prefill sustains (0.6 or '60%'); 1.0 = compute is "
+                          "already the sustained rate",
+    "decode_latency": "fixed time per decode step beyond streaming the bytes ('4.69 ms'; kvplan calibrate fits it); "
+                      "0 = unknown, pure bandwidth",
     "runtime_overhead": "runtime memory beyond weights and cache (buffers, graph) [bytes]",
 }
 
@@ -76,6 +92,16 @@ MODEL_FIELD_DOCS = {
                               "'N:1' (layer i local when i % (N+1) < N) | [0-based local layer indices]",
     "mla": "multi-head latent attention: the cache holds kv_lora_rank + qk_rope_head_dim values per token per layer",
     "weight_bits": "deployment bits per weight (may be fractional: q4_0 is 4.5)",
+    "weight_type": "deployment weight format by name: a GGUF file type (q4_k_m, q4_0, q8_0, …, priced tensor by "
+                   "tensor as llama.cpp's quantizer assigns types) or mlx-4bit, mlx-8bit, gptq-4bit, awq-4bit, "
+                   "executorch-8da4w[-g32]; overrides weight_bits",
+    "experts": "routed experts per MoE layer (n_routed_experts / num_local_experts)",
+    "experts_per_token": "experts the router picks per token (num_experts_per_tok)",
+    "expert_intermediate_size": "FFN width of one expert (moe_intermediate_size)",
+    "shared_experts": "always-on shared experts per MoE layer (n_shared_experts)",
+    "dense_layers": "leading layers with a dense FFN instead of experts (first_k_dense_replace)",
+    "rope_scaling": "config rope_scaling type (llama3, longrope, yarn …): llama3 and longrope add RoPE factor tensors",
+    "gguf_vocab_size": "rows of the token embedding in a GGUF when the converter trims the vocabulary (Gemma 3)",
     "weights": "explicit weight size [bytes]; overrides params × weight_bits / 8",
     "kv_bits": "bits per cached K and V value (default 16)",
     "k_bits": "bits per cached key value (overrides kv_bits)",

@@ -50,6 +50,11 @@ class _Record:
 
 class DeviceRecord(_Record):
     __slots__ = ()
+    # Device fields added after records were first cached: a record without them reads the pydantic default.
+    DEFAULTS = {"compute_efficiency": 1.0, "decode_latency": 0.0}
+
+    def __init__(self, data: dict):
+        super().__init__({**self.DEFAULTS, **data})
 
 
 class MlaRecord(_Record):

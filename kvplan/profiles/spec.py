@@ -17,7 +17,8 @@ from kvplan.engine.formats import format_from_name
 from kvplan.profiles.methods import ModelMethods, element_format
 from kvplan.profiles.policy import PolicySpec
 from kvplan.profiles import fields as js
-from kvplan.units import parse_count, parse_flop_per_s, parse_rate_bytes_per_s, parse_size_bytes, parse_tokens
+from kvplan.units import (parse_count, parse_duration_s, parse_flop_per_s, parse_fraction,
+                          parse_rate_bytes_per_s, parse_size_bytes, parse_tokens)
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 _SLUG_RE = re.compile(SLUG_PATTERN)
@@ -77,6 +78,8 @@ Fraction01 = Annotated[float, BeforeValidator(_real), Field(gt=0, le=1),
 WeightBits = Annotated[float, BeforeValidator(_real), Field(gt=0, le=32),
                        WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 32})]
 Sources = dict[str, str]
+DurationS = Annotated[float, BeforeValidator(parse_duration_s), WithJsonSchema(js.DURATION_SCHEMA)]
+FractionOrPercent = Annotated[float, BeforeValidator(parse_fraction), WithJsonSchema(js.FRACTION_SCHEMA)]
 
 Platform = Literal["android", "ios", "macos", "linux", "windows"]
 
@@ -101,6 +104,8 @@ class Device(_Profile):
     flash_write: RateBytesPerS | None = None
     bandwidth_efficiency: Fraction01 = Field(1.0, description=js.DEVICE_FIELD_DOCS["bandwidth_efficiency"])
     compute: FlopPerS | None = None
+    compute_efficiency: FractionOrPercent = Field(1.0, description=js.DEVICE_FIELD_DOCS["compute_efficiency"])
+    decode_latency: DurationS = Field(0.0, description=js.DEVICE_FIELD_DOCS["decode_latency"])
     runtime_overhead: SizeBytes = 0
 
     @field_validator("os_reserve")
@@ -196,7 +201,15 @@ class Model(_Profile, ModelMethods):
     sliding_window_pattern: WindowPattern = "all"
     mla: Mla | None = None
     weight_bits: WeightBits = 16.0
+    weight_type: str | None = None
     weights: PositiveSizeBytes | None = None
+    experts: PositiveInt | None = None
+    experts_per_token: PositiveInt | None = None
+    expert_intermediate_size: PositiveInt | None = None
+    shared_experts: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=10**6)] = 0
+    dense_layers: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=10**6)] = 0
+    rope_scaling: str | None = None
+    gguf_vocab_size: PositiveInt | None = None
     kv_bits: Bits | None = None
     k_bits: Bits | None = None
     v_bits: Bits | None = None
@@ -215,6 +228,13 @@ class Model(_Profile, ModelMethods):
             raise ValueError("a runtime's allocation does not model a compression policy (kv_policy); "
                              "give one of them")
         return value
+
+    @field_validator("weight_type")
+    @classmethod
+    def _known_weight_type(cls, value):
+        from kvplan.engine.weight_formats import weight_format_key
+
+        return None if value is None else weight_format_key(value)
 
     @field_validator("params_active")
     @classmethod

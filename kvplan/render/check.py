@@ -33,6 +33,7 @@ def format_json(ev: Evaluation) -> dict:
         "sequences": s.sequences,
         "pinned_prefix_tokens": s.pinned_prefix_tokens,
         "weight_bits": ev.weight_bits,
+        "weights": weights_json(ev),
         "k_format": ev.layout.k_format.name,
         "v_format": ev.layout.v_format.name,
         "kv_bytes_per_token": ev.kv_bytes_per_token,
@@ -60,6 +61,21 @@ def format_json(ev: Evaluation) -> dict:
             "slowdown": ev.flash.slowdown,
         },
     }
+
+
+def weights_json(ev: Evaluation) -> dict:
+    """The weights' format: ``type`` (a named format, or null for params × bits), ``bits_per_weight``, and for a
+    named format the bytes by tensor kind and by storage type (ggml type names for GGUF)."""
+    pricing = ev.weights_pricing
+    if pricing is None:
+        return {"type": None, "bits_per_weight": ev.weight_bits, "bytes_by_kind": None, "bytes_by_type": None}
+    by_kind: dict[str, int] = {}
+    by_type: dict[str, int] = {}
+    for t in pricing.tensors:
+        by_kind[t.kind] = by_kind.get(t.kind, 0) + t.bytes
+        by_type[t.dtype] = by_type.get(t.dtype, 0) + t.bytes
+    return {"type": ev.scenario.weight_type or ev.scenario.model.weight_type, "bits_per_weight": ev.weight_bits,
+            "bytes_by_kind": dict(sorted(by_kind.items())), "bytes_by_type": dict(sorted(by_type.items()))}
 
 
 def memory_json(ev: Evaluation) -> dict:
@@ -126,7 +142,10 @@ def memory_table(ev: Evaluation, units: str = "si") -> Table:
     def row(label, n, style=None):
         t.add(label, fmt.exact_bytes(n), fmt.bytes_(n, units), fmt.percent(n / b) if b else "", style=style)
 
-    if s.model.weights is not None and s.weight_bits is None:
+    if ev.weights_pricing is not None:
+        name = s.weight_type or s.model.weight_type
+        row(f"weights ({name}, {ev.weight_bits:.2f} bits/weight, {s.model.params / 1e9:.2f}B params)", ev.weights_bytes)
+    elif s.model.weights is not None and s.weight_bits is None:
         row(f"weights (as stated in the profile, {s.model.params / 1e9:.2f}B params)", ev.weights_bytes)
     else:
         row(f"weights ({fmt.bits(ev.weight_bits)}-bit, {s.model.params / 1e9:.2f}B params)", ev.weights_bytes)

@@ -16,7 +16,8 @@ import yaml
 
 from kvplan.engine.ggml_types import ggml_type, row_bytes, tensor_bytes
 from kvplan.engine.group_quant import awq_bytes, gptq_bytes, grouped_int_bytes, mlx_affine_bytes
-from kvplan.engine.quantize import FILE_TYPES, gguf_type_for, price_gguf, price_weights
+from kvplan.engine.quantize import FILE_TYPES, gguf_type_for, price_gguf
+from kvplan.engine.weight_formats import price_weights
 from kvplan.engine.tensors import ModelShape, tensor_inventory
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,32 @@
+"""Weight formats by name: which names kvplan prices tensor by tensor, and their canonical spelling."""
+
+from __future__ import annotations
+
+from kvplan.engine.group_quant import GROUP_FORMATS, price_group_format
+from kvplan.engine.quantize import FILE_TYPES, WeightPricing, price_gguf
+from kvplan.engine.tensors import ModelShape
+
+WEIGHT_FORMATS = tuple(FILE_TYPES) + tuple(GROUP_FORMATS)
+
+
+def weight_format_key(name: str) -> str:
+    """The canonical name of a weight format (``Q4_K_M`` → ``q4_k_m``, ``gguf-q4_0`` → ``q4_0``).
+
+    Raises ``ValueError`` naming the known formats (pydantic reports it at the field's line)."""
+    key = str(name).strip().lower().removeprefix("gguf-")
+    if key not in WEIGHT_FORMATS:
+        raise ValueError(f"unknown weight format {name!r}; known: {', '.join(WEIGHT_FORMATS)}")
+    return key
+
+
+def price_weights(shape: ModelShape, fmt: str, **options) -> WeightPricing:
+    """Price the weights in any supported format: a GGUF file type or a group-quantized format.
+
+    ``fmt`` is a key of FILE_TYPES (optionally prefixed ``gguf-``) or one of
+    ``group_quant.GROUP_FORMATS`` (``mlx-4bit``, ``gptq-4bit``, ``executorch-8da4w`` …);
+    ``options`` go to the pricing function of that family.
+    """
+    key = fmt.lower().removeprefix("gguf-")
+    if key in FILE_TYPES:
+        return price_gguf(shape, key, **options)
+    return price_group_format(shape, key, **options)

@@ -1,0 +1,71 @@
+"""A model profile's weights in a named format: its tensor inventory priced tensor by tensor.
+
+The shape numbers come from the profile (layers, widths, heads, MoE and MLA fields); the pricing is
+:mod:`kvplan.engine.quantize` (GGUF file types, as llama.cpp's quantizer assigns them) and
+:mod:`kvplan.engine.group_quant` (MLX, GPTQ/AWQ, ExecuTorch 8da4w).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from kvplan.engine.quantize import WeightPricing
+from kvplan.engine.tensors import ModelShape
+from kvplan.engine.weight_formats import price_weights
+from kvplan.errors import FieldError
+
+if TYPE_CHECKING:
+    from kvplan.profiles.spec import Model
+
+_NEEDED = ("architecture", "hidden_size", "intermediate_size", "vocab_size")
+
+
+def model_shape(model: Model) -> ModelShape:
+    """The plain numbers of ``model`` that its tensor inventory needs."""
+    missing = [name for name in _NEEDED if not getattr(model, name, None)]
+    if missing:
+        raise FieldError("weight_type", f"pricing {model.name!r} by tensor needs {', '.join(missing)} in its profile")
+    if isinstance(model.kv_heads, list):
+        raise FieldError("weight_type", f"{model.name!r} has per-layer kv_heads; its tensors are not priced by name")
+    mla = model.mla
+    return ModelShape(
+        model.architecture, model.layers, model.hidden_size, model.attention_heads, model.kv_heads, model.head_dim,
+        model.intermediate_size, model.vocab_size, bool(model.tie_embeddings),
+        v_head_dim=model.v_head_dim or 0, gguf_vocab=getattr(model, "gguf_vocab_size", None) or 0,
+        rope_scaling=getattr(model, "rope_scaling", None) or "",
+        rope_dim=mla.qk_rope_head_dim if mla is not None else 0,
+        n_expert=getattr(model, "experts", None) or 0, n_expert_used=getattr(model, "experts_per_token", None) or 0,
+        expert_intermediate=getattr(model, "expert_intermediate_size", None) or 0,
+        n_shared_experts=getattr(model, "shared_experts", 0) or 0,
+        leading_dense_layers=getattr(model, "dense_layers", 0) or 0,
+        kv_lora_rank=mla.kv_lora_rank if mla is not None else 0)
+
+
+@lru_cache(maxsize=256)
+def _priced(shape: ModelShape, weight_type: str, group_size: int) -> WeightPricing:
+    options = {"group": group_size} if group_size else {}
+    return price_weights(shape, weight_type, **options)
+
+
+def priced_weights(model: Model, weight_type: str, group_size: int = 0) -> WeightPricing:
+    """``model``'s weights in ``weight_type`` (memoized: a sweep prices each model and format once)."""
+    try:
+        return _priced(model_shape(model), weight_type, group_size)
+    except ValueError as exc:  # an architecture without a tensor layout, a row that fits no block
+        raise FieldError("weight_type", f"{model.name}: {exc}") from None
+
+
+def bytes_read_per_token(pricing: WeightPricing, model: Model) -> int:
+    """Bytes a decode step streams: every tensor but the input embedding (one row is read) unless tied, and of
+    the expert stacks only the share the router picks (``experts_per_token / experts``) [bytes]."""
+    total = 0
+    experts, used = getattr(model, "experts", None), getattr(model, "experts_per_token", None)
+    for t in pricing.tensors:
+        if t.name == "token_embd.weight" and not model.tie_embeddings:
+            continue
+        if t.kind == "experts" and experts and used:
+            total += -(-t.bytes * used // experts)
+        else:
+            total += t.bytes
+    return total
