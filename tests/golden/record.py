@@ -37,7 +37,12 @@ def run(command: str, cache_dir: str) -> dict:
     env.update(COLUMNS="120", NO_COLOR="1", TERM="dumb", KVPLAN_CACHE_DIR=cache_dir, PYTHONHASHSEED="0")
     exe = [sys.executable, "-m", "kvplan", *shlex.split(command)]
     done = subprocess.run(exe, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    return {"command": command, "exit_code": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+    # the checkout's own path appears in some outputs (profiles show/list); it differs between clones
+    def portable(text: str) -> str:
+        return text.replace(str(ROOT), "<root>")
+
+    return {"command": command, "exit_code": done.returncode, "stdout": portable(done.stdout),
+            "stderr": portable(done.stderr)}
 
 
 def main(argv: list[str]) -> int:
