@@ -222,13 +222,9 @@ def _fingerprint() -> str:
 def cache_dir() -> Path | None:
     """``$KVPLAN_CACHE_DIR/hub`` (default ``$XDG_CACHE_HOME/kvplan/hub`` or ``~/.cache/kvplan/hub``), the rule
     of kvplan's profile cache; None when ``KVPLAN_NO_CACHE`` is set."""
-    if os.environ.get("KVPLAN_NO_CACHE", "") not in ("", "0"):
-        return None
-    base = os.environ.get("KVPLAN_CACHE_DIR")
-    if not base:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        base = os.path.join(xdg, "kvplan")
-    return Path(base) / "hub"
+    from kvplan.profiles import cache as profile_cache  # one rule for kvplan's cache folder
+
+    return profile_cache.cache_dir() / "hub" if profile_cache.enabled() else None
 
 
 def _endpoint_no_import() -> str:
