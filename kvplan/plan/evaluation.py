@@ -69,6 +69,20 @@ class Evaluation:
     ctx_per_sequence_tokens: int = 0  # the tokens one sequence can attend (llama.cpp: n_ctx_seq)
     ctx_beyond_trained: bool = False  # ctx_per_sequence_tokens > max_ctx_trained: needs a context extension
     weights_pricing: object | None = None  # the tensor-by-tensor WeightPricing of a named weight_type, else None
+    # runtime buffers beside the cache (llama.cpp's compute and output buffers); 0 where the runtime adds none
+    compute_buffer_bytes: int = 0
+    output_buffer_bytes: int = 0
+    warnings: tuple[str, ...] = field(default=())  # what the user should know before trusting a figure
+
+    @property
+    def buffers_bytes(self) -> int:
+        """Runtime buffers counted in the total (compute + output) [bytes]."""
+        return self.compute_buffer_bytes + self.output_buffer_bytes
+
+    @property
+    def aggregate_decode_tokens_per_s(self) -> float:
+        """Tokens per second over all sequences: a step reads the weights once and emits one token per sequence."""
+        return self.decode_tokens_per_s * self.scenario.sequences
 
     @property
     def fits(self) -> bool:
