@@ -4,8 +4,9 @@
 probe; :func:`user_catalog` installs both as its external resolvers:
 
 - a model ``hf:ORG/NAME[@REV][:QUANT]`` → :func:`kvplan.hub.resolve.resolve_hub_profile` (cached);
-- the device ``this`` → a quick :func:`kvplan.probe.probe_device` of the machine kvplan runs on,
-  once per process.
+- the device ``this`` → the machine kvplan runs on: its last probe from kvplan's probe cache
+  (:mod:`kvplan.probe.cache`, keyed by the machine), else a quick :func:`kvplan.probe.probe_device`
+  now, which is then kept there. ``kvplan profiles probe`` replaces the kept probe.
 
 Nothing of the Hub or the probe is imported until such a reference is resolved, so a
 ``kvplan check`` with named profiles starts as fast as before.
@@ -18,13 +19,60 @@ from pathlib import Path
 from kvplan.profiles.catalog import Catalog, Resolved
 
 THIS_DEVICE = "this"
-_PROBED: dict[bool, tuple[str, dict]] = {}  # quick → (YAML text, mapping): one probe per process
+_THIS: dict[str, tuple[str, dict, str]] = {}  # "this" → (YAML text, record, note): resolved once a process
 
 
 def user_catalog(profiles_dirs: list[str] | None = None, *, fast: bool = True) -> Catalog:
-    """A :class:`Catalog` over ``profiles_dirs`` that also resolves ``hf:`` models and the device ``this``."""
-    return Catalog(profiles_dirs, fast=fast,
-                   resolvers={("model", "hf:"): hub_model, ("device", THIS_DEVICE): this_device})
+    """A :class:`Catalog` over ``profiles_dirs`` that also resolves ``hf:`` models, local ``*.gguf`` files and the
+    device ``this``."""
+    return _UserCatalog(profiles_dirs, fast=fast,
+                        resolvers={("model", "hf:"): hub_model, ("device", THIS_DEVICE): this_device})
+
+
+class _UserCatalog(Catalog):
+    def model(self, ref: str):
+        text = str(ref).strip()
+        if text.lower().endswith(".gguf") and not text.lower().startswith("hf:"):
+            return local_gguf_model(text, self.fast)
+        return super().model(ref)
+
+
+def local_gguf_model(path_text: str, fast: bool = True) -> Resolved:
+    """A local GGUF file named as a model: its header only (every shard's, for a split model), priced like a Hub
+    file — the same parser and conversion as ``hf:…:QUANT``, so no ``gguf`` package is needed."""
+    from kvplan.errors import NotFoundError
+    from kvplan.hub.gguf_remote import _SPLIT_RE, header_metadata, profile_mapping_from_gguf, read_local_header
+    from kvplan.importers.common import slug
+
+    path = Path(path_text).expanduser()
+    if not path.is_file():
+        raise NotFoundError(f"model {path_text!r}: no such GGUF file")
+    notes = []
+    split = _SPLIT_RE.match(path.name)
+    if split:  # the metadata is in the first shard, whichever one was named
+        count = int(split.group("count"))
+        shards = [path.with_name(f"{split.group('stem')}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+        missing = [s.name for s in shards if not s.is_file()]
+        if missing:
+            raise NotFoundError(f"model {path_text!r}: split GGUF, shard(s) {', '.join(missing)} not beside it")
+        header = read_local_header(shards[0])
+        if header.metadata.get("split.tensors.count") != len(header.tensors):
+            header.tensors[:] = [t for s in shards for t in read_local_header(s).tensors]
+            notes.append(f"split GGUF: the headers of all {count} shards were read")
+    else:
+        header = read_local_header(path)
+    meta, tensors = header_metadata(header)
+    name = slug(split.group("stem") if split else path.stem)
+    _mapping, imported = profile_mapping_from_gguf(meta, tensors, where=str(path), name=name)
+    profile = imported.model
+    if fast:
+        from kvplan.profiles.records import ModelRecord
+
+        profile = ModelRecord(profile.model_dump(mode="json"))
+    size = sum(s.stat().st_size for s in shards) if split else path.stat().st_size
+    note = (f"model {path_text}: GGUF header read ({header.header_bytes:,} of {size:,} bytes; the weights are "
+            "priced from the tensor table, never read)" + "".join(f"; {n}" for n in [*notes, *imported.notes]))
+    return Resolved(profile, path, "file", note)
 
 
 def hub_model(ref: str, fast: bool = True) -> Resolved:
@@ -44,36 +92,95 @@ def hub_model(ref: str, fast: bool = True) -> Resolved:
 
 
 def this_device(ref: str = THIS_DEVICE, fast: bool = True) -> Resolved:
-    """The device ``this``: a quick probe of this machine (memory bandwidth measured, flash the default)."""
-    text, _mapping = probed_profile(quick=True)
-    profile = _validated("device", text, "device 'this' (probed)")
+    """The device ``this``: this machine's last probe from kvplan's probe cache, else a quick probe now (kept)."""
+    text, record, note = _this_machine()
     if fast:
         from kvplan.profiles.records import DeviceRecord
 
-        profile = DeviceRecord(profile.model_dump(mode="json"))
-    note = (f"device {THIS_DEVICE!r}: this machine, probed now (quick: memory bandwidth measured, flash read the "
-            "conservative default); 'kvplan profiles probe -o me.yaml' writes a full profile to keep")
+        profile = DeviceRecord(record)
+    else:
+        profile = _validated("device", text, "device 'this' (probed)")
     return Resolved(profile, Path(THIS_DEVICE), "probe", note)
 
 
-def probed_profile(quick: bool = False, progress=None, name: str | None = None) -> tuple[str, dict]:
-    """(YAML text, mapping) of a probe of this machine, validated as a device profile (a quick unnamed probe
-    is done once per process)."""
-    key = quick and name is None
-    if key and True in _PROBED:
-        return _PROBED[True]
-    from kvplan.importers.common import render_yaml
+def _this_machine() -> tuple[str, dict, str]:
+    """(YAML text, validated record, note) of this machine: from the probe cache, else probed now (once a process)."""
+    if THIS_DEVICE in _THIS:
+        return _THIS[THIS_DEVICE]
+    from kvplan.probe import cache as probe_cache
+
+    kept = probe_cache.load()
+    if _usable(kept):
+        how = "quick probe: flash read the conservative default" if kept["quick"] else "full probe"
+        found = (kept["yaml_text"], kept["record"],
+                 f"device {THIS_DEVICE!r}: this machine as probed {kept['probed'][:16].replace('T', ' ')} ({how}), from kvplan's probe "
+                 "cache; 'kvplan profiles probe' measures again and replaces it")
+    else:
+        text, _mapping, device = _probe(quick=True)
+        record = device.model_dump(mode="json")
+        cached = ("kept in kvplan's probe cache for later runs" if probe_cache.folder() is not None
+                  else "KVPLAN_NO_CACHE is set, so every run probes again")
+        found = (text, record,
+                 f"device {THIS_DEVICE!r}: this machine, probed now (quick: memory bandwidth and compute measured, "
+                 f"flash read the conservative default), {cached}; 'kvplan profiles probe' measures the disk too")
+    _THIS[THIS_DEVICE] = found
+    return found
+
+
+def _usable(kept) -> bool:
+    return (isinstance(kept, dict) and isinstance(kept.get("yaml_text"), str) and isinstance(kept.get("record"), dict)
+            and isinstance(kept.get("quick"), bool) and isinstance(kept.get("probed"), str))
+
+
+def probed_profile(quick: bool = False, progress=None, name: str | None = None, keep: bool = True
+                   ) -> tuple[str, dict]:
+    """(YAML text, mapping) of a probe of this machine, validated as a device profile.
+
+    ``keep``: it also replaces this machine's entry in kvplan's probe cache (what ``--device this`` reads),
+    under the default name whatever ``name`` is.
+    """
+    text, mapping, _device = _probe(quick, progress, name, keep)
+    return text, mapping
+
+
+def _probe(quick: bool = False, progress=None, name: str | None = None, keep: bool = True):
+    """(YAML text, mapping, validated Device) of a probe; see :func:`probed_profile`."""
     from kvplan.probe import probe_device
 
     mapping = probe_device(quick=quick, progress=progress, name=name)
+    text = _render_probe(mapping, quick)
+    device = _validated("device", text, "probed device profile")
+    if keep:
+        from kvplan.probe import cache as probe_cache
+        from kvplan.probe.device import default_name
+        from kvplan.probe.system import today
+
+        text_kept, kept = text, device
+        if mapping["name"] != default_name():
+            text_kept = _render_probe({**mapping, "name": default_name()}, quick)
+            kept = _validated("device", text_kept, "probed device profile")
+        probe_cache.store({"yaml_text": text_kept, "record": kept.model_dump(mode="json"), "quick": quick,
+                           "probed": today()})
+        _THIS.pop(THIS_DEVICE, None)
+    return text, mapping, device
+
+
+def _render_probe(mapping: dict, quick: bool) -> str:
+    from kvplan.importers.common import render_yaml
+
     header = ["Device profile written by 'kvplan profiles probe" + (" --quick" if quick else "") + "': this machine, "
               "measured where 'sources' says so.",
               "A starting point: check each figure against the spec sheet (docs/profiles.md, 'Profiling this machine')."]
-    text = render_yaml([(k, v, "") for k, v in mapping.items()], header)
-    _validated("device", text, "probed device profile")
-    if key:
-        _PROBED[True] = (text, mapping)
-    return text, mapping
+    return render_yaml([(k, v, _comment(k, v)) for k, v in mapping.items()], header)
+
+
+def _comment(key: str, value) -> str:
+    """Sizes are written in exact bytes; the comment gives them in GiB for the reader."""
+    if key in ("ram", "os_reserve"):
+        from kvplan.units import parse_size_bytes
+
+        return f"{parse_size_bytes(value) / 2**30:.2f} GiB"
+    return ""
 
 
 def _validated(kind: str, text: str, where: str):

@@ -149,7 +149,12 @@ def repo_snapshot(repo_id: str, revision: str | None = None, *, token=None, labe
 
 def download_config(repo_id: str, revision: str | None, *, token=None, label: str | None = None
                     ) -> tuple[dict, Path, str]:
-    """config.json through the Hugging Face cache: (parsed config, local path, commit of the snapshot)."""
+    """config.json through the Hugging Face cache: (parsed config, local path, commit of the snapshot).
+
+    ``revision`` as the user wrote it (None: ``main``), not the commit it resolves to: then
+    ``hf_hub_download`` also records ``refs/<revision>`` → commit, which a later offline call
+    (``HF_HUB_OFFLINE=1``) needs to find the snapshot. Asked by commit, it records no ref.
+    """
     hub = require_hub()
     with hub_errors(repo_id, revision, CONFIG_FILE, label):
         path = Path(hub.hf_hub_download(repo_id, CONFIG_FILE, revision=revision, token=token))
@@ -160,6 +165,23 @@ def download_config(repo_id: str, revision: str | None, *, token=None, label: st
     if not isinstance(config, dict):
         raise HubAccessError(f"hf:{repo_id}: config.json is not a JSON object")
     return config, path, path.parent.name  # …/snapshots/<commit>/config.json
+
+
+def cache_index(snapshot: RepoSnapshot, *, token=None, label: str | None = None) -> bool:
+    """Put ``model.safetensors.index.json`` of a sharded repository into the Hugging Face cache.
+
+    A few KB to a few hundred KB; with it, an offline call never answered by kvplan's own cache still
+    has an exact parameter count for a single-dtype checkpoint (:func:`cached_index_params`). False
+    when the repository has no index.
+    """
+    if SAFETENSORS_INDEX not in snapshot.files:
+        return False
+    hub = require_hub()
+    if isinstance(hub.try_to_load_from_cache(snapshot.repo_id, SAFETENSORS_INDEX, revision=snapshot.commit), str):
+        return True  # get_safetensors_metadata fetched it already: not even a HEAD request
+    with hub_errors(snapshot.repo_id, snapshot.commit, SAFETENSORS_INDEX, label):
+        hub.hf_hub_download(snapshot.repo_id, SAFETENSORS_INDEX, revision=snapshot.commit, token=token)
+    return True
 
 
 @dataclass

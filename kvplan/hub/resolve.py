@@ -120,10 +120,15 @@ def _resolve_offline(spec: HubSpec) -> HubProfile:
 
 
 def _from_config(spec: HubSpec, snap, token) -> HubProfile:
-    from kvplan.hub.fetch import download_config, safetensors_params
+    from kvplan.hub.fetch import cache_index, download_config, safetensors_params
 
-    config, _path, _commit = download_config(spec.repo_id, snap.commit, token=token, label=str(spec))
+    # Asked by the revision as written, so that huggingface_hub records refs/<revision> and the standard
+    # cache alone answers a later HF_HUB_OFFLINE=1 call (with KVPLAN_NO_CACHE, or from another tool).
+    config, _path, commit = download_config(spec.repo_id, spec.revision, token=token, label=str(spec))
+    if commit != snap.commit:  # the branch moved between model_info and the download: keep one commit
+        config, _path, _commit = download_config(spec.repo_id, snap.commit, token=token, label=str(spec))
     params = safetensors_params(snap, token=token, label=str(spec))
+    cache_index(snap, token=token, label=str(spec))  # for an offline call that kvplan's cache cannot answer
     return _profile_from_config(spec, config, snap.commit, params, [])
 
 

@@ -54,6 +54,21 @@ def test_check_with_a_hub_model_online_then_offline_from_the_cache(hub, hub_env)
     assert "kvplan's Hub cache" in offline.stderr
 
 
+def test_check_without_kvplans_cache_then_offline_with_the_hub_gone(hub, hub_env):
+    """KVPLAN_NO_CACHE=1: only the Hugging Face cache remembers the model; offline it gives the same check."""
+    hub.add(FakeRepo(REPO, {"config.json": json.dumps(LLAMA_CONFIG).encode()}))  # params from the config both times
+    env = {**hub_env, "KVPLAN_NO_CACHE": "1"}
+    args = ("check", "--device", "pixel8", "--model", f"hf:{REPO}", "--ctx", "8k", "--format", "json")
+    online = kvplan(env, *args)
+    assert online.returncode in (0, 1), online.stderr
+    hub.server.shutdown()
+    hub.server.server_close()
+    offline = kvplan(env, *args, HF_HUB_OFFLINE="1")
+    assert offline.returncode == online.returncode, offline.stderr
+    assert json.loads(offline.stdout) == json.loads(online.stdout)
+    assert "kvplan's Hub cache" not in offline.stderr  # it came from the Hugging Face cache
+
+
 def test_check_offline_from_a_populated_hugging_face_cache(tmp_path, hub_env):
     """A config.json in the standard cache layout (as transformers leaves it), never resolved by kvplan."""
     commit = "0123456789abcdef0123456789abcdef01234567"
@@ -122,3 +137,29 @@ def test_gate_file_with_a_hub_model(hub, hub_env, tmp_path):
     done = kvplan(hub_env, "gate", gate)
     assert done.returncode in (0, 1), done.stderr
     assert "not found" not in done.stderr and "does not exist" not in done.stderr
+
+
+def test_a_local_gguf_file_as_the_model(hub_env, tmp_path):
+    """--model file.gguf reads only the header, with the parser hf:…:QUANT uses (every shard of a split model)."""
+    from kvplan.hub.gguf_remote import read_local_header
+
+    path = write_tiny_llama_gguf(tmp_path / "Tiny-Q8_0.gguf", vocab=3000, hidden=128)
+    done = kvplan(hub_env, "check", "-d", "pixel8", "-m", path, "--ctx", "4k", "--format", "json")
+    assert done.returncode in (0, 1), done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["model"] == "tiny-q8_0" and doc["memory"]["weights_bytes"] == sum(t.nbytes for t in read_local_header(path).tensors)
+    assert "GGUF header read" in done.stderr
+    write_tiny_llama_gguf(tmp_path / "Split.gguf", vocab=300, hidden=64, split_max_tensors=20)
+    shards = sorted(tmp_path.glob("Split-*-of-*.gguf"))
+    assert len(shards) == 2
+    split = kvplan(hub_env, "check", "-d", "pixel8", "-m", shards[0], "--ctx", "1k", "--format", "json")
+    assert split.returncode in (0, 1), split.stderr
+    total = sum(t.nbytes for s in shards for t in read_local_header(s).tensors)
+    assert json.loads(split.stdout)["memory"]["weights_bytes"] == total
+    second = kvplan(hub_env, "check", "-d", "pixel8", "-m", shards[1], "--ctx", "1k", "--format", "json")
+    assert json.loads(second.stdout)["memory"]["weights_bytes"] == total  # any shard names the whole model
+    shards[1].unlink()
+    broken = kvplan(hub_env, "check", "-d", "pixel8", "-m", shards[0], "--ctx", "1k")
+    assert broken.returncode == 2 and "not beside it" in broken.stderr and len(broken.stderr.splitlines()) == 1
+    missing = kvplan(hub_env, "check", "-d", "pixel8", "-m", tmp_path / "none.gguf", "--ctx", "1k")
+    assert missing.returncode == 2 and "no such GGUF file" in missing.stderr

@@ -47,6 +47,7 @@ class FakeRepo:
     gated: bool = False
     safetensors: dict | None = None  # model_info's summary: {"parameters": {...}, "total": n}
     commit: str = ""
+    tags: tuple[str, ...] = ()  # further revisions (branches or tags) pointing at ``commit``
 
     def __post_init__(self):
         if not self.commit:
@@ -152,7 +153,7 @@ def _handler(hub: FakeHub):
             return repo
 
         def _revision_ok(self, repo: FakeRepo, rev: str) -> bool:
-            if unquote(rev) in ("main", repo.commit):
+            if unquote(rev) in ("main", repo.commit, *repo.tags):
                 return True
             self._error(404, "RevisionNotFound", "Invalid rev id: " + unquote(rev))
             return False

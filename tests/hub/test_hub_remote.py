@@ -42,13 +42,14 @@ def test_config_end_to_end_with_the_hubs_safetensors_summary(hub, hub_env):
     assert repo.commit in m["sources"]["config"] and hub.url in m["sources"]["config"]
     assert out["origin"] == f"hf:TinyLlama/TinyLlama-1.1B-Chat-v1.0@{repo.commit}/config.json"
     assert out["record"]["params"] == 1_100_048_384 and out["from_cache"] is False
-    # model_info once, config.json HEAD + GET, and nothing else
+    # model_info once, config.json HEAD (by the revision asked, so the ref is recorded) + GET, nothing else
     assert [(r.method, r.path.split("/resolve/")[-1]) for r in hub.log] == [
-        ("GET", "/api/models/TinyLlama/TinyLlama-1.1B-Chat-v1.0"), ("HEAD", f"{repo.commit}/config.json"),
-        ("GET", f"{repo.commit}/config.json")]
-    # the file is in the standard Hugging Face cache layout
-    snap = hub_env["HF_HUB_CACHE"] + f"/models--TinyLlama--TinyLlama-1.1B-Chat-v1.0/snapshots/{repo.commit}/config.json"
-    assert json.loads(Path(snap).read_text()) == LLAMA_CONFIG
+        ("GET", "/api/models/TinyLlama/TinyLlama-1.1B-Chat-v1.0"), ("HEAD", "main/config.json"),
+        ("GET", "main/config.json")]
+    # the file is in the standard Hugging Face cache layout, refs/main included
+    root = Path(hub_env["HF_HUB_CACHE"]) / "models--TinyLlama--TinyLlama-1.1B-Chat-v1.0"
+    assert json.loads((root / "snapshots" / repo.commit / "config.json").read_text()) == LLAMA_CONFIG
+    assert (root / "refs" / "main").read_text() == repo.commit
 
 
 def test_safetensors_metadata_param_count_from_the_file_headers(hub, hub_env):
@@ -138,6 +139,65 @@ def test_unreachable_endpoint(hub_env):
     assert f"cannot reach http://127.0.0.1:{port}" in out["message"] and "HF_HUB_OFFLINE=1" in out["message"]
 
 
+def _shut_down(hub) -> None:
+    hub.server.shutdown()
+    hub.server.server_close()
+
+
+def _figures(mapping: dict) -> dict:
+    """The profile without its prose: an offline build says 'offline' in sources and notes, nothing else differs."""
+    return {k: v for k, v in mapping.items() if k != "sources"}
+
+
+@pytest.mark.parametrize("revision", [None, "v1.0"])
+def test_online_without_kvplans_cache_then_offline_from_the_hugging_face_cache(hub, hub_env, revision):
+    """KVPLAN_NO_CACHE=1 online, then HF_HUB_OFFLINE=1 with the Hub gone: the standard cache alone answers."""
+    # a sharded bfloat16 checkpoint, with the Hub's safetensors summary as the real Hub sends it:
+    # 2 shards of 100 × 8 and 100 × 8 + 8 BF16 values = 1,608 parameters = index total_size 3,216 B / 2 B
+    a = safetensors_file({"model.embed_tokens.weight": ("BF16", [100, 8])})
+    b = safetensors_file({"lm_head.weight": ("BF16", [100, 8]), "model.norm.weight": ("BF16", [8])})
+    index = {"metadata": {"total_size": 3216}, "weight_map": {
+        "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+        "lm_head.weight": "model-00002-of-00002.safetensors", "model.norm.weight": "model-00002-of-00002.safetensors"}}
+    repo = hub.add(FakeRepo("org/sharded-bf16", {
+        "config.json": json.dumps(LLAMA_CONFIG).encode(), "model.safetensors.index.json": json.dumps(index).encode(),
+        "model-00001-of-00002.safetensors": a, "model-00002-of-00002.safetensors": b},
+        safetensors={"parameters": {"BF16": 1608}, "total": 1608}, tags=("v1.0",)))
+    ref = "hf:org/sharded-bf16" + (f"@{revision}" if revision else "")
+    env = {**hub_env, "KVPLAN_NO_CACHE": "1"}
+    online = resolve_in_subprocess(ref, env)
+    assert online["ok"], online
+    assert online["mapping"]["params"] == 1608 and not online["from_cache"]
+    root = Path(hub_env["HF_HUB_CACHE"]) / "models--org--sharded-bf16"
+    assert (root / "refs" / (revision or "main")).read_text() == repo.commit
+    assert (root / "snapshots" / repo.commit / "model.safetensors.index.json").is_file()
+    assert not any(Path(hub_env["KVPLAN_CACHE_DIR"]).glob("**/*.json"))  # kvplan's cache stayed off
+    assert hub.bytes_served("model-00001-of-00002.safetensors") == 0  # the summary sufficed: no shard read
+
+    _shut_down(hub)
+    served = len(hub.log)
+    offline = resolve_in_subprocess(ref, env, HF_HUB_OFFLINE="1")
+    assert offline["ok"], offline
+    assert _figures(offline["mapping"]) == _figures(online["mapping"])
+    assert {k: v for k, v in offline["record"].items() if k != "sources"} == \
+        {k: v for k, v in online["record"].items() if k != "sources"}
+    assert offline["origin"] == online["origin"] == f"hf:org/sharded-bf16@{repo.commit}/config.json"
+    assert "total_size 3,216 bytes / 2 bytes per BF16 value = 1,608" in offline["mapping"]["sources"]["params"]
+    assert len(hub.log) == served
+
+
+def test_online_without_kvplans_cache_then_offline_config_only(hub, hub_env):
+    """No safetensors at all: the offline profile is the online one, params derived from the config both times."""
+    hub.add(config_repo("org/plain"))
+    env = {**hub_env, "KVPLAN_NO_CACHE": "1"}
+    online = resolve_in_subprocess("hf:org/plain", env)
+    assert online["ok"] and online["mapping"]["params"] == LLAMA_DERIVED_PARAMS, online
+    _shut_down(hub)
+    offline = resolve_in_subprocess("hf:org/plain", env, HF_HUB_OFFLINE="1")
+    assert offline["ok"], offline
+    assert _figures(offline["mapping"]) == _figures(online["mapping"])
+
+
 def test_offline_from_a_prepared_hugging_face_cache(tmp_path, hub_env):
     """The cache layout huggingface_hub documents: blobs/<etag>, snapshots/<commit>/<file> → blob, refs/main."""
     commit = "0123456789abcdef0123456789abcdef01234567"
@@ -186,7 +246,7 @@ def test_gguf_header_by_range_never_reads_the_weights(hub, hub_env, gguf_repo):
     m = out["mapping"]
     assert m["name"] == "tiny-llama-q8_0" and m["architecture"] == "llama"
     assert (m["layers"], m["attention_heads"], m["kv_heads"], m["head_dim"], m["vocab_size"]) == (4, 8, 2, 32, 60000)
-    assert m["weights"] == sum(t.nbytes for t in header.tensors)
+    assert out["record"]["weights"] == sum(t.nbytes for t in header.tensors)  # base units
     assert out["origin"] == f"hf:someone/Tiny-Llama-GGUF@{repo.commit}/Tiny-Llama-Q8_0.gguf"
 
     served = hub.bytes_served("Tiny-Llama-Q8_0.gguf")
@@ -244,7 +304,7 @@ def test_split_gguf_reads_every_shard_header(hub, hub_env, tmp_path):
     from kvplan.hub.gguf_remote import read_local_header
 
     headers = [read_local_header(p) for p in shards]
-    assert out["mapping"]["weights"] == sum(t.nbytes for h in headers for t in h.tensors)
+    assert out["record"]["weights"] == sum(t.nbytes for h in headers for t in h.tensors)
     assert any("header of every shard was read" in n for n in out["notes"])
     for p, h in zip(shards, headers):
         assert hub.bytes_served(p.name) <= p.stat().st_size  # tiny files: one request each

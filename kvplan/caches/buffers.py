@@ -1,0 +1,74 @@
+"""llama.cpp's buffers beside the KV cache for one model and runtime spec: the compute and output buffers.
+
+The closed forms live in :mod:`kvplan.engine.llamacpp_buffers` (CPU backend); this module feeds them a
+model profile and a :class:`~kvplan.profiles.runtime.LlamaCppSpec`, deciding what llama.cpp decides:
+``-fa auto`` resolves to on for the CPU backend (it supports flash attention for every cache type
+kvplan accepts), and only the interleaved-window architectures keep their window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.engine import llamacpp_buffers as lb
+
+#: model fields the compute-buffer formula reads; without them the buffer is unknown, not zero
+SHAPE_FIELDS = ("hidden_size", "intermediate_size", "vocab_size")
+
+
+@dataclass(frozen=True)
+class LlamaCppBuffers:
+    """The two buffers llama.cpp allocates besides weights and KV cache [bytes]."""
+
+    compute_bytes: int
+    output_bytes: int
+    flash_attn: bool
+    ubatch: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.compute_bytes + self.output_bytes
+
+
+class _ProfileView:
+    """A model profile (pydantic model or cached record) read as the mapping the engine's helper takes."""
+
+    def __init__(self, model):
+        self._model = model
+
+    def __getitem__(self, key):
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def get(self, key, default=None):
+        value = getattr(self._model, key, None)
+        if key == "kv_heads" and isinstance(value, (list, tuple)):  # per-layer heads: the widest layer
+            value = max(value)
+        return default if value is None else value
+
+
+def missing_shape_fields(model) -> tuple[str, ...]:
+    """The shape fields a profile lacks for the compute buffer (empty: it can be priced)."""
+    return tuple(f for f in SHAPE_FIELDS if not getattr(model, f, None))
+
+
+def flash_attn_on(spec) -> bool:
+    """``-fa``: on and auto are on (the CPU backend runs flash attention), off is off."""
+    return spec.flash_attn != "off"
+
+
+def llamacpp_buffers(spec, model, ctx: int, sequences: int) -> LlamaCppBuffers | None:
+    """The compute and output buffers of ``-c ctx -np sequences`` under ``spec``; None when the profile lacks
+    a shape field (:data:`SHAPE_FIELDS`)."""
+    if missing_shape_fields(model):
+        return None
+    requested = int(ctx) if ctx else int(model.max_context or 0)
+    fa = flash_attn_on(spec)
+    compute = lb.compute_buffer_bytes_from_profile(
+        _ProfileView(model), n_ctx=requested, n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa,
+        n_seq_max=int(sequences), kv_unified=spec.kv_unified)
+    output = lb.output_buffer_bytes(model.vocab_size, n_seq_max=int(sequences))
+    ubatch = min(spec.ubatch, spec.batch, max(requested, 1))
+    return LlamaCppBuffers(int(compute), int(output), fa, ubatch)
