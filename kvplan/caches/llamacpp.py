@@ -21,6 +21,9 @@ Rules, each from llama.cpp's own source (file :: function):
   ``set_swa_pattern(2)``, gemma3 ``set_swa_pattern(6)``); Mistral v0.1 is converted as
   ``llama`` (no window) and Phi-3's window is disabled on purpose (ggml-org/llama.cpp#13676).
 - A quantized V cache needs flash attention (``llama_init_from_model`` refuses it otherwise).
+- An MLA model (``llama_hparams::is_mla``) takes one cache type: ``src/llama-context.cpp`` ::
+  ``llama_init_from_model`` refuses ``type_k != type_v`` ("model does not support different K
+  (%s) and V (%s) cache types").
 - Output buffer (``src/llama-context.cpp`` :: ``llama_context::output_reserve``): ``n_vocab``
   float32 logits per output row, ``n_seq_max`` rows reserved — real memory, not KV.
 """
@@ -321,6 +324,11 @@ def llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None = N
     k_format, v_format = (as_llamacpp_type(f) for f in asked)
     _check_type(k_format, "k")
     _check_type(v_format, "v")
+    if model.mla is not None and k_format != v_format:
+        raise FieldError(("k_type", "v_type"), f"llama.cpp refuses different K ({k_format.name}) and V "
+                         f"({v_format.name}) cache types for an MLA model (llama_init_from_model: model does not "
+                         "support different K and V cache types); give one {kv_type}",
+                         about=("k_bits", "v_bits", "kv_type", "kv_bits", "runtime"))
     if v_format.group_size and spec.flash_attn == "off":
         raise FieldError(FORMAT_FIELDS["v"] + ("runtime",), f"llama.cpp refuses a quantized V cache ({v_format.name}) "
                          "without flash attention (llama_init_from_model: V cache quantization requires flash_attn); "

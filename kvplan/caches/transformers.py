@@ -16,11 +16,18 @@ Rules, each from transformers' own source (file :: class.method):
 - ``StaticLayer.lazy_initialization`` allocates ``max_cache_len`` tokens;
   ``StaticSlidingWindowLayer.__init__`` ``min(max_cache_len, window)``; attention reads
   every slot (``get_mask_sizes`` returns ``max_cache_len``).
-- ``src/transformers/models/deepseek_v2/modeling_deepseek_v2.py`` ::
-  ``DeepseekV2Attention.forward`` expands the latent with ``kv_b_proj`` *before*
-  ``past_key_values.update``: the cache holds per-head K (``qk_nope + qk_rope``) and V
-  (``v_head_dim``), not the MLA latent.
+- MLA (multi-head latent attention), ``src/transformers/models/deepseek_v2/modeling_deepseek_v2.py``
+  :: ``DeepseekV2Attention.forward`` (and ``DeepseekV3Attention.forward``): since transformers
+  5.15.0 ``cache.update`` is called on the compressed latent, viewed as one head — keys
+  ``kv_a_layernorm(kv_nope)`` ``[batch, 1, N, kv_lora_rank]``, values the RoPE'd shared key
+  ``k_pe`` ``[batch, 1, N, qk_rope_head_dim]`` — and ``expand_kv`` decompresses it after the
+  update, on every forward. Up to 5.14.1 (4.x included) the latent was expanded with
+  ``kv_b_proj`` *before* ``past_key_values.update``: per-head K (``heads × (qk_nope + qk_rope)``)
+  and V (``heads × v_head_dim``). Measured with the real ``DynamicCache`` / ``StaticCache``
+  (tests/harness/transformers_cache.py, tests/data/runtimes/transformers/).
 - Tensors are in the model's dtype (float32 / float16 / bfloat16); there are no block types.
+  ``StaticLayer`` also keeps a 0-dim int64 ``cumulative_length`` (8 bytes a layer): bookkeeping,
+  not priced.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
 from kvplan.profiles.runtime import TransformersSpec
 
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+LATENT_SINCE = "5.15.0"  # first release whose DeepseekV2/V3Attention.forward caches the MLA latent
 
 
 @dataclass(frozen=True)
@@ -172,13 +180,11 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
              "DynamicCache: full-attention layers hold every token" if spec.cache == "dynamic"
              else "StaticCache: tensors preallocated"]
     if model.mla is not None:
-        rules.append(f"MLA model, but transformers caches the expanded per-head K ({model.kv_heads_of(0)} × "
-                     f"{model.head_dim}) and V ({model.kv_heads_of(0)} × {model.v_dim}), not the latent")
+        rules.append(mla_rule(model, k_format))
     full_bpt = sliding_bpt = 0
     global_layers = 0
     for layer in range(model.layers):
-        n_kv = model.kv_heads_of(layer)
-        b = k_format.row_bytes(n_kv * model.head_dim) + v_format.row_bytes(n_kv * model.v_dim)
+        b = layer_bytes_per_token(model, layer, k_format, v_format)
         if model.is_local(layer):
             sliding_bpt += b
         else:
@@ -189,3 +195,26 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
         rules.append(f"{model.layers - global_layers} of {model.layers} layers slide (window {window:,})")
     return TransformersCache(spec, k_format, v_format, full_bpt, sliding_bpt, window, global_layers,
                              model.layers - global_layers, tuple(rules))
+
+
+def layer_bytes_per_token(model, layer: int, k_format: ElementFormat, v_format: ElementFormat) -> int:
+    """K+V bytes one token adds to ``layer``: the MLA latent (keys ``kv_lora_rank``, values
+    ``qk_rope_head_dim``, one head) or per-head K and V."""
+    if model.mla is not None:
+        return k_format.row_bytes(model.mla.kv_lora_rank) + v_format.row_bytes(model.mla.qk_rope_head_dim)
+    n_kv = model.kv_heads_of(layer)
+    return k_format.row_bytes(n_kv * model.head_dim) + v_format.row_bytes(n_kv * model.v_dim)
+
+
+def expanded_mla_bytes_per_token(model, fmt: ElementFormat) -> int:
+    """What transformers up to 5.14.1 cached for an MLA model, per token over all layers: ``kv_b_proj``
+    gives every attention head its own K (``qk_nope + qk_rope`` = ``head_dim``) and V (``v_head_dim``)."""
+    return model.layers * (fmt.row_bytes(model.attention_heads * model.head_dim)
+                           + fmt.row_bytes(model.attention_heads * model.v_dim))
+
+
+def mla_rule(model, fmt: ElementFormat) -> str:
+    latent = model.layers * layer_bytes_per_token(model, 0, fmt, fmt)
+    return (f"MLA latent cached (transformers ≥ {LATENT_SINCE}): {model.mla.kv_lora_rank} + "
+            f"{model.mla.qk_rope_head_dim} values per token per layer, {latent:,} B/token; ≤ 5.14.1 cached "
+            f"per-head K/V, {expanded_mla_bytes_per_token(model, fmt):,} B/token")

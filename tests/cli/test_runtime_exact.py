@@ -73,7 +73,10 @@ def _hf_sliding(p, i):
 def expected_transformers(p, ctx, n):
     steady = peak = 0
     for i in range(p["layers"]):
-        row = _kv_heads(p, i) * (p["head_dim"] + p.get("v_head_dim", p["head_dim"])) * 2  # f16, expanded heads
+        if p.get("mla"):  # transformers ≥ 5.15 caches the latent: keys kv_lora_rank, values qk_rope_head_dim
+            row = (p["mla"]["kv_lora_rank"] + p["mla"]["qk_rope_head_dim"]) * 2  # f16
+        else:
+            row = _kv_heads(p, i) * (p["head_dim"] + p.get("v_head_dim", p["head_dim"])) * 2  # f16
         kept = min(ctx, p["sliding_window"]) if _hf_sliding(p, i) else ctx
         steady += row * kept * n
         peak += row * ctx * n

@@ -63,10 +63,13 @@ def test_static_cache():
         c.kv_bytes(9000)
 
 
-def test_mla_is_expanded_per_head():
-    # deepseek-v2-lite in transformers: 16 heads × (192 K + 128 V) × 2 B = 10,240 B per token per layer;
-    # 27 layers × 10,240 × 4096 = 1,132,462,080 (the latent would be 27 × 576 × 2 × 4096 = 127,401,984)
-    assert cache("deepseek-v2-lite").kv_bytes(4096) == 1_132_462_080
+def test_mla_caches_the_latent():
+    # deepseek-v2-lite in transformers ≥ 5.15: keys 512 + values 64 = 576 values × 2 B = 1,152 B per token per
+    # layer; 27 layers × 1,152 × 4096 = 127,401,984 (≤ 5.14.1 expanded 16 heads × (192 + 128) × 2 B = 10,240 B
+    # per token per layer: 27 × 10,240 = 276,480 B/token, named in the rule)
+    c = cache("deepseek-v2-lite")
+    assert c.kv_bytes(4096) == c.kv_peak_bytes(4096) == 127_401_984
+    assert any("276,480 B/token" in rule for rule in c.rules)
 
 
 def test_dtypes_and_refusals():
