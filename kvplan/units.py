@@ -1,8 +1,22 @@
-"""Parsing quantities with explicit units into base units (bytes, bytes/s, FLOP/s, counts, tokens).
+"""Parsing quantities with explicit units into base units (bytes, bytes/s, FLOP/s, counts, tokens, fractions).
 
-SI prefixes are powers of 1000 (``8 GB`` = 8,000,000,000 bytes), IEC prefixes powers of
-1024 (``8 GiB`` = 8,589,934,592 bytes); the two are never confused. Token counts follow
-the convention every runtime and model card uses: ``8k`` = 8,192 tokens, ``1M`` = 1,048,576.
+The one home of kvplan's input rules (docs/profiles.md "Units", docs/cli.md "Numbers and units"):
+
+- **Sizes and rates need a unit.** SI prefixes are powers of 1000 (``8 GB`` = 8,000,000,000 bytes), IEC
+  prefixes powers of 1024 (``8 GiB`` = 8,589,934,592 bytes); the two are never confused. A bare number is
+  refused (only ``0`` needs no unit), and the message suggests the likely unit by one rule: below 1,000 the
+  big unit (``2`` → ``2 GB``, ``50`` → ``50 GB/s``, ``2.1`` → ``2.1 TFLOP/s``), from 1,000 to below a million
+  the next one down (``2100`` → ``2100 MB/s``), from a million up the base unit it then looks like
+  (``8000000000`` → ``8000000000 B (8 GB)``).
+- **Token counts** are ``8192``, ``8,192`` (thousands separators as kvplan prints them), ``8k``/``8K``
+  (k = 1,024) or ``1M`` (M = 1,048,576), the convention of runtimes and model cards. Exponent notation
+  (``1e6``) is refused, because it reads as 1,000,000 where ``1M`` is 1,048,576; so is a size (``8kb``).
+  In a list, a comma followed by exactly three digits is a thousands separator (``1k,8,192`` is 1,024 and
+  8,192) unless the list also has a number of four or more digits without separators (``1,255,1000`` is three
+  values); a comma followed by anything else, or by a space, separates values (:func:`split_token_list`).
+- **Counts** (params …) may be bare or use SI ``k``/``M``/``B``/``T`` (``6.74B`` = 6,740,000,000).
+- **Fractions** are ``0.6`` or ``60%``; a bare number above 1 is refused with the percentage it probably is.
+
 Parsing goes through :class:`decimal.Decimal`, so ``6.74B`` is exactly 6,740,000,000.
 """
 
@@ -18,6 +32,7 @@ _SI = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 
 _IEC = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
 _COUNT = {"": 1, "K": 10**3, "k": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
 _TOKENS = {"": 1, "k": 2**10, "K": 2**10, "M": 2**20, "m": 2**20}
+TOKENS_RULE = "k = 1,024 tokens, M = 1,048,576: 8k = 8,192 = 8192; no exponents (1e6)"
 
 # Anything beyond this is a typo, not a device or a model (an exabyte of RAM, 10^18 params).
 MAX_QUANTITY = 10**18
@@ -27,8 +42,15 @@ _SIZE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>[kKMGTP]i?)?(?P<unit>B)\s*$")
 _RATE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>[kKMGTP]i?)?(?P<unit>B/s|Bps)\s*$")
 _FLOPS_RE = re.compile(_NUMBER + r"\s*(?P<prefix>[kKMGTP])?(?P<unit>FLOP/s|FLOPS)\s*$")
 _COUNT_RE = re.compile(_NUMBER + r"\s*(?P<prefix>[kKMBGT])?\s*$")
-_TOKENS_RE = re.compile(_NUMBER + r"\s*(?P<prefix>[kKMm])?\s*$")
+_TOKENS_RE = re.compile(r"(?P<num>[+-]?\d+(?:\.\d*)?|\.\d+)\s*(?P<prefix>[kKMm])?\s*$")
+_GROUPED_RE = re.compile(r"\d{1,3}(?:,\d{3})+$")  # 8,192 and 1,048,576: how kvplan prints token counts
+_EXPONENT_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)[eE][+-]?\d+$")
 _PLAIN_RE = re.compile(_NUMBER + r"\s*$")
+_PERCENT_RE = re.compile(_NUMBER + r"\s*%\s*$")
+
+# The unit a bare number probably meant (module docstring): below 1,000, then below a million, then base units.
+_BARE_UNITS = {"a size": ("GB", "MB", "B"), "a rate": ("GB/s", "MB/s", "B/s"),
+               "a compute throughput": ("TFLOP/s", "GFLOP/s", "FLOP/s")}
 
 
 def _multiplier(prefix: str | None) -> int:
@@ -79,72 +101,165 @@ def _kind_hint(text: str) -> str:
     return "an unknown unit"
 
 
+_UNIT_SPELLINGS = ("B", "kB", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "B/s", "kB/s", "MB/s", "GB/s",
+                   "TB/s", "KiB/s", "MiB/s", "GiB/s", "GFLOP/s", "TFLOP/s")
+
+
 def _case_hint(text: str) -> str:
     """Suggest the spelling when only the letter case is wrong (``2gb`` → ``2 GB``)."""
-    for regex in (_SIZE_RE, _RATE_RE, _FLOPS_RE):
-        m = re.match(r"^\s*([0-9.eE+-]+)\s*([a-zA-Z/]+)\s*$", text)
-        if not m:
-            return ""
-        number, unit = m.groups()
-        for candidate_unit in ("B", "kB", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "B/s", "kB/s", "MB/s",
-                               "GB/s", "TB/s", "KiB/s", "MiB/s", "GiB/s", "GFLOP/s", "TFLOP/s"):
-            if unit.lower() == candidate_unit.lower() and unit != candidate_unit:
-                return f" (units are case-sensitive: did you mean '{number} {candidate_unit}'?)"
+    m = re.match(r"^\s*([0-9.eE+-]+)\s*([a-zA-Z/]+)\s*$", text)
+    if not m:
+        return ""
+    number, unit = m.groups()
+    for candidate_unit in _UNIT_SPELLINGS:
+        if unit.lower() == candidate_unit.lower() and unit != candidate_unit:
+            return f" (units are case-sensitive: did you mean '{number} {candidate_unit}'?)"
     return ""
 
 
-def _parse(value: object, regex: re.Pattern[str], table: dict[str, int] | None, what: str,
-           example: str, *, integral: bool, positive: bool) -> Decimal:
+def _si_text(value: Decimal, unit: str) -> str:
+    """``8000000000`` B → ``8 GB``: a reading of a large base-unit figure (three significant digits)."""
+    prefixes = (("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
+    prefix, scale = next(((p, s) for p, s in prefixes if abs(value) >= s), ("", 1))
+    return f"{float(value) / scale:.3g} {prefix}{unit}"
+
+
+def _bare_hint(number: Decimal, text: str, what: str) -> str:
+    """The unit a bare ``text`` (= ``number``) probably meant, by the rule of the module docstring."""
+    big, mid, base = _BARE_UNITS[what]
+    if abs(number) >= 10**6:
+        return f"{text} {base} ({_si_text(number, base)})"
+    return f"{text} {big if abs(number) < 1000 else mid}"
+
+
+def _refuse_bare(number: Decimal, text: str, what: str, *, positive: bool) -> Decimal:
+    """A bare number for a size or rate: zero stands (when allowed), anything else asks for its unit."""
+    _finish(number, what, integral=False, positive=positive)
+    if number == 0:
+        return number
+    raise QuantityError(f"{text} has no unit: did you mean {_bare_hint(number, text, what)}?")
+
+
+def _parse_with_unit(value: object, regex: re.Pattern[str], what: str, example: str, *, positive: bool) -> Decimal:
+    """A size, rate or throughput: a string with its unit; a bare number only when it is zero."""
     if not isinstance(value, str):
         number = _check_plain(value, what)
-        return _finish(number, what, integral=integral, positive=positive)
+        return _refuse_bare(number, repr(value) if isinstance(value, float) else str(value), what, positive=positive)
     text = value.strip()
-    plain = _PLAIN_RE.match(text)
-    if plain:
-        return _finish(_decimal(plain["num"]), what, integral=integral, positive=positive)
+    if _PLAIN_RE.match(text):
+        return _refuse_bare(_decimal(text), text, what, positive=positive)
     match = regex.match(text)
     if not match:
         raise QuantityError(f"expected {what} like {example!r}, got {_kind_hint(text)} {value!r}{_case_hint(text)}")
-    scale = table.get(match["prefix"] or "") if table is not None else _multiplier(match["prefix"])
-    number = _decimal(match["num"]) * scale
-    return _finish(number, what, integral=integral, positive=positive)
+    number = _decimal(match["num"]) * _multiplier(match["prefix"])
+    return _finish(number, what, integral=False, positive=positive)
 
 
 def parse_size_bytes(value: object, *, positive: bool = False) -> int:
-    """Parse a size such as ``8 GB``, ``8 GiB``, ``512MB`` or a plain number of bytes.
+    """Parse a size such as ``8 GB``, ``8 GiB``, ``512MB`` or ``8000000000 B``; a bare number only if it is 0.
 
     Fractions of a byte that a prefix produces (``3.7 GiB``) round up: a buffer of
-    3.7 GiB needs every one of its bytes. A plain number must be whole: ``1.5`` bytes is
-    almost certainly a forgotten unit.
+    3.7 GiB needs every one of its bytes.
     """
-    if isinstance(value, float) or (isinstance(value, str) and _PLAIN_RE.match(value.strip())):
-        plain = _check_plain(value, "a size") if not isinstance(value, str) else _decimal(value.strip())
-        if plain.is_finite() and plain != plain.to_integral_value():
-            raise QuantityError(f"a size without a unit is a number of bytes and must be whole, got {value!r}: "
-                                f"did you mean '{value} GB'?")
-    number = _parse(value, _SIZE_RE, None, "a size", "8 GB", integral=False, positive=positive)
+    number = _parse_with_unit(value, _SIZE_RE, "a size", "8 GB", positive=positive)
     return int(number.to_integral_value(rounding="ROUND_CEILING"))
 
 
 def parse_rate_bytes_per_s(value: object) -> float:
-    """Parse a transfer rate such as ``51.2 GB/s`` or ``3 GiB/s`` into bytes/s (always positive)."""
-    return float(_parse(value, _RATE_RE, None, "a rate", "51.2 GB/s", integral=False, positive=True))
+    """Parse a transfer rate such as ``51.2 GB/s`` or ``3 GiB/s`` into bytes/s (always positive, unit required)."""
+    return float(_parse_with_unit(value, _RATE_RE, "a rate", "51.2 GB/s", positive=True))
 
 
 def parse_flop_per_s(value: object) -> float:
-    """Parse a compute throughput such as ``2.1 TFLOP/s`` (or ``TFLOPS``) into FLOP/s."""
-    return float(_parse(value, _FLOPS_RE, None, "a compute throughput", "2.1 TFLOP/s",
-                        integral=False, positive=True))
+    """Parse a compute throughput such as ``2.1 TFLOP/s`` (or ``TFLOPS``) into FLOP/s (unit required)."""
+    return float(_parse_with_unit(value, _FLOPS_RE, "a compute throughput", "2.1 TFLOP/s", positive=True))
 
 
 def parse_count(value: object) -> int:
     """Parse a count such as ``6.74B`` (billion), ``494M``, ``7e9`` or a plain integer."""
-    return int(_parse(value, _COUNT_RE, _COUNT, "a count", "6.74B", integral=True, positive=True))
+    if not isinstance(value, str):
+        return int(_finish(_check_plain(value, "a count"), "a count", integral=True, positive=True))
+    text = value.strip()
+    match = _COUNT_RE.match(text)
+    if not match:
+        raise QuantityError(f"expected a count like '6.74B', got {_kind_hint(text)} {value!r}{_case_hint(text)}")
+    number = _decimal(match["num"]) * _COUNT[match["prefix"] or ""]
+    return int(_finish(number, "a count", integral=True, positive=True))
 
 
-def parse_tokens(value: object, *, positive: bool = True) -> int:
-    """Parse a token count such as ``8192``, ``8k`` (= 8192) or ``32K``; ``1M`` = 1,048,576."""
-    return int(_parse(value, _TOKENS_RE, _TOKENS, "a token count", "8k", integral=True, positive=positive))
+def _token_number(text: str) -> Decimal | None:
+    """The tokens ``text`` spells (``8192``, ``8,192``, ``8k``, ``1.5k``, ``1M``), or None."""
+    if _GROUPED_RE.match(text):
+        return Decimal(text.replace(",", ""))
+    match = _TOKENS_RE.match(text)
+    if match:
+        return _decimal(match["num"]) * _TOKENS[match["prefix"] or ""]
+    return None
+
+
+def _token_mistake(text: str, noun: str) -> str:
+    """Why ``text`` is not a token count, in words that say what it looks like instead."""
+    if _EXPONENT_RE.match(text):
+        number = _decimal(text)
+        if number != number.to_integral_value():
+            return f"{noun} is a whole number of tokens, got {text!r}"
+        binary = {3: "k", 6: "M"}.get(number.adjusted())
+        alternative = ""
+        if binary is not None:
+            mantissa = (number / Decimal(10) ** number.adjusted()).normalize()
+            scaled = mantissa * _TOKENS[binary]
+            if scaled == scaled.to_integral_value():
+                alternative = f" or {mantissa:f}{binary} ({int(scaled):,} tokens)"
+        return (f"{text} is exponent notation, which {noun} does not take: write {int(number):d} "
+                f"({int(number):,} tokens){alternative}")
+    size = _SIZE_RE.match(text) or _RATE_RE.match(text) or re.match(
+        r"(?P<num>[0-9.]+)\s*(?P<prefix>[kKMGTPm]i?)?(?P<unit>[bB](?:/s)?|[bB]ytes?)\s*$", text)
+    if size:
+        prefix = (size["prefix"] or "").rstrip("i")
+        prefix = {"K": "k", "m": "M"}.get(prefix, prefix)
+        spelled = f"{size['num']}{prefix}" if prefix in ("", "k", "M") else "8k"
+        number = _token_number(spelled)
+        tokens = f" ({int(number):,} tokens)" if number is not None and number == int(number) else ""
+        if number is None or number != int(number) or number <= 0:
+            spelled, tokens = "8k", " (8,192 tokens)"
+        if noun == "a token count":
+            return f"{text} is a size, not a token count such as {spelled}{tokens}"
+        return f"{text} is a size; {noun} is a token count such as {spelled}{tokens}"
+    if "," in text:
+        return (f"expected a token count like '8k', '8192' or '8,192', got {text!r} (thousands separators go every "
+                "three digits: 8,192)")
+    return f"expected a token count like '8k', '8192' or '8,192' (k = 1,024 tokens, M = 1,048,576), got {text!r}"
+
+
+def parse_tokens(value: object, *, positive: bool = True, noun: str = "a token count") -> int:
+    """Parse a token count: ``8192``, ``8,192``, ``8k``/``8K`` (= 8,192), ``1M`` (= 1,048,576).
+
+    Exponent notation and sizes are refused with a message that says why (module docstring); ``noun`` names
+    the count in it (``a context``).
+    """
+    if not isinstance(value, str):
+        number = _check_plain(value, "a token count")
+        return int(_finish(number, "a token count", integral=True, positive=positive))
+    text = value.strip()
+    number = _token_number(text)
+    if number is None:
+        raise QuantityError(_token_mistake(text, noun))
+    return int(_finish(number, "a token count", integral=True, positive=positive))
+
+
+def split_token_list(text: str) -> list[str]:
+    """The items of a comma-separated list of token counts, keeping thousands separators inside a number.
+
+    A comma followed by exactly three digits and then the end, another comma, ``..`` or ``:`` is a thousands
+    separator (``1k,8,192`` → ``1k``, ``8,192``; ``1,024..8,192:1,024`` is one range), unless the list also
+    holds a number of four or more digits written without separators (``1,255,256,1000``: whoever wrote it
+    does not group digits, so every comma separates). Any other comma, and a comma with a space after it,
+    separates values (``256, 512`` → two values; ``256,512`` alone is 256,512 tokens).
+    """
+    ungrouped = re.search(r"(?<![\d.])\d{4,}", text)  # 1000, 4096: digits not grouped by whoever wrote them
+    if ungrouped:
+        return [item.strip() for item in text.split(",")]
+    return [item.strip() for item in re.split(r",(?!\d{3}(?:$|,|\.\.|:))", text)]
 
 
 _DURATION_UNITS = {"s": Decimal(1), "ms": Decimal("1e-3"), "us": Decimal("1e-6"), "µs": Decimal("1e-6"),
@@ -178,22 +293,36 @@ def parse_duration_s(value: object) -> float:
     raise QuantityError(f"expected a duration like '4.69 ms', got {type(value).__name__}")
 
 
-_PERCENT_RE = re.compile(_NUMBER + r"\s*%\s*$")
+_FRACTION_RANGES = {(True, True): "between 0 and 1 (or 0–100 %)", (True, False): "at least 0 and below 100 %",
+                    (False, True): "above 0 and at most 1 (100 %)", (False, False): "above 0 and below 1 (100 %)"}
 
 
-def parse_fraction(value: object) -> float:
-    """Parse a fraction in (0, 1]: ``0.6`` or ``60%``."""
+def parse_fraction(value: object, *, zero_ok: bool = False, one_ok: bool = True) -> float:
+    """Parse a fraction: ``0.6`` or ``60%`` → 0.6, in (0, 1] by default.
+
+    ``zero_ok`` admits 0 (a ratio that keeps nothing, a margin of none); ``one_ok=False`` excludes 1 (a margin
+    of the whole budget). A bare number above 1 is refused with the percentage it probably meant
+    (``10`` → "did you mean 10%?"), never read as 10 = 1,000 %. Messages start with "must be" or "expected",
+    for the caller to put the field or flag in front.
+    """
     if isinstance(value, str):
         text = value.strip()
         match = _PERCENT_RE.match(text)
         if match:
-            number = _decimal(match["num"]) / 100
+            number, percent = _decimal(match["num"]) / 100, True
         elif _PLAIN_RE.match(text):
-            number = _decimal(text)
+            number, percent = _decimal(text), False
         else:
-            raise QuantityError(f"expected a fraction like 0.6 or '60%', got {value!r}")
+            try:
+                number, percent = Decimal(text), False  # nan, inf: refused below as out of range
+            except InvalidOperation:
+                raise QuantityError(f"expected a fraction like 0.6 or a percentage like 60%, got {value!r}") from None
     else:
-        number = _check_plain(value, "a fraction like 0.6 or '60%'")
-    if not number.is_finite() or not (0 < number <= 1):
-        raise QuantityError(f"a fraction must be above 0 and at most 1 (100%), got {value!r}")
+        number, percent = _check_plain(value, "a fraction like 0.6 or a percentage like 60%"), False
+        text = repr(value) if isinstance(value, float) else str(value)
+    in_range = number.is_finite() and (0 < number or (zero_ok and number == 0)) and (
+        number < 1 or (one_ok and number == 1))
+    if not in_range:
+        hint = f": did you mean {text}%?" if not percent and number.is_finite() and 1 <= number <= 100 else ""
+        raise QuantityError(f"must be {_FRACTION_RANGES[zero_ok, one_ok]}, got {text}{hint}")
     return float(number)

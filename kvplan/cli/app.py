@@ -17,6 +17,7 @@ from typer.core import TyperGroup
 
 from kvplan.cli import terminal
 from kvplan.cli.fieldnames import cli_message
+from kvplan.cli.once import install as install_once
 from kvplan.cli.terminal import ExitCode
 from kvplan.errors import KvplanError
 
@@ -142,6 +143,7 @@ def build_app(only: str | None = None) -> typer.Typer:
             application.add_typer(getattr(module, attribute), name=name, help=module.HELP)
         else:
             application.command(name, help=module.HELP)(getattr(module, attribute))
+    install_once(application)  # a single-valued option given twice is an error in every command
     return application
 
 

@@ -8,6 +8,10 @@ from typing import Annotated
 import typer
 
 from kvplan.errors import QuantityError, UsageError
+from kvplan.units import TOKENS_RULE
+
+# Every option that takes a token count ends its help with this, so the k/M rule is never a guess.
+TOKENS_HELP = f"Tokens: {TOKENS_RULE}."
 
 
 class OutputFormat(str, Enum):
@@ -22,14 +26,15 @@ class Units(str, Enum):
 
 
 DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="Device: built-in name, alias, "
-                                        "YAML path, or 'this' (probe this machine).")]
+                                        "YAML path, or 'this' (this machine: its last probe, kept in kvplan's cache).")]
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model: built-in name, alias, "
                                        "YAML path, or Hub id hf:ORG/NAME[@REV][:QUANT].")]
-CtxOpt = Annotated[str, typer.Option("--ctx", "-c", help="Context length in tokens per sequence: 8192, 8k, 32K.")]
+CtxOpt = Annotated[str, typer.Option("--ctx", "-c", help="Context length in tokens per sequence: 8192, 8,192, "
+                                     f"8k, 32K. {TOKENS_HELP}")]
 SequencesOpt = Annotated[int, typer.Option("--sequences", "-n", min=1, max=1_000_000,
                                            help="Concurrent sequences, each with its own cache.")]
 PinnedOpt = Annotated[str, typer.Option("--pinned-prefix", help="Tokens of a shared prefix (system prompt) "
-                                        "whose cache stays resident, counted once.")]
+                                        f"whose cache stays resident, counted once (2k). {TOKENS_HELP}")]
 WeightBitsOpt = Annotated[float | None, typer.Option("--weight-bits", help="Bits per weight (may be "
                                                      "fractional, q4_0 is 4.5); default: the model's.")]
 WeightTypeOpt = Annotated[str | None, typer.Option("--weight-type", help="Weight format by name, priced tensor "
@@ -46,15 +51,16 @@ KvTypeOpt = Annotated[str | None, typer.Option("--kv-type", help="Cache type by 
                                                "fp8, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl.")]
 KTypeOpt = Annotated[str | None, typer.Option("--k-type", help="Key cache type (overrides --kv-type).")]
 VTypeOpt = Annotated[str | None, typer.Option("--v-type", help="Value cache type (overrides --kv-type).")]
-OsReserveOpt = Annotated[str | None, typer.Option("--os-reserve", help="Override the device's OS reserve: "
-                                                  "'3 GB', '2.5 GiB'.")]
+OsReserveOpt = Annotated[str | None, typer.Option("--os-reserve", help="Override the device's OS reserve, with "
+                                                  "its unit: '3 GB', '2.5 GiB' (a bare 3 is refused).")]
 MarginOpt = Annotated[str, typer.Option("--margin", help="Headroom under which a fit is 'tight': a "
-                                        "fraction of the budget (0.1) or a percentage (10%).")]
+                                        "fraction of the budget (0.1) or a percentage (10%); a bare number "
+                                        "above 1 is refused.")]
 TargetOpt = Annotated[float | None, typer.Option("--target-tok-s", min=0.0,
                                                  help="Decode target: also report the largest context at "
                                                  "or above this many tokens/s.")]
 SlidingWindowOpt = Annotated[str | None, typer.Option("--sliding-window", help="Put every layer behind a "
-                                                    "sliding window of this many tokens (4096, 4k).")]
+                                                    f"sliding window of this many tokens (4096, 4k). {TOKENS_HELP}")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
 UnitsOpt = Annotated[Units, typer.Option("--units", help="Sizes in SI (GB = 10^9) or IEC (GiB = 2^30).")]
 ProfilesDirOpt = Annotated[list[str] | None, typer.Option("--profiles-dir", help="Folder of your own "
@@ -62,24 +68,24 @@ ProfilesDirOpt = Annotated[list[str] | None, typer.Option("--profiles-dir", help
                                                           "(repeatable; also $KVPLAN_PROFILES).")]
 
 
-def parse_ctx(text: str, option: str = "--ctx") -> int:
+def parse_ctx(text: str, option: str = "--ctx", noun: str = "a context") -> int:
+    """A token-count option (:func:`kvplan.units.parse_tokens`), errors naming ``option``."""
     from kvplan.units import parse_tokens
 
     try:
-        return parse_tokens(text)
+        return parse_tokens(text, noun=noun)
     except QuantityError as exc:
         raise UsageError(f"{option}: {exc}") from None
 
 
 def parse_margin(text: str) -> float:
-    raw = str(text).strip()
+    """``--margin``: a fraction of the budget in [0, 1), ``0.1`` or ``10%`` (:func:`kvplan.units.parse_fraction`)."""
+    from kvplan.units import parse_fraction
+
     try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
-    except ValueError:
-        raise UsageError(f"--margin: expected a fraction like 0.1 or a percentage like 10%, got {text!r}") from None
-    if not 0 <= value < 1:
-        raise UsageError(f"--margin: must be at least 0 and below 100 %, got {text!r}")
-    return value
+        return parse_fraction(text, zero_ok=True, one_ok=False)
+    except QuantityError as exc:
+        raise UsageError(f"--margin: {exc}") from None
 
 
 def parse_size_option(text: str | None, option: str) -> int | None:
@@ -94,7 +100,7 @@ def parse_size_option(text: str | None, option: str) -> int | None:
 
 
 def pinned_tokens(text: str) -> int:
-    return parse_ctx(text, "--pinned-prefix") if str(text).strip() not in ("0", "") else 0
+    return parse_ctx(text, "--pinned-prefix", "a prefix") if str(text).strip() not in ("0", "") else 0
 
 
 def knobs(*, sequences: int = 1, pinned_prefix: str = "0", weight_bits=None, weight_type=None,
@@ -109,7 +115,7 @@ def knobs(*, sequences: int = 1, pinned_prefix: str = "0", weight_bits=None, wei
     ``policy_options.policy_knob``."""
     from kvplan.plan import Knobs  # configure pulls in plan: only when a command runs
 
-    window = parse_ctx(sliding_window, "--sliding-window") if sliding_window else None
+    window = parse_ctx(sliding_window, "--sliding-window", "a window") if sliding_window else None
     return Knobs(sequences=sequences, pinned_prefix_tokens=pinned_tokens(pinned_prefix), weight_bits=weight_bits,
                  weight_type=weight_type, weight_group_size=weight_group_size,
                  kv_bits=kv_bits, k_bits=k_bits, v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type,

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from kvplan.cli.options import TOKENS_HELP
 from kvplan.errors import UsageError
 
 KvPolicyOpt = Annotated[str | None, typer.Option(
@@ -13,10 +14,10 @@ KvPolicyOpt = Annotated[str | None, typer.Option(
     "plain cache even when the model profile has a kv_policy.")]
 KvRecentWindowOpt = Annotated[str | None, typer.Option(
     "--kv-recent-window", help="Policy: keep the most recent this many tokens in the cache's own format "
-    "(8192, 4k); older tokens follow --kv-history-ratio.")]
+    f"(8192, 4k); older tokens follow --kv-history-ratio. {TOKENS_HELP}")]
 KvHistoryRatioOpt = Annotated[str | None, typer.Option(
     "--kv-history-ratio", help="Policy: fraction of the tokens older than the recent window kept after "
-    "eviction: 0.2 or 20%.")]
+    "eviction: 0.2 or 20%; below 100% it needs --kv-recent-window.")]
 KvHistoryBitsOpt = Annotated[str | None, typer.Option(
     "--kv-history-bits", help="Policy: bits of the kept older tokens, K and V (4) or K/V (4/3); "
     "default: the recent format.")]
@@ -25,7 +26,7 @@ KvHistoryGroupOpt = Annotated[int | None, typer.Option(
     "(default 128; 0: no groups).")]
 KvEvictEveryOpt = Annotated[str | None, typer.Option(
     "--kv-evict-every", help="Policy: run eviction every this many new tokens (default 1); the tokens "
-    "waiting for it count in the peak.")]
+    f"waiting for it count in the peak. {TOKENS_HELP}")]
 
 
 def policy_knob(kv_policy: str | None, recent_window: str | None, history_ratio: str | None,
@@ -40,9 +41,10 @@ def policy_knob(kv_policy: str | None, recent_window: str | None, history_ratio:
     from kvplan.cli.options import parse_ctx
 
     return policy_from_options(
-        recent_window=parse_ctx(recent_window, "--kv-recent-window") if recent_window is not None else None,
-        history_ratio=history_ratio, history_bits=history_bits, history_group_size=history_group_size,
-        evict_every=parse_ctx(evict_every, "--kv-evict-every") if evict_every is not None else None)
+        recent_window=parse_ctx(recent_window, "--kv-recent-window", "a window") if recent_window is not None
+        else None, history_ratio=history_ratio, history_bits=history_bits, history_group_size=history_group_size,
+        evict_every=parse_ctx(evict_every, "--kv-evict-every", "an eviction period") if evict_every is not None
+        else None)
 
 
 def policy_from_options(recent_window: int | None = None, history_ratio: str | None = None,
@@ -53,20 +55,19 @@ def policy_from_options(recent_window: int | None = None, history_ratio: str | N
     ``history_bits`` is ``"4"`` (K and V) or ``"4/3"`` (K / V); the history format is
     group-quantized with one fp16 scale per ``history_group_size`` values (default 128, 0 = none).
     """
-    from kvplan.profiles.policy import PolicySpec, _fraction
+    from kvplan.errors import QuantityError
+    from kvplan.profiles.policy import PolicySpec
+    from kvplan.units import parse_fraction
 
     given = [recent_window, history_ratio, history_bits, history_group_size, evict_every]
     if all(v is None for v in given):
         return None
     if history_ratio is None:
         raise UsageError("--kv-history-ratio is needed with the --kv-recent-window / --kv-history-* flags")
-    try:  # the range in the flag's own words (pydantic would say "less than or equal to 1")
-        ratio = _fraction(history_ratio)
-        in_range = isinstance(ratio, float) and 0 <= ratio <= 1
-    except ValueError:
-        in_range = True  # not a number: PolicySpec reports it below
-    if not in_range:
-        raise UsageError(f"--kv-history-ratio: must be between 0 and 1 (or 0–100 %), got {history_ratio}")
+    try:  # the one rule for fractions, worded for the flag
+        ratio = parse_fraction(history_ratio, zero_ok=True)
+    except QuantityError as exc:
+        raise UsageError(f"--kv-history-ratio: {exc}") from None
     history: dict = {"ratio": history_ratio}
     group = 128 if history_group_size is None else history_group_size
     if history_group_size is not None and history_bits is None:
@@ -77,6 +78,11 @@ def policy_from_options(recent_window: int | None = None, history_ratio: str | N
             raise UsageError(f"--kv-history-bits: expected bits like 4 or K/V bits like 4/3, got {history_bits!r}")
         for side, bits in zip("kv", parts if len(parts) == 2 else parts * 2):
             history[side] = {"bits": int(bits), "group_size": group} if group else {"bits": int(bits)}
+    if ratio < 1 and not recent_window:  # the policy file's rule (PolicySpec), in the flags' words
+        raise UsageError(f"--kv-history-ratio {history_ratio} without --kv-recent-window evicts the newest tokens "
+                         f"too ({1 - ratio:.0%} of all tokens, the one just generated included): add "
+                         "--kv-recent-window (the newest tokens kept whole, e.g. --kv-recent-window 4k), or keep "
+                         "every token with --kv-history-ratio 100%")
     spec = {"recent_window": recent_window or 0, "history": history, "evict_every": evict_every or 1}
     name = f"window-{recent_window or 0}-history-{history_ratio}" + (f"-{history_bits}bit" if history_bits else "")
     from pydantic import ValidationError

@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from kvplan.cli.options import TOKENS_HELP
+
 RuntimeOpt = Annotated[str | None, typer.Option(
     "--runtime", help="Whose allocation to compute: ideal (the contract's formula), llama.cpp or transformers "
     "(default: the model profile's runtime, else ideal). Under llama.cpp --ctx is -c, the TOTAL context "
@@ -26,7 +28,7 @@ FlashAttnOpt = Annotated[str | None, typer.Option(
     "needs it.")]
 CacheOpt = Annotated[str | None, typer.Option("--cache", help="transformers: dynamic (default) or static cache.")]
 MaxCacheLenOpt = Annotated[str | None, typer.Option(
-    "--max-cache-len", help="transformers: StaticCache length in tokens (default: --ctx).")]
+    "--max-cache-len", help=f"transformers: StaticCache length in tokens (default: --ctx). {TOKENS_HELP}")]
 
 
 def runtime_knob(runtime: str | None = None, parallel: int | None = None, kv_unified: bool = False,
@@ -41,7 +43,7 @@ def runtime_knob(runtime: str | None = None, parallel: int | None = None, kv_uni
     from kvplan.cli.options import parse_ctx
     from kvplan.profiles.runtime import runtime_spec
 
-    length = parse_ctx(max_cache_len, "--max-cache-len") if max_cache_len is not None else None
+    length = parse_ctx(max_cache_len, "--max-cache-len", "a cache length") if max_cache_len is not None else None
     spec = runtime_spec(runtime, parallel=parallel, kv_unified=kv_unified, ubatch=ubatch, batch=batch,
                         swa_full=swa_full, flash_attn=flash_attn, cache=cache, max_cache_len=length)
     return "ideal" if spec is None else spec

@@ -36,17 +36,14 @@ KNOB_FIELDS = {"pinned_prefix": "pinned_prefix_tokens", "os_reserve": "os_reserv
 
 
 def _fraction_or_percent(value: object) -> float:
-    """``0.1`` or ``"10%"`` → 0.1; refuses booleans, NaN and anything outside [0, 1)."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a fraction like 0.1 or a percentage like '10%', got {str(value).lower()}")
-    text = str(value).strip()
+    """``0.1`` or ``"10%"`` → 0.1 in [0, 1), by kvplan's one rule for fractions (:func:`kvplan.units.parse_fraction`:
+    a bare 10 is refused with "did you mean 10%?")."""
+    from kvplan.units import parse_fraction
+
     try:
-        fraction = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise ValueError(f"expected a fraction like 0.1 or a percentage like '10%', got {value!r}") from None
-    if not math.isfinite(fraction) or not 0 <= fraction < 1:
-        raise ValueError(f"must be at least 0 and below 100 %, got {value!r}")
-    return fraction
+        return parse_fraction(value, zero_ok=True, one_ok=False)
+    except KvplanError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _real_at_least_zero(value: object) -> object:
@@ -278,7 +275,7 @@ def load_gate(path: str, catalog: Catalog | None = None) -> GateFile:
     except ProfileError as exc:
         # Report unknown device/model names and the valid configurations' build errors together with the
         # schema problems, not in a second round.
-        problems = exc.problems + _name_problems(doc, catalog)
+        problems = exc.problems + _name_problems(doc, catalog) + _duplicate_names(doc)
         valid = _valid_part(doc)
         if valid is not None:
             part, indices = valid
@@ -322,6 +319,26 @@ def _valid_part(doc: YamlDocument) -> tuple[GateSpec, list[int]] | None:
     if not configurations:
         return None
     return GateSpec.model_construct(title=None, defaults=defaults, configurations=configurations), indices
+
+
+def _duplicate_names(doc: YamlDocument) -> list[str]:
+    """A name given to more than one configuration, read from the raw file so that it is found whatever
+    else is wrong with either configuration (names are compared as the schema keeps them: stripped)."""
+    data = doc.data
+    configurations = data.get("configurations") if isinstance(data, dict) else None
+    if not isinstance(configurations, list):
+        return []
+    problems, first_of = [], {}
+    for i, raw in enumerate(configurations):
+        name = raw.get("name") if isinstance(raw, dict) else None
+        if not isinstance(name, str) or not name.strip():
+            continue
+        name = name.strip()
+        if name in first_of:
+            problems.append(f"{doc.where(('configurations', i, 'name'))}: configurations.{i}.name: {name!r} is "
+                            f"already the name of configurations.{first_of[name]}; names must be unique")
+        first_of.setdefault(name, i)
+    return problems
 
 
 def _in_file_order(problems: list[str], doc: YamlDocument) -> list[str]:
@@ -405,16 +422,13 @@ def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog, indices: list[i
     problems: list[str] = []
     notes: list[str] = []
     configs: list[GateConfig] = []
-    first_of: dict[str, int] = {}
+    if indices is None:  # a file that failed validation has its duplicates found by load_gate, on the raw data
+        problems += _duplicate_names(doc)
     for j, cfg in enumerate(spec.configurations):
         i = j if indices is None else indices[j]
         own = _set_fields(cfg)
         values = {**defaults, **own}
         loc = ("configurations", i)
-        if cfg.name in first_of:
-            problems.append(f"{doc.where(loc + ('name',))}: configurations.{i}.name: {cfg.name!r} is already the name "
-                            f"of configurations.{first_of[cfg.name]}; names must be unique")
-        first_of.setdefault(cfg.name, i)
 
         def where(key: str) -> str:
             at = loc + (key,) if key in own else ("defaults", key) if key in defaults else loc

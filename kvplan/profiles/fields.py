@@ -14,6 +14,7 @@ _NUM = r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?"
 
 
 def _quantity(number: dict, suffix: str, example: str, description: str) -> dict:
+    """A count: a plain number, or a string with an optional prefix."""
     return {
         "anyOf": [number, {"type": "string", "pattern": rf"^\s*{_NUM}\s*({suffix})?\s*$"}],
         "description": description,
@@ -21,18 +22,29 @@ def _quantity(number: dict, suffix: str, example: str, description: str) -> dict
     }
 
 
-SIZE_SCHEMA = _quantity({"type": "integer", "minimum": 0}, r"([kKMGTP]i?)?B", "8 GB",
-                        "a size: '8 GB' (10^9), '8 GiB' (2^30), '512 MB', or a plain number of bytes")
-POSITIVE_SIZE_SCHEMA = _quantity({"type": "integer", "minimum": 1}, r"([kKMGTP]i?)?B", "8 GB",
-                                 "a positive size: '8 GB', '8 GiB', or a plain number of bytes")
-RATE_SCHEMA = _quantity({"type": "number", "exclusiveMinimum": 0}, r"([kKMGTP]i?)?(B/s|Bps)", "51.2 GB/s",
-                        "a transfer rate: '51.2 GB/s', '3 GiB/s', or a plain number of bytes/s")
-FLOPS_SCHEMA = _quantity({"type": "number", "exclusiveMinimum": 0}, r"[kKMGTP]?(FLOP/s|FLOPS)", "2.1 TFLOP/s",
-                         "a compute throughput: '2.1 TFLOP/s' (or 'TFLOPS'), or a plain number of FLOP/s")
+def _with_unit(suffix: str, example: str, description: str, *, zero: bool) -> dict:
+    """A size or rate: a string with its unit; a bare number only when it is 0 and ``zero`` allows it
+    (:mod:`kvplan.units` refuses any other bare number)."""
+    text = {"type": "string", "pattern": rf"^\s*{_NUM}\s*({suffix})\s*$"}
+    return {"anyOf": [{"const": 0}, text] if zero else [text], "description": description, "examples": [example]}
+
+
+SIZE_SCHEMA = _with_unit(r"([kKMGTP]i?)?B", "8 GB", "a size with its unit: '8 GB' (10^9 bytes), '8 GiB' (2^30), "
+                         "'512 MB', '8000000000 B'; a bare number other than 0 is refused", zero=True)
+POSITIVE_SIZE_SCHEMA = _with_unit(r"([kKMGTP]i?)?B", "8 GB", "a positive size with its unit: '8 GB', '8 GiB', "
+                                  "'8000000000 B'; a bare number is refused", zero=False)
+RATE_SCHEMA = _with_unit(r"([kKMGTP]i?)?(B/s|Bps)", "51.2 GB/s", "a transfer rate with its unit: '51.2 GB/s', "
+                         "'3 GiB/s', '2100 MB/s'; a bare number is refused", zero=False)
+FLOPS_SCHEMA = _with_unit(r"[kKMGTP]?(FLOP/s|FLOPS)", "2.1 TFLOP/s", "a compute throughput with its unit: "
+                          "'2.1 TFLOP/s' (or 'TFLOPS'); a bare number is refused", zero=False)
 COUNT_SCHEMA = _quantity({"type": "integer", "minimum": 1}, r"[kKMBGT]", "6.74B",
                          "a count: '6.74B' (10^9), '494M', '7e9', or a plain integer")
-TOKENS_SCHEMA = _quantity({"type": "integer", "minimum": 1}, r"[kKMm]", "8k",
-                          "a token count: 131072, '8k' (= 8192), '128k' (= 131072)")
+TOKENS_SCHEMA = {
+    "anyOf": [{"type": "integer", "minimum": 1},
+              {"type": "string", "pattern": r"^\s*(\d{1,3}(,\d{3})+|(\d+(\.\d*)?|\.\d+)\s*[kKMm]?)\s*$"}],
+    "description": "a token count: 131072, '131,072' or '128k' (k = 1,024, M = 1,048,576); no exponents",
+    "examples": ["8k"],
+}
 DURATION_SCHEMA = {
     "anyOf": [{"const": 0}, {"type": "string", "pattern": rf"^\s*{_NUM}\s*(s|ms|us|µs|μs|ns)\s*$"}],
     "description": "a duration with its unit: '4.69 ms', '0.004 s', '250 us' (or 'µs'); a bare number other than 0 "
@@ -42,7 +54,7 @@ DURATION_SCHEMA = {
 FRACTION_SCHEMA = {
     "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1},
               {"type": "string", "pattern": rf"^\s*{_NUM}\s*%?\s*$"}],
-    "description": "a fraction in (0, 1]: 0.6 or '60%'",
+    "description": "a fraction in (0, 1]: 0.6 or '60%' (a bare number above 1 is refused)",
     "examples": [0.6, "60%"],
 }
 
@@ -62,7 +74,8 @@ DEVICE_FIELD_DOCS = {
     "memory_bandwidth": "peak DRAM bandwidth [bytes/s] (bus bits / 8 × transfers/s)",
     "flash_read": "sequential flash read [bytes/s]",
     "flash_write": "sequential flash write [bytes/s]",
-    "bandwidth_efficiency": "fraction (0-1] of the roofline that decode reaches in practice; 1.0 = roofline",
+    "bandwidth_efficiency": "fraction (0-1] of the roofline that decode reaches in practice (0.6 or '60%'); "
+                            "1.0 = roofline",
     "compute": "sustained FLOP/s usable for prefill",
     "compute_efficiency": "fraction (0-1] of compute that prefill sustains (0.6 or '60%'); 1.0 = compute is "
                           "already the sustained rate",

@@ -15,11 +15,12 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator,
+                      model_validator)
 
 from kvplan.errors import KvplanError, ProfileError, UsageError
 from kvplan.engine.formats import ElementFormat, format_from_name
-from kvplan.units import parse_tokens
+from kvplan.units import parse_fraction, parse_tokens
 
 # --- element formats with outlier channels ---------------------------------------------------
 
@@ -82,27 +83,29 @@ def _tokens(value: object) -> object:
 
 
 def _fraction(value: object) -> object:
-    """0.2, 1/5 as a number, or ``20%`` → a float in [0, 1]."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a fraction (0.2) or a percentage (20%), got {value!r}")
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            number = Decimal(text[:-1]) / 100 if text.endswith("%") else Decimal(text)
-        except InvalidOperation:
-            raise ValueError(f"expected a fraction (0.2) or a percentage (20%), got {value!r}") from None
-        return float(number)
-    return value
+    """0.2 or ``20%`` → a float in [0, 1] (:func:`kvplan.units.parse_fraction`, the one rule for fractions)."""
+    try:
+        return parse_fraction(value, zero_ok=True)
+    except KvplanError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _outlier_fraction(value: object) -> object:
+    """0.01 or ``1%`` → a float in [0, 1): the share of a row's channels kept at higher precision."""
+    try:
+        return parse_fraction(value, zero_ok=True, one_ok=False)
+    except KvplanError as exc:
+        raise ValueError(str(exc)) from None
 
 
 Bits = Annotated[int, BeforeValidator(_whole), Field(ge=1, le=32)]
 ByteCount = Annotated[int, BeforeValidator(_whole), Field(ge=0, le=64)]
 # JSON Schema of what a YAML file may say (the validators also take "4k" and "20%").
 _TOKENS_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 0},
-                            {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*[kKMm]?\s*$"}],
-                  "description": "a token count: 4096, '4k' (= 4096)"}
+                            {"type": "string", "pattern": r"^\s*(\d{1,3}(,\d{3})+|\d+(\.\d+)?\s*[kKMm]?)\s*$"}],
+                  "description": "a token count: 4096, '4,096' or '4k' (k = 1,024, M = 1,048,576)"}
 _RATIO_SCHEMA = {"anyOf": [{"type": "number", "minimum": 0, "maximum": 1},
-                           {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$"}],
+                           {"type": "string", "pattern": r"^\s*(\d+(\.\d*)?|\.\d+)\s*%?\s*$"}],
                  "description": "a fraction (0.2) or a percentage ('20%')"}
 TokenCount = Annotated[int, BeforeValidator(_tokens), Field(ge=0), WithJsonSchema(_TOKENS_SCHEMA)]
 Ratio = Annotated[float, BeforeValidator(_fraction), Field(ge=0, le=1, allow_inf_nan=False),
@@ -148,7 +151,8 @@ class FormatSpec(_Strict):
     group_size: Annotated[int, BeforeValidator(_whole), Field(ge=1, le=1 << 20)] | None = None
     scale_bytes: ByteCount = 2
     zero_bytes: ByteCount = 0
-    outlier_fraction: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = None
+    outlier_fraction: Annotated[float, BeforeValidator(_outlier_fraction), Field(ge=0, lt=1, allow_inf_nan=False),
+                                WithJsonSchema(_RATIO_SCHEMA)] | None = None
     outlier_channels: Annotated[int, BeforeValidator(_whole), Field(ge=0)] | None = None
     outlier_bits: Bits = 16
     outlier_index_bytes: ByteCount = 0
@@ -196,6 +200,10 @@ class HistorySpec(_Strict):
     v: Format | None = None
 
 
+# Row width at which a history format is compared with the recent one (a typical head_dim × heads row).
+_COMPARE_ROW = 4096
+
+
 class TierSpec(_Strict):
     """One policy for a set of layers (all fields optional: nothing set = the plain cache)."""
 
@@ -204,6 +212,29 @@ class TierSpec(_Strict):
     recent_window: TokenCount | None = None
     history: HistorySpec | None = None
     evict_every: Annotated[int, BeforeValidator(_tokens), Field(ge=1), WithJsonSchema(_TOKENS_SCHEMA)] = 1
+
+    @field_validator("history")
+    @classmethod
+    def _history_makes_sense(cls, history: HistorySpec | None, info: ValidationInfo):
+        if history is None:
+            return history
+        # Without a recent window every token is "older": a ratio below 1 then evicts the newest tokens too,
+        # the ones the next step attends to most, and the cache reports a compression no model would survive.
+        if history.ratio < 1 and not info.data.get("recent_window"):
+            raise ValueError(f"a ratio of {history.ratio:g} with no recent_window evicts the newest tokens too "
+                             f"({1 - history.ratio:.0%} of all tokens, the one just generated included): add "
+                             "recent_window (the newest tokens kept whole, e.g. recent_window: 4k), or keep every "
+                             "token with ratio: 1")
+        for side in ("k", "v"):
+            recent, older = info.data.get(side), getattr(history, side)
+            if recent is not None and older is not None:
+                recent_bytes = recent.element_format().row_bytes(_COMPARE_ROW)
+                older_bytes = older.element_format().row_bytes(_COMPARE_ROW)
+                if older_bytes > recent_bytes:
+                    raise ValueError(f"{side} stores older tokens in more bytes than {side} of the recent ones "
+                                     f"({older_bytes:,} > {recent_bytes:,} bytes per {_COMPARE_ROW:,} values): a "
+                                     "history format is there to compress; swap the two formats")
+        return history
 
     @model_validator(mode="after")
     def _tiers_consistent(self):

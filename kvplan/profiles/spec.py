@@ -1,8 +1,10 @@
 """Device and model profiles: pydantic models of the YAML files, all quantities in base units.
 
-Every quantity field accepts a string with units (``8 GB``, ``51.2 GB/s``, ``6.74B``)
-or a plain number in base units, and holds the base-unit value once validated. Unknown
-keys are errors (``extra="forbid"``), and cross-field checks report the field at fault.
+Sizes and rates need their unit (``8 GB``, ``51.2 GB/s``, ``2.1 TFLOP/s``; a bare number other than 0
+is refused with the unit it probably meant), counts may be bare or use ``k``/``M``/``B`` (``6.74B``),
+token counts ``8192``, ``8,192`` or ``8k``, fractions ``0.6`` or ``60%`` (the rules: :mod:`kvplan.units`).
+Each field holds the base-unit value once validated. Unknown keys are errors (``extra="forbid"``), and
+cross-field checks report the field at fault.
 """
 
 from __future__ import annotations
@@ -73,8 +75,6 @@ FlopPerS = Annotated[float, BeforeValidator(parse_flop_per_s), WithJsonSchema(js
 Count = Annotated[int, BeforeValidator(parse_count), WithJsonSchema(js.COUNT_SCHEMA)]
 Tokens = Annotated[int, BeforeValidator(parse_tokens), WithJsonSchema(js.TOKENS_SCHEMA)]
 StrictBool = Annotated[bool, BeforeValidator(_strict_bool), WithJsonSchema({"type": "boolean"})]
-Fraction01 = Annotated[float, BeforeValidator(_real), Field(gt=0, le=1),
-                       WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 1})]
 WeightBits = Annotated[float, BeforeValidator(_real), Field(gt=0, le=32),
                        WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 32})]
 Sources = dict[str, str]
@@ -102,7 +102,7 @@ class Device(_Profile):
     memory_bandwidth: RateBytesPerS
     flash_read: RateBytesPerS
     flash_write: RateBytesPerS | None = None
-    bandwidth_efficiency: Fraction01 = Field(1.0, description=js.DEVICE_FIELD_DOCS["bandwidth_efficiency"])
+    bandwidth_efficiency: FractionOrPercent = Field(1.0, description=js.DEVICE_FIELD_DOCS["bandwidth_efficiency"])
     compute: FlopPerS | None = None
     compute_efficiency: FractionOrPercent = Field(1.0, description=js.DEVICE_FIELD_DOCS["compute_efficiency"])
     decode_latency: DurationS = Field(0.0, description=js.DEVICE_FIELD_DOCS["decode_latency"])

@@ -45,7 +45,7 @@ def test_headroom_exactly_the_margin_is_fit(ref):
 
 
 def test_margin_bytes_round_up():
-    device = Device(name="d", ram=8_000_000_005, os_reserve="2 GB", memory_bandwidth="50 GB/s", flash_read="2 GB/s")
+    device = Device(name="d", ram="8000000005 B", os_reserve="2 GB", memory_bandwidth="50 GB/s", flash_read="2 GB/s")
     model = Catalog(fast=False).model(str(REF_7B)).profile
     # 10 % of 6,000,000,005 = 600,000,000.5 → 600,000,001 bytes (headroom must reach it to be "fit")
     assert evaluate(Scenario(device, model, 1)).margin_bytes == 600_000_001

@@ -268,7 +268,7 @@ def test_policy_from_flags():
     assert policy_from_options() is None
     with pytest.raises(UsageError, match="--kv-history-ratio"):
         policy_from_options(recent_window=4096)
-    with pytest.raises(UsageError, match=r"--kv-history-ratio: must be between 0 and 1 \(or 0–100 %\), got 1.5$"):
+    with pytest.raises(UsageError, match=r"--kv-history-ratio: must be between 0 and 1 \(or 0–100 %\), got 1.5: did you mean 1.5%\?$"):
         policy_from_options(history_ratio="1.5")
     for bad in ("120%", "-0.1", "nan"):  # above, below, not finite
         with pytest.raises(UsageError, match=f"--kv-history-ratio: must be between 0 and 1 .*, got {bad}$"):

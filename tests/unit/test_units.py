@@ -13,8 +13,9 @@ from kvplan.units import parse_count, parse_flop_per_s, parse_rate_bytes_per_s, 
     ("512 MB", 512_000_000),
     ("1.5 KiB", 1536),  # 1.5 · 1024
     ("3.7 GiB", 3_972_844_749),  # 3.7 · 2^30 = 3,972,844,748.8 → rounded up to a whole byte
-    (1024, 1024),
-    ("1024", 1024),
+    ("1024 B", 1024),
+    (0, 0),  # zero needs no unit
+    ("0", 0),
     ("1.75 GB", 1_750_000_000),
 ])
 def test_sizes(text, expected):
@@ -26,7 +27,7 @@ def test_si_and_iec_differ_by_7_4_percent():
     assert parse_size_bytes("8 GiB") / parse_size_bytes("8 GB") == pytest.approx(1.073741824)
 
 
-@pytest.mark.parametrize("text, expected", [("51.2 GB/s", 51.2e9), ("3 GiB/s", 3 * 2**30), (50e9, 50e9)])
+@pytest.mark.parametrize("text, expected", [("51.2 GB/s", 51.2e9), ("3 GiB/s", 3 * 2**30), ("2100 MB/s", 2.1e9)])
 def test_rates(text, expected):
     assert parse_rate_bytes_per_s(text) == expected
 
