@@ -22,7 +22,9 @@ from kvplan import engine
 from kvplan.engine import VERDICTS  # noqa: F401  (render reads verdict names by code from here)
 from kvplan.caches.labels import policy_label, runtime_label
 from kvplan.caches.ideal import CacheLayout
-from kvplan.plan import Scenario, cache_model_for, weights_of
+from kvplan.plan import Scenario, cache_model_for
+from kvplan.plan.evaluation import (max_ctx_with_buffers, prefill_n_ubatch, prefill_seconds_of, runtime_buffers,
+                                    weights_in_force)
 
 # max_ctx when no context fits (weights alone exceed the budget) or the cache stops
 # growing (every layer windowed: unbounded): the scalar evaluation's None.
@@ -35,12 +37,14 @@ class SweepColumns:
 
     ``verdict`` holds codes indexing :data:`kvplan.engine.VERDICTS` (0 fit, 1 tight, 2 over);
     ``max_ctx`` (and ``max_ctx_at_target``) is :data:`NO_MAX_CTX` where the scalar evaluation
-    says None; ``prefill_s`` is NaN where the device gives no ``compute``. ``runtime`` and
-    ``kv_policy`` are the labels of :mod:`kvplan.caches.labels`. ``max_ctx_at_target`` is None (not a
-    column at all, see :meth:`columns`) unless the sweep has a decode target.
+    says None; ``prefill_s`` (the time to first token of a ``ctx``-token prompt) is NaN where the
+    device gives no ``compute``; ``decode_tokens_per_s`` is the per-sequence rate with the device's
+    ``decode_latency``. ``runtime`` and ``kv_policy`` are the labels of :mod:`kvplan.caches.labels`.
+    ``max_ctx_at_target`` is None (not a column at all, see :meth:`columns`) unless the sweep has a
+    decode target.
 
     Every row satisfies ``total_bytes = weights_bytes + kv_peak_bytes + pinned_prefix_bytes +
-    overhead_bytes`` (``kv_bytes`` is the steady allocation; the peak, right after a one-shot
+    overhead_bytes + buffers_bytes`` (``kv_bytes`` is the steady allocation; the peak, right after a one-shot
     prefill, is what the total counts).
     """
 
@@ -70,6 +74,8 @@ class SweepColumns:
     kv_policy: object  # str array (kvplan.caches.labels.policy_label)
     k_format: object  # str array (f16, q8_0, int4/g32 …)
     v_format: object  # str array
+    buffers_bytes: object  # int64 [bytes] llama.cpp's compute + output buffers (0 under other cache models)
+    weight_type: object  # str array: the named weight format priced tensor by tensor, "" for params × bits
     max_ctx_at_target: object = None  # int64 [tokens], only with a decode target
 
     def __len__(self) -> int:
@@ -122,7 +128,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     n = len(ctx)
     device, model = base.device, base.model
     cache = cache_model_for(base)
-    weights, weights_read, bits = weights_of(model, base.weight_bits)
+    weights, weights_read, bits, pricing = weights_in_force(base)  # a named weight_type priced tensor by tensor
     overhead = device.runtime_overhead
     budget = base.budget_bytes
 
@@ -137,12 +143,15 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     kv = np.asarray(cache.kv_bytes(ctx, sequences), dtype=np.int64)
     kv_peak = np.asarray(cache.kv_peak_bytes(ctx, sequences), dtype=np.int64)
     pinned = int(cache.kv_bytes(base.pinned_prefix_tokens, 1))
-    total = engine.total_bytes(weights, kv_peak, 1, pinned, overhead)
+    buffers = _buffers(base, cache, ctx, sequences)
+    total = engine.total_bytes(weights, kv_peak, 1, pinned, overhead) + buffers
     headroom = engine.headroom_bytes(budget, total)
     verdict = np.asarray(engine.verdict_code(headroom, budget, base.margin_fraction), dtype=np.int8)
 
     step = engine.bytes_per_token(weights_read, kv + pinned)
-    rate = engine.decode_tokens_per_s(device.memory_bandwidth, step, device.bandwidth_efficiency)
+    # the two-term model, as kvplan.plan.evaluation: bytes / effective bandwidth + the device's decode_latency
+    latency_s = device.decode_latency
+    rate = engine.decode_tokens_per_s(device.memory_bandwidth, step, device.bandwidth_efficiency, latency_s)
 
     # As kvplan.plan.evaluation: what fits in memory, never capped at the model's trained context.
     def solve(allowance_bytes):  # the cache's max_ctx at every row, float64 (inf: unbounded, -1: none)
@@ -150,7 +159,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
             return np.asarray(cache.max_ctx(allowance_bytes, sequences), dtype=np.float64)
         # runtime and policy caches search exactly, one point at a time; max_ctx depends on sequences only
         unique, inverse = np.unique(sequences, return_inverse=True)
-        found = np.array([float(cache.max_ctx(allowance_bytes, int(s))) for s in unique], dtype=np.float64)
+        found = np.array([float(_max_ctx(base, cache, allowance_bytes, int(s))) for s in unique], dtype=np.float64)
         return found[inverse.reshape(-1)] if n else np.zeros(0)
 
     def tokens_or_none(solved):
@@ -160,15 +169,14 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     max_ctx = tokens_or_none(solved)
     at_target = None
     if base.target_tokens_per_s:  # as kvplan.plan.evaluation: min(max_ctx, the largest ctx decoding at the target)
-        step_allowance = (math.floor(device.memory_bandwidth * device.bandwidth_efficiency
-                                     / base.target_tokens_per_s) - weights_read - pinned)
+        step_allowance = (math.floor(engine.step_bytes_at_rate(base.target_tokens_per_s, device.memory_bandwidth,
+                                                               device.bandwidth_efficiency, latency_s))
+                          - weights_read - pinned)
         at_target = tokens_or_none(np.minimum(solved, solve(step_allowance)))
 
-    if device.compute:
-        params = getattr(model, "params_active", None) or model.params
-        flops = engine.prefill_flops(ctx, params, model.layers, model.attention_heads, model.head_dim)
-        prefill = engine.prefill_seconds(flops, device.compute)
-    else:
+    # as kvplan.plan.evaluation: the larger of the compute time and the weights read once per micro-batch
+    prefill = prefill_seconds_of(device, model, ctx, weights_read, prefill_n_ubatch(base))
+    if prefill is None:
         prefill = np.nan
 
     def const(value, dtype=None):  # one value for every row, without copying it n times
@@ -185,9 +193,35 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
         kv_peak_bytes=kv_peak, pinned_prefix_bytes=const(pinned, dtype=np.int64), weights_bytes=const(weights, dtype=np.int64),
         overhead_bytes=const(overhead, dtype=np.int64), total_bytes=np.asarray(total, dtype=np.int64),
         budget_bytes=const(budget, dtype=np.int64), headroom_bytes=np.asarray(headroom, dtype=np.int64),
+        buffers_bytes=np.asarray(buffers, dtype=np.int64),
+        weight_type=const(base.weight_type or getattr(model, "weight_type", None) or "" if pricing else ""),
         verdict=verdict, decode_tokens_per_s=np.asarray(rate, dtype=np.float64), max_ctx=max_ctx,
         prefill_s=np.broadcast_to(np.asarray(prefill, dtype=np.float64), (n,)), max_ctx_at_target=at_target,
     )
+
+
+def _buffers(base: Scenario, cache, ctx, sequences):
+    """llama.cpp's compute + output buffers at every row (zeros under the other cache models) [bytes].
+
+    The closed form is scalar arithmetic, so it runs once per distinct (ctx, sequences) pair."""
+    import numpy as np
+
+    if getattr(cache, "name", None) != "llama.cpp" or not len(ctx):
+        return np.zeros(len(ctx), dtype=np.int64)
+    pairs, inverse = np.unique(np.stack([ctx, sequences]), axis=1, return_inverse=True)
+    sized = []
+    for c, n in pairs.T:
+        priced = runtime_buffers(base.with_changes(sequences=int(n)), cache, int(c))
+        sized.append(priced.total_bytes if priced is not None else 0)
+    return np.asarray(sized, dtype=np.int64)[inverse.reshape(-1)]
+
+
+def _max_ctx(base: Scenario, cache, allowance_bytes, sequences: int):
+    """As :func:`kvplan.plan.evaluation.evaluate`: the cache's max context, less what the buffers take."""
+    kv_only = cache.max_ctx(allowance_bytes, sequences)
+    if getattr(cache, "name", None) != "llama.cpp" or runtime_buffers(base, cache, 1) is None:
+        return kv_only
+    return max_ctx_with_buffers(base.with_changes(sequences=sequences), cache, allowance_bytes, kv_only)
 
 
 def concat(parts: list[SweepColumns]) -> SweepColumns:

@@ -187,12 +187,61 @@ def _model_facts(catalog, specs: list[str], rows, notes: list[str]) -> dict:
         v_name = next((r.type_v for r in typed if r.type_v), None)
         layout = cache_layout(model, format_from_name(k_name) if k_name else None,
                               format_from_name(v_name) if v_name else None)
-        facts[model_type] = ModelFacts(kv_bytes_per_token=layout.bytes_per_token, params=None,
-                                       layers=model.layers, attention_heads=model.attention_heads,
+        embedding, how = _embedding_bytes(model, model_type, typed[0])
+        facts[model_type] = ModelFacts(embedding_bytes=embedding, kv_bytes_per_token=layout.bytes_per_token,
+                                       params=None, layers=model.layers, attention_heads=model.attention_heads,
                                        head_dim=model.head_dim)
         notes.append(f"{model_type}: KV cache {layout.bytes_per_token:,} bytes/token and layer shape from "
-                     f"model {model.name}")
+                     f"model {model.name}; {how}")
     return facts
+
+
+def _file_type(model_type: str) -> str | None:
+    """The kvplan weight type of a llama-bench ``model_type``: 'llama 7B Q4_0' → 'q4_0', 'llama 3B Q4_K - Medium'
+    → 'q4_k_m', 'LLaMA 7B mostly F16' → 'f16', 'IQ4_XS - 4.25 bpw' → 'iq4_xs'; None when not a known GGUF type."""
+    import re
+
+    from kvplan.engine.quantize import FILE_TYPES
+
+    match = re.search(r"([A-Za-z0-9_]+)(?: - (Small|Medium|Large|[\d.]+ bpw))?\s*$", model_type.strip())
+    if not match:
+        return None
+    base = match.group(1).lower()
+    size = {"Small": "_s", "Medium": "_m", "Large": "_l"}.get(match.group(2) or "", "")
+    for key in (base + size, base):
+        if key in FILE_TYPES:
+            return key
+    return None
+
+
+def _embedding_bytes(model, model_type: str, row) -> tuple[int, str]:
+    """Bytes of the input-embedding table a decode step does not read, and how they were found.
+
+    A step reads one row of the table, so its bytes come off the row's ``model_size``. The table's type is the
+    one llama.cpp's quantizer gives ``token_embd`` in the row's file type (tensor-by-tensor pricing of the
+    model profile); when the file type or the architecture is not priced, the row's mean bits per parameter."""
+    if model.tie_embeddings:
+        return 0, "tied embeddings: the whole table is the output layer and is read every step"
+    if not (model.vocab_size and model.hidden_size):
+        return 0, f"no vocab_size/hidden_size in {model.name}: input embeddings not subtracted"
+    from kvplan.engine import embedding_bytes
+    from kvplan.errors import FieldError
+    from kvplan.plan.weights import priced_weights
+
+    file_type = _file_type(model_type)
+    if file_type is not None:
+        try:
+            pricing = priced_weights(model, file_type)
+        except FieldError:
+            pricing = None
+        tables = [t for t in pricing.tensors if t.name == "token_embd.weight"] if pricing is not None else []
+        if tables:
+            return tables[0].bytes, (f"input embeddings {tables[0].bytes:,} B ({tables[0].dtype}, "
+                                     f"{model.vocab_size:,} × {model.hidden_size:,}) not read per token")
+    bits = row.model_size_bytes * 8 / row.model_n_params
+    table = int(embedding_bytes(model.vocab_size, model.hidden_size, bits))
+    return table, (f"input embeddings ≈ {table:,} B ({model.vocab_size:,} × {model.hidden_size:,} at the file's "
+                   f"mean {bits:.2f} bits/param) not read per token")
 
 
 def _profile(calibration, base_fields: dict, base_sources: dict, base_name: str | None, bench_files: list[str],

@@ -1,20 +1,28 @@
-"""Decode speed from memory bandwidth.
+"""Decode speed from memory bandwidth and a fixed cost per step.
 
 Notes
 -----
-Decode is memory-bound: every step streams the weights and the whole cache once::
+Decode is memory-bound: every step streams the weights and the whole cache once, and
+pays a fixed latency (kernel launches, synchronisation, sampling) on top::
 
     bytes_per_token(t) = weights_read + kv_bytes(t)
-    decode_tok_s(t)    = memory_bandwidth · bandwidth_efficiency / bytes_per_token(t)
+    time_per_token(t)  = bytes_per_token(t) / (memory_bandwidth · bandwidth_efficiency) + latency
+    decode_tok_s(t)    = 1 / time_per_token(t)
 
 ``weights_read`` is the weights less the input-embedding table (one row of it is read
 per token). With ``sequences`` decoded together, one step reads the weights once and
-every sequence's cache, and yields one token per sequence.
+every sequence's cache, and yields one token per sequence. ``latency = 0`` is the pure
+bandwidth (roofline-shaped) model; the roofline itself is efficiency 1, latency 0.
+
+Rates are computed as ``B / (bytes + latency · B)`` with ``B = bandwidth · efficiency``:
+algebraically ``1 / time_per_token``, and with ``latency = 0`` bit-for-bit the
+one-term ``B / bytes``.
 
 References
 ----------
 Williams et al., "Roofline" (CACM 2009); Kim et al., "SqueezeLLM" (2023) §2 on
-memory-bound decode.
+memory-bound decode; llama.cpp discussion #4167 (Apple M-series tg128 in three formats:
+the data that need the latency term, see :mod:`kvplan.engine.calibration`).
 """
 
 from __future__ import annotations
@@ -25,20 +33,50 @@ def bytes_per_token(weights_read, kv_bytes_read):
     return weights_read + kv_bytes_read
 
 
-def decode_tokens_per_s(memory_bandwidth_bytes_per_s, bytes_per_step, bandwidth_efficiency=1.0):
-    """Decode steps per second: ``bandwidth · efficiency / bytes_per_step`` [1/s]."""
-    return memory_bandwidth_bytes_per_s * bandwidth_efficiency / bytes_per_step
+def decode_tokens_per_s(memory_bandwidth_bytes_per_s, bytes_per_step, bandwidth_efficiency=1.0, latency_s=0.0):
+    """Decode steps per second [1/s].
+
+    Parameters
+    ----------
+    memory_bandwidth_bytes_per_s : numeric [bytes/s] peak bandwidth
+    bytes_per_step : numeric [bytes] bytes streamed in one step
+    bandwidth_efficiency : numeric [1] fraction of the peak streaming reaches
+    latency_s : numeric [s] fixed cost per step (0: the pure bandwidth model)
+
+    Returns
+    -------
+    numeric [1/s]
+        ``B / (bytes_per_step + latency_s · B)``, ``B = bandwidth · efficiency``
+        (= ``1 / (bytes / B + latency)``).
+    """
+    effective = memory_bandwidth_bytes_per_s * bandwidth_efficiency
+    return effective / (bytes_per_step + latency_s * effective)
 
 
 def mean_decode_tokens_per_s(n_tokens, weights_read, kv_bytes_read_over_generation,
-                             memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0):
+                             memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0, latency_s=0.0):
     """Average rate over a generation of ``n_tokens`` from an empty cache [tokens/s].
 
-    ``n / Σ_k time_k`` with ``time_k = (weights_read + kv(k)) / bandwidth``; for a
-    cache growing linearly this equals the instantaneous rate at about half the length.
+    ``n / Σ_k time_k`` with ``time_k = (weights_read + kv(k)) / B + latency``, i.e.
+    ``n · B / (n · weights_read + Σ_k kv(k) + n · latency · B)``; for a cache growing
+    linearly this equals the instantaneous rate at about half the length.
     """
+    effective = memory_bandwidth_bytes_per_s * bandwidth_efficiency
     total_bytes = n_tokens * weights_read + kv_bytes_read_over_generation
-    return n_tokens * memory_bandwidth_bytes_per_s * bandwidth_efficiency / total_bytes
+    # (n · bandwidth) · efficiency as the one-term formula always multiplied: equal bits when latency is 0
+    return n_tokens * memory_bandwidth_bytes_per_s * bandwidth_efficiency / (total_bytes + n_tokens * latency_s * effective)
+
+
+def step_bytes_at_rate(target_tokens_per_s, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0,
+                       latency_s=0.0):
+    """The most bytes one step may stream and still decode at ``target_tokens_per_s`` [bytes].
+
+    ``bytes / B + latency ≤ 1 / target``  ⇔  ``bytes ≤ B / target − latency · B``
+    (``B = bandwidth · efficiency``). Negative when the latency alone exceeds the time a
+    token may take: no context reaches the target.
+    """
+    effective = memory_bandwidth_bytes_per_s * bandwidth_efficiency
+    return effective / target_tokens_per_s - latency_s * effective
 
 
 # --- Two-term speed model: bandwidth plus a fixed per-step latency -------------------

@@ -15,7 +15,14 @@ of layers, ``H`` the attention (query) heads and ``d`` the head dimension. Windo
 layers and softmax/normalisation FLOPs are ignored (an upper bound on the attention
 term, a lower bound on the rest).
 
-    prefill_s(T) = flops(T) / compute                      (compute: sustained FLOP/s)
+    prefill_s(T) = max(flops(T) / (compute · compute_efficiency),
+                       ceil(T / n_ubatch) · weights_read / (bandwidth · bandwidth_efficiency))
+
+The first term is the compute time (``compute`` the device's peak or sustained FLOP/s,
+``compute_efficiency`` the share prefill sustains). The second is a floor: a runtime
+processes the prompt in micro-batches of ``n_ubatch`` tokens (llama.cpp ``-ub``, 512 by
+default) and every micro-batch streams the weights once, so a short prompt on a slow
+memory is bound by bandwidth, not FLOPs.
 
 Recomputing a pinned prefix of ``T_p`` tokens instead of keeping its cache resident
 costs ``prefill_s(T_p)`` before every request that needs it.
@@ -27,6 +34,8 @@ token); Chinchilla (Hoffmann et al. 2022), Appendix F (attention FLOPs).
 """
 
 from __future__ import annotations
+
+from kvplan.engine._ops import maximum
 
 
 def prefill_flops(tokens, params_active, layers=0, attention_heads=0, head_dim=0):
@@ -79,8 +88,36 @@ def prefill_flops_at_depth(tokens, depth, params_active, layers=0, attention_hea
             + 2 * layers * attention_heads * head_dim * (tokens * tokens + 2 * tokens * depth))
 
 
+DEFAULT_N_UBATCH = 512  # llama.cpp's -ub default (common/common.h); used where the runtime gives none
+
+
+def prefill_compute_seconds(flops, compute_flop_per_s, compute_efficiency=1.0):
+    """Prefill time if compute were the only limit [s]: ``flops / (compute · compute_efficiency)``."""
+    return flops / (compute_flop_per_s * compute_efficiency)
+
+
+def prefill_memory_seconds(prompt_tokens, weights_read_bytes, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0,
+                           n_ubatch=DEFAULT_N_UBATCH):
+    """Time to stream the weights once per micro-batch of the prompt [s].
+
+    Parameters
+    ----------
+    prompt_tokens : numeric [tokens]
+    weights_read_bytes : numeric [bytes] weights streamed by one forward pass
+    memory_bandwidth_bytes_per_s : numeric [bytes/s] peak bandwidth
+    bandwidth_efficiency : numeric [1]
+    n_ubatch : int [tokens] micro-batch size (llama.cpp ``-ub``)
+
+    Returns
+    -------
+    numeric [s] ``ceil(prompt_tokens / n_ubatch) · weights_read / (bandwidth · efficiency)``
+    """
+    micro_batches = -(-prompt_tokens // n_ubatch)
+    return micro_batches * weights_read_bytes / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
+
+
 def time_to_first_token(flops, compute_flop_per_s, prompt_tokens=0, weights_read_bytes=0,
-                        memory_bandwidth_bytes_per_s=None, n_ubatch=512, compute_efficiency=1.0,
+                        memory_bandwidth_bytes_per_s=None, n_ubatch=DEFAULT_N_UBATCH, compute_efficiency=1.0,
                         bandwidth_efficiency=1.0):
     """Prefill time bounded below by reading the weights once per micro-batch [s].
 
@@ -104,13 +141,11 @@ def time_to_first_token(flops, compute_flop_per_s, prompt_tokens=0, weights_read
     -----
     A runtime processes the prompt in micro-batches of ``n_ubatch`` tokens and each one
     streams every weight once; for short prompts on a slow memory that floor, not the
-    FLOPs, sets the time.
+    FLOPs, sets the time. Python numbers stay Python (no numpy import for one point).
     """
-    import numpy as np  # local: the module's earlier functions need no numpy
-
-    compute_s = flops / (compute_flop_per_s * compute_efficiency)
+    compute_s = prefill_compute_seconds(flops, compute_flop_per_s, compute_efficiency)
     if memory_bandwidth_bytes_per_s is None or not weights_read_bytes:
         return compute_s
-    micro_batches = -(-prompt_tokens // n_ubatch)
-    memory_s = micro_batches * weights_read_bytes / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
-    return np.maximum(compute_s, memory_s)
+    memory_s = prefill_memory_seconds(prompt_tokens, weights_read_bytes, memory_bandwidth_bytes_per_s,
+                                      bandwidth_efficiency, n_ubatch)
+    return maximum(compute_s, memory_s)

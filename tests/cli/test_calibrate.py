@@ -71,10 +71,18 @@ def test_one_decode_row_states_the_missing_unknown(run, tmp_path):
     lines = [line for line in (BENCH / "m2_q4_0.jsonl").read_text().splitlines() if '"n_gen": 128' in line
              and '"n_prompt": 0' in line]
     single.write_text(lines[0] + "\n")
+    # the base device's decode_latency (macbook-air-m2-16gb: 4.39 ms) fixes the second unknown
     result = run("calibrate", single, "--base", "macbook-air-m2-16gb", "-o", tmp_path / "d.yaml")
     assert result.exit_code == 0, result.stderr
+    assert "one unknown too many" in result.stderr
+    assert "latency fixed at 4.39 ms from macbook-air-m2-16gb's decode_latency" in result.stderr
+    assert "decode_latency: 4.39 ms" in (tmp_path / "d.yaml").read_text()
+    # without a base (nor --latency) it is 0, the pure bandwidth model, and the note says so
+    result = run("calibrate", single, "--ram", "16 GiB", "--os-reserve", "5.33 GiB", "--flash-read", "2.78 GB/s",
+                 "--bandwidth", "100 GB/s", "-o", tmp_path / "e.yaml")
+    assert result.exit_code == 0, result.stderr
     assert "one unknown too many" in result.stderr and "0 (pure bandwidth)" in result.stderr
-    assert "decode_latency: 0.00 ms" in (tmp_path / "d.yaml").read_text()
+    assert "decode_latency: 0.00 ms" in (tmp_path / "e.yaml").read_text()
 
 
 @pytest.mark.parametrize("bad", BAD, ids=[p.name for p in BAD])

@@ -29,5 +29,7 @@ def test_prefill_keys(run_json):
 
 def test_prefill_in_speed_table(run):
     out = run("check", "-d", COMPUTE_PHONE, "-m", REF_7B, "-c", "1000", "--pinned-prefix", "1000").stdout
-    assert "prefill 1,000 prompt tokens at 1 TFLOP/s" in out and "14.26 s" in out
+    assert "time to first token: prefill 1,000 tokens" in out and "14.26 s" in out
+    # compute 14.262144 s (above) beats the floor: ⌈1,000 / 512⌉ = 2 micro-batches × 1.75e9 B / (50e9 · 0.5) = 140 ms
+    assert "compute: FLOPs at 1 TFLOP/s (memory floor 140 ms)" in out
     assert "recompute the 1,000-token pinned prefix instead of keeping it" in out

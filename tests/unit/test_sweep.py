@@ -58,6 +58,8 @@ def test_every_column_equals_scalar_evaluate(device, model, knobs):
             "decode_tokens_per_s": ev.decode_tokens_per_s,
             "max_ctx": sweep.NO_MAX_CTX if ev.max_ctx is None else ev.max_ctx,
             "prefill_s": ev.prefill_s,
+            "buffers_bytes": ev.buffers_bytes,
+            "weight_type": (ev.weights_pricing and (s.weight_type or m.weight_type)) or "",
         }
         if knobs.target_tokens_per_s:
             expected["max_ctx_at_target"] = sweep.NO_MAX_CTX if ev.max_ctx_at_target is None else ev.max_ctx_at_target

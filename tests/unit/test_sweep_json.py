@@ -44,7 +44,7 @@ def _document(parts, chunk_rows):
 def test_fast_json_equals_json_dumps(chunk_rows):
     parts = _parts()
     cols = sweep.concat(parts)
-    expected = json.dumps({"rows_count": len(cols), "columns": cols.columns(),
+    expected = json.dumps({**render.json_fields(len(cols), cols.columns()),
                            "rows": render.json_rows(cols)}, allow_nan=False) + "\n"
     text = _document(parts, chunk_rows).decode("ascii")
     assert text == expected
@@ -64,7 +64,7 @@ def test_fast_json_with_a_target_and_a_runtime_equals_json_dumps():
                            Knobs(target_tokens_per_s=5.0, weight_bits=20, runtime="transformers"))]
     cols = sweep.concat(parts)
     assert cols.columns()[-1] == "max_ctx_at_target"
-    expected = json.dumps({"rows_count": len(cols), "columns": cols.columns(),
+    expected = json.dumps({**render.json_fields(len(cols), cols.columns()),
                            "rows": render.json_rows(cols)}, allow_nan=False) + "\n"
     text = _document(parts, 4).decode("ascii")
     assert text == expected
