@@ -47,11 +47,14 @@ def list_(
     from kvplan.profiles.loading import load_model_file
     from kvplan.profiles.spec import Device, Model
     from kvplan.plan.profile_figures import figures_of
+    from kvplan.plan.profile_warnings import profile_warnings
     from kvplan.render import profiles as render
 
     catalog = user_catalog(profiles_dir, fast=False)
     needle = (name or "").lower()
     entries: list[tuple[dict, object]] = []
+    warnings: list[str] = []
+    invalid_rows: list[str] = []
     for k in (kind.value,) if kind else ("device", "model"):
         cls = Device if k == "device" else Model
         seen: set[str] = set()
@@ -62,21 +65,32 @@ def list_(
                 profile = load_model_file(cls, path, what=f"{k} profile")
             except ProfileError as exc:
                 entries.append((render.invalid_row_json(k, entry_name, path, origin, exc.problems), None))
-                terminal.display_note(f"invalid {k} profile {path} (see 'kvplan profiles validate {path}')")
+                invalid = f"invalid {k} profile {path} (see 'kvplan profiles validate {path}')"
+                terminal.display_note(invalid)  # the table marks the row INVALID; JSON carries it as a warning
+                invalid_rows.append(invalid)
                 continue
             shadowed = profile.name in seen
             seen.add(profile.name)
+            warnings.extend(profile_warnings(k, profile))
             entries.append((render.list_row_json(k, profile, path, origin, shadowed, figures_of(k, profile)), profile))
     if output_format is o.OutputFormat.json:
-        terminal.display_json({"profiles": [row for row, _ in entries]})
+        terminal.display_json(render.list_json([row for row, _ in entries], invalid_rows + warnings))
     else:
+        for warning in warnings:
+            terminal.display_warning(warning)
         terminal.display_tables(render.list_tables(entries, units.value), output_format.value)
 
 
-SHOW_HELP = """Show one profile: every field in base units and human units, where each figure came from,
-and the figures derived from it (budget; KV bytes per token, weight size).
+SHOW_HELP = """Show one profile: every field in base units and human units, the figures derived from it
+(budget; KV bytes per token, weight size), and where each figure came from (each source once,
+wrapped to the terminal's width, or $COLUMNS, or 100 columns in a pipe).
 NAME is a built-in name, an alias, a user profile, a YAML path, a Hub id hf:ORG/NAME[@REV][:QUANT]
-or 'this' (a quick probe of this machine)."""
+or 'this' (this machine: its last probe, kept in the cache; 'kvplan profiles probe' refreshes it).
+
+--weights lists a model's weights tensor by tensor in a named format (--weight-type, else the
+profile's weight_type): one row per tensor name pattern, shape and storage type, with count,
+bytes and share, the total and the bits per weight; --format json lists every tensor. Without a
+named format it says what the uniform weight_bits gives."""
 
 
 @app.command("show", help=SHOW_HELP)
@@ -86,23 +100,55 @@ def show(
     output_format: ListFormatOpt = o.OutputFormat.table,
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
+    weights: Annotated[bool, typer.Option("--weights", help="A model's weights tensor by tensor (see above).")] = False,
+    weight_type: o.WeightTypeOpt = None,
+    weight_group_size: o.WeightGroupOpt = None,
 ) -> None:
     from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
+    from kvplan.errors import UsageError
     from kvplan.plan.profile_figures import figures_of
+    from kvplan.plan.profile_warnings import profile_warnings
     from kvplan.render import profiles as render
 
+    if not weights and (weight_type is not None or weight_group_size is not None):
+        flag = "--weight-type" if weight_type is not None else "--weight-group-size"
+        raise UsageError(f"{flag} applies to the weight breakdown: add --weights")
     catalog = user_catalog(profiles_dir, fast=False)
     found_kind, resolved = _resolve_any(catalog, name, kind.value if kind else None)
+    if weights and found_kind != "model":
+        raise UsageError(f"--weights lists a model's tensors; {name!r} is a {found_kind}")
     if resolved.note:
         terminal.display_note(resolved.note)
+    warnings = profile_warnings(found_kind, resolved.profile)
+    if weights:
+        _show_weights(resolved.profile, weight_type, weight_group_size, warnings, output_format, units)
+        return
     if output_format is o.OutputFormat.json:
         terminal.display_json(render.show_json(found_kind, resolved.profile, resolved.path, resolved.origin,
-                                             figures_of(found_kind, resolved.profile)))
+                                             figures_of(found_kind, resolved.profile), warnings))
     else:
+        for warning in warnings:
+            terminal.display_warning(warning)
+        width = None if output_format is o.OutputFormat.markdown else terminal.text_width()
         tables = render.show_tables(found_kind, resolved.profile, resolved.path, resolved.origin,
-                                    figures_of(found_kind, resolved.profile), units.value)
+                                    figures_of(found_kind, resolved.profile), units.value, width)
         terminal.display_tables(tables, output_format.value)
+
+
+def _show_weights(model, weight_type, group_size, warnings, output_format, units) -> None:
+    from kvplan.cli import terminal
+    from kvplan.plan.weight_breakdown import weight_breakdown
+    from kvplan.render.profiles import JSON_SCHEMA_VERSION
+    from kvplan.render.weight_table import weights_json, weights_tables
+
+    breakdown = weight_breakdown(model, weight_type, group_size)
+    if output_format is o.OutputFormat.json:
+        terminal.display_json(weights_json(breakdown, warnings, JSON_SCHEMA_VERSION))
+        return
+    for warning in warnings:
+        terminal.display_warning(warning)
+    terminal.display_tables(weights_tables(breakdown, units.value), output_format.value)
 
 
 def _resolve_any(catalog, ref: str, kind: str | None):
@@ -124,7 +170,9 @@ def _resolve_any(catalog, ref: str, kind: str | None):
     if len(hits) > 1:
         raise UsageError(f"{ref!r} names both a device and a model; add --kind device or --kind model")
     if not hits:
-        raise NotFoundError(f"no device or model named {ref!r} (see 'kvplan profiles list', or pass a YAML path)")
+        guesses = catalog.suggestions(None, ref)
+        hint = f"; did you mean {', '.join(guesses)}?" if guesses else ""
+        raise NotFoundError(f"no device or model named {ref!r}{hint} (see 'kvplan profiles list', or pass a YAML path)")
     return hits[0]
 
 
@@ -184,20 +232,23 @@ def schema(
 
 
 PROBE_HELP = """Write a device profile of the machine kvplan runs on: installed RAM, an OS reserve by rule,
-memory bandwidth measured (a STREAM-style copy) and flash read/write measured (a 512 MiB file
-in the temp folder, bypassing the page cache), each figure with its 'sources' entry.
+memory bandwidth measured (STREAM copy and triad with numpy threads; the larger, a lower bound),
+compute measured (float32 matrix product through numpy's BLAS; compute_efficiency 1.0) and flash
+read/write measured (a 512 MiB file in the temp folder, bypassing the page cache), each figure
+with its 'sources' entry.
 
-A few seconds; about 1 s with --quick (the disk is not measured: flash read is the conservative
-500 MB/s default). The bandwidth is a lower bound of the DRAM's: check the result against the spec
-sheet (docs/profiles.md, 'Profiling this machine'). '--device this' probes quickly on the fly."""
+A few seconds; --quick skips the disk (flash read is then the conservative 500 MB/s default).
+Check the result against the spec sheet (docs/profiles.md, 'Profiling this machine').
+Every run also replaces the probe '--device this' reads from kvplan's cache: run it again to
+refresh 'this' (after a hardware change, or to measure the disk too)."""
 
 
 @app.command("probe", help=PROBE_HELP)
 def probe(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the profile to this file (whole, "
                                                 "atomically) instead of stdout.")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Skip the disk measurement (about 1 s); flash read is "
-                                        "then the conservative default.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Skip the disk measurement; flash read is then the "
+                                        "conservative default.")] = False,
     name: Annotated[str | None, typer.Option("--name", help="Profile name (default: this-HOSTNAME).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")] = False,
 ) -> None:
@@ -212,6 +263,10 @@ def probe(
         check_writable(output)
     text, mapping = probed_profile(quick=quick, progress=lambda step: terminal.display_note(f"probe: {step}"),
                                    name=name)
+    from kvplan.probe import cache as probe_cache
+
+    if probe_cache.folder() is not None:
+        terminal.display_note("probe: kept in kvplan's cache as this machine's profile: '--device this' now uses it")
     if output is None:
         terminal.display_text(text)
     else:

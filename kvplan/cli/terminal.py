@@ -34,6 +34,11 @@ def display_note(message: str) -> None:
     sys.stderr.write(f"kvplan: note: {message}\n")
 
 
+def display_warning(message: str) -> None:
+    """Something the user should know before trusting the output (the command still succeeds)."""
+    sys.stderr.write(f"kvplan: warning: {message}\n")
+
+
 def display_json(document: object) -> None:
     sys.stdout.write(json.dumps(document, indent=2, allow_nan=False) + "\n")
     sys.stdout.flush()  # a full disk or closed pipe is reported now, not at interpreter exit
@@ -57,6 +62,22 @@ def display_tables(tables: list[Table], fmt: str = "table") -> None:
         _print_rich(tables)
     else:
         display_text(to_plain(tables))
+
+
+def text_width() -> int:
+    """Columns to wrap long text to: the terminal's width, else ``$COLUMNS``, else 100 (a pipe or a log).
+
+    Tables are never wrapped in a pipe (a line per row stays greppable); only free text that
+    would otherwise run to hundreds of characters (a profile's sources) is wrapped to this width.
+    """
+    if sys.stdout.isatty():
+        import shutil
+
+        return max(shutil.get_terminal_size((100, 24)).columns, 40)
+    try:
+        return max(int(os.environ.get("COLUMNS", "")), 40)
+    except ValueError:
+        return 100
 
 
 def _use_rich() -> bool:
@@ -143,7 +164,8 @@ def _print_rich(tables: list[Table], console=None) -> None:
         blocks = _blocks(table, narrowest, console.width)
         for b, columns in enumerate(blocks):
             widths = _fit_widths(columns, narrowest, natural, table, console.width)
-            title = table.title if b == 0 else ""
+            # a later block says it continues the table above: the columns are split, never dropped
+            title = table.title if b == 0 else (f"{table.title} (continued)" if table.title else "(continued)")
             rich_table = RichTable(title=Text(title, style="bold") if title else None, box=box.SIMPLE_HEAD,
                                    show_edge=False, pad_edge=False, padding=(0, _GAP - 1, 0, 0),
                                    title_justify="left")

@@ -6,6 +6,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from kvplan.errors import FieldError
 from kvplan.profiles.spec import Model
 
 
@@ -60,6 +61,39 @@ def swa_pattern_layers(n_pattern: int, layers: int) -> list[int]:
     return [i for i in range(layers) if i % n_pattern < n_pattern - 1]
 
 
+# The weight format an imported profile gets unless told: 4 bits per weight, what every built-in model profile
+# assumes (on-device deployments run 4-bit weights), so an imported model compares like for like with them.
+DEFAULT_WEIGHT_BITS = 4
+
+
+def weight_format_name(text: str) -> str:
+    """The canonical weight format name (``Q4_K_M`` → ``q4_k_m``), or a FieldError naming the known ones."""
+    from kvplan.engine.weight_formats import weight_format_key
+
+    try:
+        return weight_format_key(text)
+    except ValueError as exc:
+        raise FieldError("weight_type", str(exc)) from None
+
+
+def weight_fields(weight_bits: float | None, weight_type: str | None) -> list[tuple[str, object, str]]:
+    """The ``weight_bits`` / ``weight_type`` rows of a profile whose weights the source does not fix.
+
+    A named format (``--weight-type``) is priced tensor by tensor and wins over ``weight_bits``; a
+    width given alone is written as is; with neither, :data:`DEFAULT_WEIGHT_BITS`.
+    """
+    rows: list[tuple[str, object, str]] = []
+    if weight_type is not None:
+        rows.append(("weight_type", weight_format_name(weight_type),
+                     "given on the command line: priced tensor by tensor"))
+    if weight_bits is not None:
+        rows.append(("weight_bits", weight_bits, "given on the command line" +
+                     ("; weight_type wins where both apply" if weight_type else "")))
+    elif weight_type is None:
+        rows.append(("weight_bits", DEFAULT_WEIGHT_BITS, "kvplan's default, as every built-in profile (4-bit weights)"))
+    return rows
+
+
 def _scalar(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -70,7 +104,7 @@ def _scalar(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_scalar(v) for v in value) + "]"
     text = str(value)
-    if re.fullmatch(r"[a-z0-9][a-z0-9._-]*", text) and _plain_yaml_reads_back(text):
+    if re.fullmatch(r"[a-z0-9][a-z0-9._-]*|[0-9]+ B", text) and _plain_yaml_reads_back(text):
         return text
     return json.dumps(text, ensure_ascii=False)  # a JSON string is a valid YAML double-quoted scalar
 

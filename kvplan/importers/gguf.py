@@ -13,7 +13,8 @@ tokenizer's token count). A window without a pattern key follows llama.cpp's bui
 rule for the architecture (Gemma 2 alternating, Gemma 3 period 6, Cohere 2 period 4).
 
 params = Σ tensor elements; the weight size is Σ tensor bytes of the file, so the
-profile's ``weights`` is the file's own (quantized) size.
+profile's ``weights`` is the file's own (quantized) size, and ``general.file_type`` (llama.cpp's
+``LLAMA_FTYPE`` id, :data:`LLAMA_FTYPES`) becomes ``weight_type``, the name ``--weight-type`` takes.
 
 A mixture of experts (``{arch}.expert_count`` E > 0 and ``{arch}.expert_used_count`` k) also
 gives ``params_active``, counted like ``params``: params − Σ_routed-expert tensors (E − k) ·
@@ -25,10 +26,12 @@ gives ``params_active``, counted like ``params``: params − Σ_routed-expert te
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from kvplan.errors import ProfileError, UsageError
-from kvplan.importers.common import ImportedProfile, finish, slug, swa_pattern_layers, window_pattern
+from kvplan.importers.common import (DEFAULT_WEIGHT_BITS, ImportedProfile, finish, slug, swa_pattern_layers,
+                                     weight_format_name, window_pattern)
 
 _BUILTIN_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4}  # llama.cpp set_swa_pattern(n)
 
@@ -42,9 +45,56 @@ def _reader(path: str | Path):
     if not p.is_file():
         raise ProfileError([f"{path}: no such file"])
     try:
+        with open(p, "rb") as handle:
+            head = handle.read(4)
+        size = p.stat().st_size
+    except OSError as exc:
+        raise ProfileError([f"{path}: cannot read: {exc.strerror or exc}"]) from None
+    if not size:
+        raise ProfileError([f"{path}: not a readable GGUF file: the file is empty"])
+    if head != b"GGUF":
+        raise ProfileError([f"{path}: not a readable GGUF file: it starts with {head!r}, a GGUF file with b'GGUF'"])
+    try:
         return gguf.GGUFReader(p)
-    except (ValueError, OSError, KeyError, IndexError, TypeError) as exc:
-        raise ProfileError([f"{path}: not a readable GGUF file ({exc})"]) from None
+    except Exception as exc:  # noqa: BLE001 - the gguf reader raises whatever numpy raises on a damaged header
+        raise ProfileError([f"{path}: {_damage(exc, size)}"]) from None
+
+
+def _damage(exc: Exception, size: int) -> str:
+    """What a GGUF reader's exception means, in one line (never numpy's wording)."""
+    text = str(exc)
+    match = re.search(r"(\d+)\)? is not a valid GGMLQuantizationType", text)
+    if match:
+        return (f"not a readable GGUF file: a tensor has storage type id {match.group(1)}, which the installed gguf "
+                "package does not know (a damaged file, or a type newer than the package: pip install -U gguf)")
+    if "version" in text.lower():
+        return f"not a readable GGUF file: unsupported GGUF version ({text})"
+    return f"not a readable GGUF file: damaged or truncated ({size:,} bytes; the header or tensor data ends early)"
+
+
+# llama.cpp's `enum llama_ftype` (include/llama.h; the ids are stable, retired ones are never reused) for the
+# file types kvplan prices, by the name --weight-type takes (kvplan.engine.quantize.FILE_TYPES).
+LLAMA_FTYPES: dict[int, str] = {
+    0: "f32", 1: "f16", 2: "q4_0", 3: "q4_1", 7: "q8_0", 8: "q5_0", 9: "q5_1", 10: "q2_k", 11: "q3_k_s",
+    12: "q3_k_m", 13: "q3_k_l", 14: "q4_k_s", 15: "q4_k_m", 16: "q5_k_s", 17: "q5_k_m", 18: "q6_k",
+    25: "iq4_nl", 30: "iq4_xs", 32: "bf16",
+}
+_FTYPE_GUESSED = 1024  # LLAMA_FTYPE_GUESSED: a flag llama.cpp sets on a type it inferred, never a type itself
+
+
+def _file_type(meta: dict, notes: list[str]) -> tuple[str | None, str]:
+    """The --weight-type name of the file's ``general.file_type`` and where it came from, or (None, why not)."""
+    raw = meta.get("general.file_type")
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        notes.append("no general.file_type in the file: weight_type left out (the file's exact bytes are kept "
+                     "as weights)")
+        return None, ""
+    name = LLAMA_FTYPES.get(raw & ~_FTYPE_GUESSED)
+    if name is None:
+        notes.append(f"general.file_type {raw} is not a format kvplan prices tensor by tensor: weight_type left "
+                     "out (the file's exact bytes are kept as weights)")
+        return None, ""
+    return name, f"general.file_type {raw} (llama.cpp LLAMA_FTYPE)"
 
 
 def read_metadata(path: str | Path) -> tuple[dict, list[tuple]]:
@@ -77,10 +127,10 @@ def _int(meta: dict, key: str, where: str, required: bool = True):
 
 
 def profile_from_gguf_file(path: str | Path, *, name: str | None = None, params: int | None = None,
-                           weight_bits: float | None = None) -> ImportedProfile:
+                           weight_bits: float | None = None, weight_type: str | None = None) -> ImportedProfile:
     meta, tensors = read_metadata(path)
     return profile_from_gguf_metadata(meta, tensors, where=str(path), name=name, params=params,
-                                      weight_bits=weight_bits)
+                                      weight_bits=weight_bits, weight_type=weight_type)
 
 
 def _active_params(meta: dict, tensors: list[tuple], arch: str, params: int, notes: list[str]):
@@ -111,7 +161,8 @@ def _active_params(meta: dict, tensors: list[tuple], arch: str, params: int, not
 
 def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
                                name: str | None = None, params: int | None = None,
-                               weight_bits: float | None = None) -> ImportedProfile:
+                               weight_bits: float | None = None, weight_type: str | None = None) -> ImportedProfile:
+    weight_type_given = weight_type
     arch = meta.get("general.architecture")
     if not isinstance(arch, str) or not arch:
         raise ProfileError([f"{where}: general.architecture: missing from the GGUF metadata"])
@@ -122,7 +173,9 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
     if isinstance(heads, list):
         notes.append(f"{k}attention.head_count varies per layer; using the largest, {max(heads)}")
         heads = max(heads)
-    kv_heads = _int(meta, k + "attention.head_count_kv", where, required=False) or heads
+    kv_heads = _int(meta, k + "attention.head_count_kv", where, required=False)
+    kv_note = "attention.head_count_kv" if kv_heads else "no attention.head_count_kv: as many as head_count"
+    kv_heads = kv_heads or heads
     if isinstance(kv_heads, list):
         if len(kv_heads) != layers:
             raise ProfileError([f"{where}: {k}attention.head_count_kv: {len(kv_heads)} entries for {layers} layers"])
@@ -135,21 +188,26 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
     rank = _int(meta, k + "attention.kv_lora_rank", where, required=False)
     key_len = _int(meta, k + "attention.key_length_mla", where, required=False) if rank else None
     val_len = _int(meta, k + "attention.value_length_mla", where, required=False) if rank else None
+    key_note = "attention.key_length_mla" if key_len else "attention.key_length"
+    val_note = "attention.value_length_mla" if val_len else "attention.value_length"
     key_len = key_len or _int(meta, k + "attention.key_length", where, required=False)
     val_len = val_len or _int(meta, k + "attention.value_length", where, required=False)
     if key_len is None:
         if not hidden:
             raise ProfileError([f"{where}: {k}attention.key_length and {k}embedding_length are both missing"])
         key_len = hidden // heads
+        key_note = f"embedding_length / head_count = {hidden} / {heads}"
     val_len = val_len or key_len
     if rank:
         mla = {"kv_lora_rank": rank, "qk_rope_head_dim": _int(meta, k + "rope.dimension_count", where)}
     inter = _int(meta, k + "feed_forward_length", where, required=False)
+    inter_note = "feed_forward_length"
     if isinstance(inter, list):
-        inter = max(inter)
+        inter, inter_note = max(inter), "feed_forward_length (the largest of its per-layer values)"
     vocab = _int(meta, k + "vocab_size", where, required=False)
+    vocab_note = "vocab_size"
     if vocab is None and isinstance(meta.get("tokenizer.ggml.tokens"), list):
-        vocab = len(meta["tokenizer.ggml.tokens"])
+        vocab, vocab_note = len(meta["tokenizer.ggml.tokens"]), "tokenizer.ggml.tokens (its length)"
     max_context = _int(meta, k + "context_length", where, required=False)
 
     window = _int(meta, k + "attention.sliding_window", where, required=False)
@@ -185,14 +243,23 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         if isinstance(count, int) and count > 0:
             notes.append("a mixture of experts: params_active is derived only when params is (no --params); "
                          "add it from the model card, or decode is priced as if every expert were read")
-    weights = None
-    if weight_bits is None and n_bytes:
-        weights = n_bytes
+    file_type, file_type_note = _file_type(meta, notes)
+    weights, weight_type, weights_note = None, None, None
+    if weight_type_given is not None:
+        weight_type = weight_format_name(weight_type_given)
+    if weight_bits is None and n_bytes and weight_type in (None, file_type):
+        weights, weight_type = n_bytes, file_type
         weight_bits = round(n_bytes * 8 / params, 3)
         weights_note = f"sum of the tensor sizes in the file: {n_bytes:,} bytes ({weight_bits:g} bits/param)"
+        bits_note = "this file's bits per weight (its exact size is 'weights')"
+    elif weight_bits is not None:
+        bits_note = "given on the command line" + ("; weight_type wins where both apply" if weight_type else "")
+    elif weight_type is None:
+        weight_bits, bits_note = DEFAULT_WEIGHT_BITS, "kvplan's default, as every built-in profile (4-bit weights)"
     else:
-        weight_bits = 16 if weight_bits is None else weight_bits
-        weights_note = None
+        bits_note = ""  # a named format alone: weight_bits is not written (weight_type prices every tensor)
+    type_note = (file_type_note if weight_type is not None and weight_type == file_type
+                 else "given on the command line: priced tensor by tensor")
     file_name = meta.get("general.name") or Path(where).stem
     fields = [
         ("name", name or slug(file_name), ""),
@@ -202,19 +269,22 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         ("params_active", params_active, "mixture of experts: parameters one token uses, see sources.params"),
         ("layers", layers, "block_count"),
         ("attention_heads", heads, "attention.head_count"),
-        ("kv_heads", kv_heads, "attention.head_count_kv"),
-        ("head_dim", key_len, "attention.key_length"),
-        ("v_head_dim", val_len if val_len != key_len else None, "attention.value_length"),
+        ("kv_heads", kv_heads, kv_note),
+        ("head_dim", key_len, key_note),
+        ("v_head_dim", val_len if val_len != key_len else None, val_note),
         ("hidden_size", hidden, "embedding_length"),
-        ("intermediate_size", inter, "feed_forward_length"),
-        ("vocab_size", vocab, ""),
-        ("tie_embeddings", tied if tensors else None, "no output.weight tensor: tied to the embedding"),
+        ("intermediate_size", inter, inter_note),
+        ("vocab_size", vocab, vocab_note),
+        ("tie_embeddings", tied if tensors else None,
+         "no output.weight tensor: the output reuses token_embd" if tied else "the file has its own output.weight"),
         ("max_context", max_context, "context_length"),
         ("sliding_window", window if pattern is not None else None, ""),
         ("sliding_window_pattern", pattern, ""),
         ("mla", mla, "multi-head latent attention"),
-        ("weight_bits", weight_bits, "bits per weight of this file" if weights else "deployment bits per weight"),
-        ("weights", weights, "this file's tensor bytes"),
+        ("weight_type", weight_type, type_note),
+        ("weight_bits", weight_bits, bits_note),
+        ("weights", None if weights is None else f"{weights} B",
+         "this file's tensor bytes (exact; wins over weight_type and weight_bits)"),
         ("kv_bits", 16, "fp16 KV cache"),
         ("sources", {"config": f"{Path(where).name} (GGUF header, imported by kvplan)", "params": params_note,
                      "weights": weights_note, "sliding_window": window_note}, ""),

@@ -20,10 +20,12 @@ A MoE config also gives ``params_active``, the parameters one token uses, counte
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from kvplan.errors import ProfileError
-from kvplan.importers.common import ImportedProfile, finish, slug, swa_pattern_layers, window_pattern
+from kvplan.importers.common import (ImportedProfile, finish, slug, swa_pattern_layers, weight_fields,
+                                     window_pattern)
 
 # Defaults of the transformers config classes for keys a config.json may omit.
 _DEFAULTS: dict[str, dict] = {
@@ -47,20 +49,70 @@ _QKV_BIAS = {"qwen2"}  # bias on q, k, v (not o)
 
 
 def profile_from_hf_file(path: str | Path, *, name: str | None = None, params: int | None = None,
-                         weight_bits: float | None = None) -> ImportedProfile:
+                         weight_bits: float | None = None, weight_type: str | None = None) -> ImportedProfile:
+    """A model profile from a local ``config.json``, or a model folder holding one (see :func:`profile_name`)."""
     from kvplan.files.yamlio import read_text
 
-    text = read_text(path)
+    p = Path(path)
+    folder_given = p.is_dir()
+    if folder_given:
+        if not (p / "config.json").is_file():
+            raise ProfileError([f"{path}: a folder without a config.json (give the config file, or the model "
+                                "folder that holds it)"])
+        p = p / "config.json"
+    text = read_text(p)
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ProfileError([f"{path}:{exc.lineno}: not valid JSON: {exc.msg}"]) from None
+        raise ProfileError([f"{p}:{exc.lineno}: not valid JSON: {exc.msg}"]) from None
     if not isinstance(config, dict):
-        raise ProfileError([f"{path}: expected a JSON object (a config.json), got {type(config).__name__}"])
-    p = Path(path)
-    default_name = config.get("_name_or_path") or (p.stem if p.stem != "config" else p.resolve().parent.name)
-    return profile_from_hf_config(config, name=name or slug(default_name), where=str(path),
-                                  params=params, weight_bits=weight_bits)
+        raise ProfileError([f"{p}: expected a JSON object (a config.json), got {type(config).__name__}"])
+    notes: list[str] = []
+    if name is None:
+        name, how = profile_name(config, p, folder_given)
+        notes.append(f"profile named {name!r} after {how}; --name sets another")
+    imported = profile_from_hf_config(config, name=name, where=str(p), params=params, weight_bits=weight_bits,
+                                      weight_type=weight_type)
+    return ImportedProfile(imported.model, imported.yaml_text, (*notes, *imported.notes))
+
+
+# Files only a model folder holds (weights, tokenizer, generation defaults): a folder with one of them next to
+# config.json is the model's own folder, so its name is the model's; a folder with a lone config.json is not.
+_MODEL_FOLDER_FILES = ("*.safetensors", "model.safetensors.index.json", "pytorch_model*.bin", "tokenizer.json",
+                       "tokenizer_config.json", "tokenizer.model", "generation_config.json")
+# The Hugging Face cache keeps a model's files in models--ORG--NAME/snapshots/REVISION/.
+_HUB_CACHE_RE = re.compile(r"^models--[^/]+?--(.+)$")
+
+
+def profile_name(config: dict, path: Path, folder_given: bool = False) -> tuple[str, str]:
+    """The profile name a config file implies, and what it was taken from (for a note).
+
+    In order: the last path component of the config's ``_name_or_path`` (``Qwen/Qwen3-0.6B`` →
+    ``qwen3-0.6b``; a bare ``.`` says nothing); a config file named after its model
+    (``gemma-3-1b.json``); the ``NAME`` of a Hugging Face cache folder
+    (``models--ORG--NAME/snapshots/REV/config.json``); the folder holding ``config.json`` when it is
+    the model's folder — given on the command line as a folder, or holding the model's weights or
+    tokenizer next to the config; else the config's ``model_type``. A folder holding a lone
+    ``config.json`` (``my/config.json``) names a place, not a model, so it is never used.
+    """
+    raw = str(config.get("_name_or_path") or "").strip().rstrip("/\\")
+    last = re.split(r"[/\\]", raw)[-1] if raw else ""
+    if last not in ("", ".", ".."):
+        return slug(last), f"the config's _name_or_path {raw!r}"
+    if path.stem.lower() != "config":
+        return slug(path.stem), f"the file name {path.name!r}"
+    folder = path.resolve().parent
+    for part in (folder, *folder.parents)[:3]:
+        match = _HUB_CACHE_RE.match(part.name)
+        if match:
+            return slug(match.group(1)), f"the Hugging Face cache folder {part.name!r}"
+    if folder_given or any(next(folder.glob(pattern), None) for pattern in _MODEL_FOLDER_FILES):
+        return slug(folder.name), f"the model folder {folder.name!r}"
+    model_type = str(config.get("model_type") or "").strip()
+    if model_type:
+        return slug(model_type), (f"the config's model_type (no _name_or_path, and {folder.name!r} holds no "
+                                  "model files, so it is not taken for the model's name)")
+    return "imported-model", "nothing in the config or its folder names the model"
 
 
 def text_config(config: dict) -> tuple[dict, str]:
@@ -163,7 +215,7 @@ def derived_params(c: dict, model_type: str, layers: int, heads: int, kv_heads: 
 
 
 def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json", params: int | None = None,
-                           weight_bits: float | None = None) -> ImportedProfile:
+                           weight_bits: float | None = None, weight_type: str | None = None) -> ImportedProfile:
     """Build and validate a model profile from a parsed config.json (see the module docstring)."""
     c, model_type = text_config(config)
     layers = _need(c, "num_hidden_layers", where)
@@ -220,7 +272,7 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         ("sliding_window", window, ""),
         ("sliding_window_pattern", pattern, ""),
         ("mla", mla, "multi-head latent attention"),
-        ("weight_bits", 16 if weight_bits is None else weight_bits, "deployment bits per weight"),
+        *weight_fields(weight_bits, weight_type),
         ("kv_bits", 16, "fp16 KV cache"),
         ("sources", {"config": f"{source} (config.json, imported by kvplan)", "params": params_note,
                      "sliding_window": window_note}, ""),

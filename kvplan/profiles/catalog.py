@@ -161,9 +161,23 @@ class Catalog:
                 note = f"using user {kind} profile {path} (shadows the built-in {shadowed[0]!r})"
         return Resolved(profile, path, origin, note)
 
+    def suggestions(self, kind: Kind | None, ref: str, n: int = 3) -> list[str]:
+        """Up to ``n`` profile names close to ``ref``, best first, each profile once by its own name.
+
+        Names and aliases are both matched (a typo of an alias finds its profile), but an alias
+        is shown as the name it belongs to, so ``pixle8`` suggests ``pixel8`` once, not ``pixel8,
+        pixel-8`` (its alias) as two choices. ``kind`` None: devices and models alike.
+        """
+        canonical: dict[str, str] = {}
+        for k in (kind,) if kind else ("device", "model"):
+            for name, aliases, _, _ in self._index(k):
+                for key in (name.lower(), *aliases):
+                    canonical.setdefault(key, name)
+        close = difflib.get_close_matches(str(ref).strip().lower(), list(canonical), n=len(canonical), cutoff=0.6)
+        return list(dict.fromkeys(canonical[key] for key in close))[:n]
+
     def _not_found_message(self, kind: Kind, ref: str) -> str:
-        names = [n for name, aliases, _, _ in self._index(kind) for n in [name, *aliases]]
-        guesses = difflib.get_close_matches(ref.lower(), names, n=3, cutoff=0.6)
+        guesses = self.suggestions(kind, ref)
         hint = f"; did you mean {', '.join(guesses)}?" if guesses else ""
         return f"unknown {kind} {ref!r}{hint} (see 'kvplan profiles list --kind {kind}', or pass a YAML path)"
 

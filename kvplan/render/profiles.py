@@ -19,11 +19,29 @@ _HUMAN = {"ram": "size", "os_reserve": "size", "memory_bandwidth": "rate", "flas
           "params": "count", "max_context": "tokens", "sliding_window": "tokens", "weights": "size"}
 _NOT_FIGURES = {"name", "aliases", "description", "sources"}
 
+JSON_SCHEMA_VERSION = 1
+
+# JSON keys of the figures a YAML field holds: the unit in the name, as `check --format json` says them
+# (memory.ram_bytes, memory.os_reserve_bytes, memory.weights_bytes). docs/cli.md lists these renames.
+JSON_NAMES = {"ram": "ram_bytes", "os_reserve": "os_reserve_bytes",
+              "memory_bandwidth": "memory_bandwidth_bytes_per_s", "flash_read": "flash_read_bytes_per_s",
+              "flash_write": "flash_write_bytes_per_s", "runtime_overhead": "runtime_overhead_bytes",
+              "compute": "compute_flops_per_s", "decode_latency": "decode_latency_s", "weights": "weights_bytes"}
+
+
+def _json_keys(mapping: dict) -> dict:
+    return {JSON_NAMES.get(k, k): v for k, v in mapping.items()}
+
+
+def list_json(rows: list[dict], warnings: list[str]) -> dict:
+    """The ``profiles list --format json`` document."""
+    return {"schema_version": JSON_SCHEMA_VERSION, "warnings": list(warnings), "profiles": rows}
+
 
 def list_row_json(kind: str, profile, path: Path, origin: str, shadowed: bool, figures: dict) -> dict:
     """One ``profiles list`` entry; ``figures``: :func:`kvplan.plan.profile_figures.figures_of` the profile."""
     return {"kind": kind, "name": profile.name, "aliases": list(profile.aliases), "origin": origin,
-            "shadowed": shadowed, "path": str(path), **figures}
+            "shadowed": shadowed, "path": str(path), **_json_keys(figures)}
 
 
 def invalid_row_json(kind: str, name: str, path: Path, origin: str, problems: list[str]) -> dict:
@@ -63,9 +81,9 @@ def list_tables(entries: list[tuple[dict, object]], units: str = "si") -> list[T
             if "errors" in r:
                 t.add(r["name"], "", "", "", "", "", "", f"{r['origin']}: INVALID")
                 continue
-            t.add(r["name"], ", ".join(r["aliases"]), fmt.bytes_(r["ram"], units), fmt.bytes_(r["budget_bytes"], units),
-                  fmt.rate(r["memory_bandwidth"], units), f"{r['bandwidth_efficiency']:g}",
-                  fmt.rate(r["flash_read"], units), _origin(r))
+            t.add(r["name"], ", ".join(r["aliases"]), fmt.bytes_(r["ram_bytes"], units),
+                  fmt.bytes_(r["budget_bytes"], units), fmt.rate(r["memory_bandwidth_bytes_per_s"], units),
+                  f"{r['bandwidth_efficiency']:g}", fmt.rate(r["flash_read_bytes_per_s"], units), _origin(r))
         tables.append(t)
     if models:
         t = Table(f"models ({len(models)})", ["name", "aliases", "params", "layers", "heads/kv/head_dim",
@@ -115,15 +133,19 @@ def _base(value) -> str:
     return str(value)
 
 
-def show_json(kind: str, profile, path: Path, origin: str, figures: dict) -> dict:
-    """Every field in base units (YAML names), the derived figures, and the sources."""
-    fields = profile.model_dump(mode="json")
+def show_json(kind: str, profile, path: Path, origin: str, figures: dict, warnings: list[str]) -> dict:
+    """Every field in base units (figures named as ``check`` names them, :data:`JSON_NAMES`), the figures
+    derived from them (one equal to the field of the same key is not repeated), the sources by YAML field."""
+    fields = _json_keys(profile.model_dump(mode="json"))
     sources = fields.pop("sources")
-    derived = {k: v for k, v in figures.items() if k not in fields}
-    return {"kind": kind, "origin": origin, "path": str(path), **fields, "derived": derived, "sources": sources}
+    derived = {k: v for k, v in _json_keys(figures).items() if k not in fields or fields[k] != v}
+    return {"schema_version": JSON_SCHEMA_VERSION, "warnings": list(warnings), "kind": kind, "origin": origin,
+            "path": str(path), **fields, "derived": derived, "sources": sources}
 
 
-def show_tables(kind: str, profile, path: Path, origin: str, figures: dict, units: str = "si") -> list[Table]:
+def show_tables(kind: str, profile, path: Path, origin: str, figures: dict, units: str = "si",
+                width: int | None = None) -> list[Table]:
+    """The fields, the derived figures, and each source once, wrapped to ``width`` columns (None: unwrapped)."""
     spec = [(n, _HUMAN.get(n)) for n in type(profile).model_fields if n not in _NOT_FIGURES]
     title = f"{kind} {profile.name}" + (f" ({', '.join(profile.aliases)})" if profile.aliases else "")
     t = Table(title, ["field", "value", "human", "source"])
@@ -133,23 +155,19 @@ def show_tables(kind: str, profile, path: Path, origin: str, figures: dict, unit
         value = getattr(profile, name)
         if name not in profile.model_fields_set and value == defaults[name].default and value is None:
             continue
-        source = profile.sources.get(name, "")
-        if not source and name not in profile.model_fields_set:
-            source = "(default)"
-        t.add(name, _base(value), _human(value, how, units), _shorten(source))
+        source = "see sources" if name in profile.sources else ("(default)" if name not in profile.model_fields_set
+                                                               else "")
+        t.add(name, _base(value), _human(value, how, units), source)
     if profile.description:
         t.notes.append(profile.description)
     t.notes.append(f"{origin} profile: {path}")
-    for key in sorted(set(profile.sources) - {n for n, _ in spec}):
-        t.notes.append(f"{key}: {_shorten(profile.sources[key], 200)}")
     d = Table("derived", ["figure", "value", "human"])
+    f = figures
     if kind == "device":
-        f = figures
         d.add("budget = ram − os_reserve", f"{f['budget_bytes']:,} B", fmt.bytes_(f["budget_bytes"], units))
         d.add("effective bandwidth = bandwidth × efficiency", f"{f['effective_bandwidth_bytes_per_s']:,.0f} B/s",
               fmt.rate(f["effective_bandwidth_bytes_per_s"], units))
     else:
-        f = figures
         d.add("KV bytes per token at fp16", f"{f['kv_bytes_per_token_fp16']:,} B",
               fmt.bytes_(f["kv_bytes_per_token_fp16"], units))
         fmt_name = f["k_format"] if f["k_format"] == f["v_format"] else f"K {f['k_format']} / V {f['v_format']}"
@@ -160,14 +178,25 @@ def show_tables(kind: str, profile, path: Path, origin: str, figures: dict, unit
               fmt.bytes_(f["weights_bytes"], units))
         d.add("weights read per decode step", f"{f['weights_read_bytes']:,} B",
               fmt.bytes_(f["weights_read_bytes"], units))
-    full = Table("sources (in full)", ["field", "source"])
-    full.align = ["left", "left"]
-    for key, text in profile.sources.items():
-        full.add(key, " ".join(str(text).split()))
-    t.notes.append("sources are shortened above; the 'sources (in full)' table below has every word")
-    return [t, d, full] if profile.sources else [t, d]
+    return [t, d, sources_table(profile, width)] if profile.sources else [t, d]
 
 
-def _shorten(text: str, limit: int = 70) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def sources_table(profile, width: int | None) -> Table:
+    """Each source once, field order first: long text wrapped into continuation rows of at most ``width``
+    columns in all (never inside a word or a URL), so a pipe or a log reads it without 700-character lines."""
+    import textwrap
+
+    order = [n for n in type(profile).model_fields if n in profile.sources]
+    keys = order + sorted(set(profile.sources) - set(order))
+    key_width = max(len("field"), *(len(k) for k in keys))
+    text_width = None if width is None else max(width - key_width - 2, 30)
+    table = Table("sources", ["field", "source"])
+    table.align = ["left", "left"]
+    for key in keys:
+        text = " ".join(str(profile.sources[key]).split())
+        lines = (textwrap.wrap(text, text_width, break_long_words=False, break_on_hyphens=False)
+                 if text_width else [text]) or [""]
+        table.add(key, lines[0])
+        for line in lines[1:]:
+            table.add("", line)
+    return table

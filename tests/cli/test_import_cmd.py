@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import yaml
 
@@ -56,3 +57,96 @@ def test_import_gguf_without_the_package_is_one_line(run, tmp_path, monkeypatch)
     assert result.exit_code == 2
     assert result.stderr == ("kvplan: error: reading GGUF files needs the optional 'gguf' package: "
                              "pip install gguf (or install kvplan with its [gguf] extra: pip install '.[gguf]')\n")
+
+
+# --- issue 14 point 7: a model folder, the profile's name, the default weight format, --force --------------------
+
+QWEN3 = DATA / "hf_configs" / "qwen3-0.6b.json"  # has no _name_or_path
+
+
+def _model_folder(tmp_path, folder_name: str, *, model_files: bool) -> object:
+    folder = tmp_path / folder_name
+    folder.mkdir()
+    (folder / "config.json").write_text(QWEN3.read_text())
+    if model_files:
+        (folder / "tokenizer_config.json").write_text("{}")
+    return folder
+
+
+def test_import_hf_takes_a_model_folder_and_names_the_profile_after_it(run, tmp_path):
+    folder = _model_folder(tmp_path, "Qwen3-0.6B", model_files=True)
+    for source in (folder, folder / "config.json"):
+        result = run("import", "hf", source)
+        assert result.exit_code == 0, result.stderr
+        assert yaml.safe_load(result.stdout)["name"] == "qwen3-0.6b"
+        assert "after the model folder 'Qwen3-0.6B'" in result.stderr
+
+
+def test_a_lone_config_json_does_not_name_the_profile_after_its_folder(run, tmp_path):
+    folder = _model_folder(tmp_path, "my", model_files=False)
+    result = run("import", "hf", folder / "config.json")
+    assert result.exit_code == 0
+    assert yaml.safe_load(result.stdout)["name"] == "qwen3"  # the config's model_type, never 'my'
+    assert "'my' holds no model files" in result.stderr
+
+
+def test_name_or_path_names_the_profile_first(run, tmp_path):
+    folder = _model_folder(tmp_path, "my", model_files=True)
+    (folder / "config.json").write_text((DATA / "hf_configs" / "llama-2-7b.json").read_text())
+    result = run("import", "hf", folder)
+    assert yaml.safe_load(result.stdout)["name"] == "llama-2-7b-hf"  # "_name_or_path": "meta-llama/Llama-2-7b-hf"
+
+
+def test_a_hugging_face_cache_folder_names_the_model(run, tmp_path):
+    snapshot = tmp_path / "models--Qwen--Qwen3-0.6B" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text(QWEN3.read_text())
+    assert yaml.safe_load(run("import", "hf", snapshot / "config.json").stdout)["name"] == "qwen3-0.6b"
+
+
+def test_a_folder_without_config_json_is_one_line(run, tmp_path):
+    result = run("import", "hf", tmp_path)
+    assert result.exit_code == 2
+    assert result.stderr == f"kvplan: error: {tmp_path}: a folder without a config.json (give the config file, " \
+                            "or the model folder that holds it)\n"
+
+
+def test_import_hf_writes_four_bit_weights_by_default_as_every_builtin(run, run_json, tmp_path):
+    data = yaml.safe_load(run("import", "hf", CONFIG).stdout)
+    assert data["weight_bits"] == 4 and "weight_type" not in data
+    builtin = (Path(__file__).resolve().parents[2] / "model_profiles").glob("*.yaml")
+    assert {yaml.safe_load(p.read_text())["weight_bits"] for p in builtin} == {4}
+
+
+def test_import_hf_weight_type_is_written_and_priced(run, run_json, tmp_path):
+    out = tmp_path / "q.yaml"
+    assert run("import", "hf", CONFIG, "-o", out, "--weight-type", "Q4_K_M").exit_code == 0
+    data = yaml.safe_load(out.read_text())
+    assert data["weight_type"] == "q4_k_m" and "weight_bits" not in data
+    _, with_profile = run_json("check", "-d", REF_PHONE, "-m", out, "-c", "4096")
+    _, with_flag = run_json("check", "-d", REF_PHONE, "-m", "gemma-3-1b", "-c", "4096", "--weight-type", "q4_k_m")
+    assert with_profile["memory"]["weights_bytes"] == with_flag["memory"]["weights_bytes"]
+
+
+def test_import_hf_bad_weight_type_is_one_line(run):
+    result = run("import", "hf", CONFIG, "--weight-type", "q9_z")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("kvplan: error: --weight-type: unknown weight format 'q9_z'; known: f32")
+
+
+def test_import_keeps_an_existing_output_without_force(run, tmp_path):
+    out = tmp_path / "kept.yaml"
+    out.write_text("name: mine\n")
+    result = run("import", "hf", CONFIG, "-o", out)
+    assert result.exit_code == 2
+    assert result.stderr == f"kvplan: error: --output: {out} exists; add --force to overwrite it\n"
+    assert out.read_text() == "name: mine\n"
+    assert run("import", "hf", CONFIG, "-o", out, "--force").exit_code == 0
+    assert yaml.safe_load(out.read_text())["name"] == "gemma-3-1b"
+
+
+def test_hub_ids_still_go_to_the_hub(monkeypatch):
+    from kvplan.cli.imports import _looks_like_hub_id
+
+    assert _looks_like_hub_id("Qwen/Qwen3-0.6B") and _looks_like_hub_id("hf:org/name@main:Q4_K_M")
+    assert not _looks_like_hub_id("./Qwen3-0.6B") and not _looks_like_hub_id("my/config.json")

@@ -53,8 +53,11 @@ def test_show_device_json_has_every_field_in_base_units(run_json):
     code, doc = run_json("profiles", "show", str(HALF_PHONE))
     assert code == 0
     assert doc["kind"] == "device" and doc["origin"] == "file"
-    assert doc["ram"] == 8_000_000_000 and doc["os_reserve"] == 2_000_000_000
-    assert doc["memory_bandwidth"] == 50e9 and doc["bandwidth_efficiency"] == 0.5
+    assert doc["schema_version"] == 1 and doc["warnings"] == []
+    # figures named as `check --format json` names them (memory.ram_bytes …), not by their YAML field
+    assert doc["ram_bytes"] == 8_000_000_000 and doc["os_reserve_bytes"] == 2_000_000_000
+    assert "ram" not in doc and "memory_bandwidth" not in doc
+    assert doc["memory_bandwidth_bytes_per_s"] == 50e9 and doc["bandwidth_efficiency"] == 0.5
     assert doc["derived"]["budget_bytes"] == 6_000_000_000  # 8 GB − 2 GB
     assert doc["derived"]["effective_bandwidth_bytes_per_s"] == 25e9  # 50 GB/s × 0.5
     assert doc["sources"]["ram"] == "test fixture"
@@ -63,7 +66,7 @@ def test_show_device_json_has_every_field_in_base_units(run_json):
 def test_show_model_json(run_json):
     code, doc = run_json("profiles", "show", str(REF_7B))
     assert code == 0 and doc["kind"] == "model"
-    assert doc["params"] == 7_000_000_000 and doc["weights"] == 1_750_000_000
+    assert doc["params"] == 7_000_000_000 and doc["weights_bytes"] == 1_750_000_000
     assert doc["derived"]["kv_bytes_per_token_fp16"] == 2 * 32 * 32 * 128 * 2 == 524_288
 
 
@@ -141,8 +144,8 @@ def test_schema_equals_the_shipped_schema_files(run):
 def test_schema_quantities_accept_strings_with_units(run):
     doc = json.loads(run("profiles", "schema", "--kind", "device").stdout)
     ram = doc["properties"]["ram"]
-    assert {"type": "integer", "minimum": 1} in ram["anyOf"]
-    assert any(s.get("type") == "string" and "pattern" in s for s in ram["anyOf"])
+    # a size needs its unit (a bare number is refused with a suggestion), so the schema offers no bare integer
+    assert all(s.get("type") == "string" and "pattern" in s for s in ram["anyOf"])
     assert doc["additionalProperties"] is False and "ram" in doc["required"]
 
 
@@ -158,3 +161,143 @@ def test_profiles_doc_describes_every_field():
     for cls in (Device, Model):
         missing = [name for name in cls.model_fields if f"`{name}`" not in text]
         assert missing == [], f"docs/profiles.md does not describe {cls.__name__} fields {missing}"
+
+
+# --- issue 14 points 6–7, issue 15 point 1: suggestions, one surface, piped output, --weights -------------------
+
+def test_show_suggests_like_check_does(run):
+    result = run("profiles", "show", "pixle8")
+    assert result.exit_code == 2
+    assert result.stderr == ("kvplan: error: no device or model named 'pixle8'; did you mean pixel8, pixel8-pro? "
+                             "(see 'kvplan profiles list', or pass a YAML path)\n")
+
+
+def test_suggestions_name_each_profile_once_by_its_own_name(run):
+    # pixel8's alias pixel-8 and pixel8-pro's alias pixel8pro are as close as the names: one entry each
+    result = run("check", "-d", "pixle8", "-m", "7b", "-c", "4096")
+    assert result.exit_code == 2 and "did you mean pixel8, pixel8-pro?" in result.stderr
+    # llama-2-7b's aliases llama2-7b and llama-2-7b-hf both match 'lama-2-7b': llama-2-7b once
+    result = run("check", "-d", "pixel8", "-m", "lama-2-7b", "-c", "4096")
+    guesses = result.stderr.split("did you mean ")[1].split("?")[0].split(", ")
+    assert guesses[0] == "llama-2-7b" and len(guesses) == len(set(guesses))
+    assert not {"llama2-7b", "llama-2-7b-hf"} & set(guesses)
+
+
+def test_list_json_carries_schema_version_warnings_and_checks_key_names(run_json):
+    code, doc = run_json("profiles", "list", "--kind", "device", "--name", "pixel8")
+    assert code == 0 and doc["schema_version"] == 1 and doc["warnings"] == []
+    row = next(r for r in doc["profiles"] if r["name"] == "pixel8")
+    _, check = run_json("check", "-d", "pixel8", "-m", "7b", "-c", "4096")
+    assert row["ram_bytes"] == check["memory"]["ram_bytes"] == 8_000_000_000
+    assert row["os_reserve_bytes"] == check["memory"]["os_reserve_bytes"] == 2_000_000_000
+    assert row["budget_bytes"] == check["memory"]["budget_bytes"] == 6_000_000_000  # 8 GB − 2 GB
+    assert {"ram", "os_reserve", "memory_bandwidth", "flash_read"}.isdisjoint(row)
+    assert row["memory_bandwidth_bytes_per_s"] == 68.3e9 and row["flash_read_bytes_per_s"] == 2.1e9
+
+
+def test_model_row_uses_checks_names_too(run_json):
+    _, doc = run_json("profiles", "list", "--kind", "model", "--name", "llama-2-7b")
+    row = next(r for r in doc["profiles"] if r["name"] == "llama-2-7b")
+    _, check = run_json("check", "-d", "pixel8", "-m", "llama-2-7b", "-c", "4096")
+    # 6,740,000,000 params × 4 bits / 8 = 3,370,000,000 B
+    assert row["weights_bytes"] == check["memory"]["weights_bytes"] == 3_370_000_000
+    assert row["kv_bytes_per_token"] == check["kv_bytes_per_token"] == 524_288
+
+
+def test_list_and_show_warn_about_a_window_llama_cpp_ignores(run, run_json):
+    _, doc = run_json("profiles", "show", "mistral-7b-v0.1")
+    assert len(doc["warnings"]) == 1 and "llama.cpp ignores its 4,096-token sliding window" in doc["warnings"][0]
+    _, listed = run_json("profiles", "list", "--kind", "model", "--name", "mistral-7b-v0.1")
+    assert listed["warnings"] == doc["warnings"]
+    result = run("profiles", "show", "mistral-7b-v0.1")
+    assert "kvplan: warning: model mistral-7b-v0.1: llama.cpp ignores" in result.stderr
+    _, gemma = run_json("profiles", "show", "gemma-3-1b")  # llama.cpp honours Gemma 3's window
+    assert gemma["warnings"] == []
+
+
+def test_show_piped_prints_each_source_once_wrapped(run):
+    result = run("profiles", "show", "7b")  # conftest sets COLUMNS=120
+    out = result.stdout
+    assert result.exit_code == 0
+    assert max(len(line) for line in out.splitlines() if "builtin profile:" not in line) <= 120
+    assert out.count("model card (https://huggingface.co/meta-llama/Llama-2-7b-hf)") == 1
+    assert "sources (in full)" not in out and "\nsources\n" in out
+    assert "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json" in out  # a URL is never broken
+
+
+def test_show_wraps_to_the_columns_of_a_pipe(run, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = run("profiles", "show", "7b").stdout.splitlines()
+    # only a word that cannot be broken (a URL) may carry its row, and the rule under the headings, past 80
+    long = [line for line in lines if len(line) > 80 and "builtin profile:" not in line
+            and "Meta Llama 2 7B" not in line and "https://" not in line and not line.startswith("---")]
+    assert long == []
+    assert any("https://" in line and len(line) > 80 for line in lines)  # the config URL, whole
+
+
+def test_list_on_a_100_column_terminal_splits_columns_and_says_so():
+    import io
+
+    from rich.console import Console
+
+    from kvplan.cli.terminal import _print_rich
+    from kvplan.render.tables import Table
+
+    t = Table("devices (1)", ["name", "aliases", "RAM", "budget", "bandwidth", "efficiency", "flash read", "origin"])
+    t.add("macbook-pro-m4-pro-24gb", "mbp-m4-pro-24gb, m4-pro-24gb, m4pro-24gb", "25.77 GB", "17.18 GB",
+          "273.00 GB/s", "0.909", "2.78 GB/s", "builtin")
+    buffer = io.StringIO()
+    _print_rich([t], Console(file=buffer, width=100, color_system=None, force_terminal=False))
+    text = buffer.getvalue()
+    for heading in t.columns:  # nothing dropped
+        assert heading.split()[0] in text
+    assert "devices (1) (continued)" in text and "origin" in text and "builtin" in text
+
+
+def test_show_weights_breakdown_of_llama_2_7b_q4_k_m(run):
+    result = run("profiles", "show", "7b", "--weights", "--weight-type", "q4_k_m")
+    assert result.exit_code == 0
+    out = result.stdout
+    # 32 layers: use_more_bits picks i < 4, i ≥ 28 and (i − 4) % 3 == 2 → 0-3, 6, 9, …, 27, 28-31 = 16 layers
+    assert "blk.{0-3,6,9,12,15,18,21,24,27-31}.attn_v.weight" in out
+    # 16 × 4096 rows × 4096/256 blocks × 210 B (Q6_K) = 220,200,960
+    assert "220,200,960" in out and 16 * 4096 * (4096 // 256) * 210 == 220_200_960
+    # output: 32,000 rows × 16 blocks × 210 B = 107,520,000 in Q6_K
+    assert "output.weight" in out and "107,520,000" in out
+    assert "total" in out and "4,080,263,168" in out and "4.844 bits per weight" in out
+
+
+def test_show_weights_json_has_every_tensor(run_json):
+    code, doc = run_json("profiles", "show", "llama-2-7b", "--weights", "--weight-type", "q4_k_m")
+    assert code == 0 and doc["schema_version"] == 1 and doc["model"] == "llama-2-7b"
+    w = doc["weights"]
+    assert w["type"] == "q4_k_m" and w["weights_bytes"] == sum(t["bytes"] for t in w["tensors"]) == 4_080_263_168
+    # 32 layers × 9 tensors (q, k, v, o, gate, up, down, 2 norms) + token_embd, output, output_norm = 291
+    assert len(w["tensors"]) == 32 * 9 + 3 == 291
+    assert sum(g["count"] for g in w["groups"]) == 291
+    assert w["bytes_by_type"]["q6_K"] == 107_520_000 + 220_200_960 + 16 * 4096 * (11008 // 256) * 210
+
+
+def test_show_weights_without_a_format_says_what_uniform_bits_give(run):
+    result = run("profiles", "show", "7b", "--weights")
+    assert result.exit_code == 0
+    # 6,740,000,000 params × 4 bits / 8 = 3,370,000,000 B
+    assert "uniform 4 bits per weight" in result.stdout and "3,370,000,000 B" in result.stdout
+    assert "--weight-type q4_k_m" in result.stdout
+
+
+def test_show_weights_group_size_of_an_mlx_format(run_json):
+    _, g64 = run_json("profiles", "show", "7b", "--weights", "--weight-type", "mlx-4bit")
+    _, g32 = run_json("profiles", "show", "7b", "--weights", "--weight-type", "mlx-4bit", "--weight-group-size", "32")
+    assert g32["weights"]["group_size"] == 32 and g32["weights"]["weights_bytes"] > g64["weights"]["weights_bytes"]
+
+
+def test_show_weights_errors_are_one_line(run):
+    assert run("profiles", "show", "pixel8", "--weights").stderr == \
+        "kvplan: error: --weights lists a model's tensors; 'pixel8' is a device\n"
+    assert run("profiles", "show", "7b", "--weight-type", "q4_0").stderr == \
+        "kvplan: error: --weight-type applies to the weight breakdown: add --weights\n"
+    result = run("profiles", "show", "7b", "--weights", "--weight-type", "q4_k_m", "--weight-group-size", "32")
+    assert result.exit_code == 2 and result.stderr.startswith("kvplan: error: --weight-group-size: ")
+    result = run("profiles", "show", "7b", "--weights", "--weight-type", "q9")
+    assert result.exit_code == 2 and "unknown weight format 'q9'" in result.stderr

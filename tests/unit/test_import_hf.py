@@ -128,6 +128,7 @@ def test_bad_config_is_a_profile_error(tmp_path):
 def test_name_from_name_or_path_or_folder(tmp_path):
     folder = tmp_path / "My-Model_7B"
     folder.mkdir()
+    (folder / "tokenizer_config.json").write_text("{}")  # a model's folder, not a lone config (hf.profile_name)
     (folder / "config.json").write_text(json.dumps({k: v for k, v in _config("tinyllama-1.1b").items()
                                                     if k != "_name_or_path"}))
     assert profile_from_hf_file(folder / "config.json").name == "my-model_7b"
