@@ -1,21 +1,31 @@
-"""Changes that would make an over-budget configuration fit, each evaluated exactly.
+"""Changes that would make an over-budget configuration fit, each evaluated exactly, then judged.
 
 Every change is a :class:`~kvplan.plan.Scenario` edit; its evaluation comes from the
 same engine as the original, so applying it with ``kvplan check`` reproduces it.
+
+Judging: a change that keeps the model is what the user asked about; another model is a
+different product decision, so it is never ranked against them (:func:`judge` puts it in its
+own list). A change that leans on something the model was not trained for carries a caveat
+(:data:`CAVEATS`) and ranks after the changes without one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kvplan.errors import KvplanError
 from kvplan.engine.formats import format_from_bits
-from kvplan.plan import Evaluation, Scenario, evaluate
+from kvplan.plan import Evaluation, evaluate
 
 KV_BITS_STEPS = (8, 4)
 WEIGHT_BITS_STEPS = (8, 4, 3)
 WINDOW_STEPS = (8192, 4096, 2048, 1024)
+
+# Caveat codes (JSON ``caveats``; the render layer words them).
+CTX_BEYOND_TRAINED = "ctx_beyond_trained"  # the context one sequence attends is past the model's max_context
+WINDOW_NOT_TRAINED = "window_not_trained"  # a window on layers the model was trained with full attention
+CAVEATS = (CTX_BEYOND_TRAINED, WINDOW_NOT_TRAINED)
 
 
 @dataclass(frozen=True)
@@ -25,10 +35,46 @@ class Change:
     kind: str  # ctx | kv_bits | weight_bits | sequences | sliding_window | model
     value: object
     evaluation: Evaluation
+    caveats: tuple[str, ...] = field(default=())  # codes of CAVEATS, in that order
 
     @property
     def fits(self) -> bool:
         return self.evaluation.fits
+
+    @property
+    def keeps_model(self) -> bool:
+        return self.kind != "model"
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The judged changes: those that keep the model (ranked), and other models that fit (apart)."""
+
+    keep_model: tuple[Change, ...]
+    other_models: tuple[Change, ...]
+
+
+def window_trained(model, window: int) -> bool:
+    """True when ``model`` was trained with every layer behind a window of at most ``window`` tokens.
+
+    A model without a window (Llama-2), or with global layers beside its windowed ones (Gemma's 5:1),
+    never saw a window on those layers: putting one there is an untested change to its attention."""
+    trained = getattr(model, "sliding_window", None)
+    return bool(trained) and getattr(model, "sliding_window_pattern", "all") == "all" and window >= trained
+
+
+def caveats_of(kind: str, value: object, ev: Evaluation) -> tuple[str, ...]:
+    """The caveats of a change of ``kind`` to ``value`` whose evaluation is ``ev``."""
+    found = []
+    if ev.ctx_beyond_trained:
+        found.append(CTX_BEYOND_TRAINED)
+    if kind == "sliding_window" and not window_trained(ev.scenario.model, int(value)):
+        found.append(WINDOW_NOT_TRAINED)
+    return tuple(found)
+
+
+def _change(kind: str, value: object, ev: Evaluation) -> Change:
+    return Change(kind, value, ev, caveats_of(kind, value, ev))
 
 
 def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Change]:
@@ -36,23 +82,28 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
     s = ev.scenario
     changes: list[Change] = []
     if ev.max_ctx is not None and 0 < ev.max_ctx < s.ctx:
-        changes.append(Change("ctx", ev.max_ctx, evaluate(s.with_changes(ctx=ev.max_ctx))))
+        cut = _change("ctx", ev.max_ctx, evaluate(s.with_changes(ctx=ev.max_ctx)))
+        changes.append(cut)
+        trained = ev.max_ctx_trained
+        if CTX_BEYOND_TRAINED in cut.caveats and trained and trained < ev.max_ctx:
+            # The largest context that fits needs a context extension; the trained one does not.
+            changes.append(_change("ctx", trained, evaluate(s.with_changes(ctx=trained))))
     current_bits = max(ev.layout.k_format.bits, ev.layout.v_format.bits)
     for bits in KV_BITS_STEPS:
         if bits < current_bits:
             fmt = format_from_bits(bits)
             try:
-                changes.append(Change("kv_bits", bits, evaluate(s.with_changes(k_format=fmt, v_format=fmt))))
+                changes.append(_change("kv_bits", bits, evaluate(s.with_changes(k_format=fmt, v_format=fmt))))
             except KvplanError:  # a runtime (kvplan.runtimes) without this cache type, or refusing it
                 continue
     if s.sequences > 1:
         fitting = [n for n in range(s.sequences - 1, 0, -1) if evaluate(s.with_changes(sequences=n)).fits]
         if fitting:
             n = fitting[0]
-            changes.append(Change("sequences", n, evaluate(s.with_changes(sequences=n))))
+            changes.append(_change("sequences", n, evaluate(s.with_changes(sequences=n))))
     for bits in WEIGHT_BITS_STEPS:
         if bits < ev.weight_bits:
-            changes.append(Change("weight_bits", bits, evaluate(s.with_changes(weight_bits=bits))))
+            changes.append(_change("weight_bits", bits, evaluate(s.with_changes(weight_bits=bits))))
     windows = [w for w in WINDOW_STEPS if w < s.ctx and ev.layout.global_layers > 0]
     for window in windows:
         try:
@@ -60,17 +111,30 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         except KvplanError:  # a runtime (kvplan.runtimes) with no way to add a window
             break
         if trial.fits:
-            changes.append(Change("sliding_window", window, trial))
+            changes.append(_change("sliding_window", window, trial))
             break
     for model in smaller_models:
-        changes.append(Change("model", model.name, evaluate(s.with_changes(model=model))))
+        changes.append(_change("model", model.name, evaluate(s.with_changes(model=model))))
     return changes
 
 
-def changes_to_fit(ev: Evaluation, smaller_models: Iterable = ()) -> list[Change]:
-    """Changes that make ``ev`` fit, ranked: most headroom first, then fastest decode."""
+def _rank(change: Change) -> tuple:
+    """Fewest caveats first, then most headroom, then fastest decode."""
+    return len(change.caveats), -change.evaluation.headroom_bytes, -change.evaluation.decode_tokens_per_s
+
+
+def judge(ev: Evaluation, smaller_models: Iterable = ()) -> Advice:
+    """The changes that make ``ev`` fit: those keeping the model ranked by :func:`_rank`; the smaller
+    models that fit apart, fewest caveats first and otherwise in the order given (largest first)."""
     fitting = [c for c in candidate_changes(ev, smaller_models) if c.fits]
-    return sorted(fitting, key=lambda c: (-c.evaluation.headroom_bytes, -c.evaluation.decode_tokens_per_s))
+    keep = sorted((c for c in fitting if c.keeps_model), key=_rank)
+    others = sorted((c for c in fitting if not c.keeps_model), key=lambda c: len(c.caveats))
+    return Advice(tuple(keep), tuple(others))
+
+
+def changes_to_fit(ev: Evaluation) -> list[Change]:
+    """The changes that keep the model and make ``ev`` fit, ranked (see :func:`judge`)."""
+    return list(judge(ev).keep_model)
 
 
 def smaller_models(model, candidates: Iterable) -> list:

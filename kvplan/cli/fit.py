@@ -16,12 +16,16 @@ HELP = """The largest context that fits a device, and the changes that would mak
 Prints the largest context that fits (exact to the token), with --target-tok-s the largest
 that also decodes at or above that rate, and with --ctx the verdict there; when --ctx does
 not fit, the ranked single changes that would make it fit (KV cache at 8 or 4 bits, a
-sliding window, fewer sequences, fewer weight bits, a smaller model of the same family),
-each with its headroom, decode speed and the exact `kvplan check` command that applies it.
+sliding window, fewer sequences, fewer weight bits), each with its headroom, decode speed and
+the exact `kvplan check` command that applies it. Changes without a caveat come first; a context
+past the model's trained length or a window it was not trained with carries one. Smaller models
+of the same family that fit are listed apart (a different model, not a change to this one).
+With --sequences above 1 the decode rate is per sequence and the aggregate is shown beside it.
+--format csv needs --ctx: a row for the configuration as given, then one per change.
 Exit code 0 when --ctx fits (or no --ctx is given), 1 when it does not, 2 on bad input."""
 
 OptionalCtxOpt = Annotated[str | None, typer.Option("--ctx", "-c", help="Target context per sequence (8192, 8k): "
-                                                    "its verdict and, when over, what would make it fit.")]
+                                                    f"its verdict and, when over, what would make it fit. {o.TOKENS_HELP}")]
 
 
 @with_groups(cache_knobs=g.CACHE, policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
@@ -36,16 +40,21 @@ def fit(
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
-    from kvplan.advice import changes_to_fit
+    from kvplan.advice import judge
     from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
+    from kvplan.errors import UsageError
     from kvplan.plan import build_scenario
     from kvplan.plan import evaluate
     from kvplan.render import check as render_check
     from kvplan.cli.check_argv import check_argv
     from kvplan.render import fit as render
 
+    fmt_ = output_format or p.TabularFormat.table
+    if fmt_ is p.TabularFormat.csv and ctx is None:
+        raise UsageError("--format csv lists the configuration at --ctx and the changes that make it fit: give "
+                         "--ctx (e.g. --ctx 8k); for the largest context alone use --format json or table")
     knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
     # The runtime / policy options as given, so each suggested `kvplan check` applies them too.
     extra_argv = g.argv_of(policy_knobs, runtime_knobs)
@@ -58,26 +67,33 @@ def fit(
     # max_ctx (and at target) do not depend on the context asked about; evaluate at ctx or at 1 token.
     probe = evaluate(build_scenario(dev.profile, mod.profile, ctx_tokens or 1, knobs))
     ev = probe if ctx_tokens is not None else None
-    changes: list = []
-    if ev is not None and not ev.fits:
-        changes = changes_to_fit(ev, _smaller_models(catalog, mod.profile))
-    commands = [check_argv(c.evaluation.scenario, device,
-                                  c.value if c.kind == "model" else model, profiles_dir) + extra_argv
-                for c in changes]
+    advice = judge(ev, _smaller_models(catalog, mod.profile)) if ev is not None and not ev.fits else None
 
-    fmt_ = output_format or p.TabularFormat.table
+    def argv_of(change) -> list[str]:
+        return check_argv(change.evaluation.scenario, device, change.value if change.kind == "model" else model,
+                          profiles_dir) + extra_argv
+
+    commands = [argv_of(c) for c in advice.keep_model] if advice else []
+    model_commands = [argv_of(c) for c in advice.other_models] if advice else []
+
     if fmt_ is p.TabularFormat.json:
-        terminal.display_json(render.fit_json(probe, ev, changes, commands))
+        terminal.display_json(render.fit_json(probe, ev, advice, commands, model_commands))
     elif fmt_ is p.TabularFormat.csv:
         from kvplan.render.tables import to_csv
 
-        terminal.display_text(to_csv(render.FIT_CSV_COLUMNS, render.fit_csv_rows(changes, commands)))
+        given = check_argv(ev.scenario, device, model, profiles_dir) + extra_argv
+        terminal.display_text(to_csv(render.FIT_CSV_COLUMNS,
+                                     render.fit_csv_rows(ev, advice, commands, model_commands, given)))
     else:
         tables = [render.limits_table(probe, ev)]
         if ev is not None:
             tables.append(render_check.memory_table(ev, units.value))
-            if not ev.fits:
-                tables.append(render.changes_table(changes, commands, units.value))
+            if advice is not None:
+                tables.append(render.changes_table(list(advice.keep_model), commands, units.value,
+                                                   ev.scenario.model.name))
+                if advice.other_models:
+                    tables.append(render.other_models_table(list(advice.other_models), model_commands,
+                                                            units.value))
         terminal.display_tables(tables, fmt_.value)
     raise typer.Exit(ExitCode.FAILED if ev is not None and not ev.fits else ExitCode.OK)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvplan.caches.labels import NO_POLICY, policy_label, runtime_label
-from kvplan.render import fmt
+from kvplan.render import fmt, rates
+from kvplan.render.check import JSON_SCHEMA_VERSION
+from kvplan.render.csvnum import bits as bits_text, fixed
 from kvplan.render.maxctx import beyond_trained_note, max_ctx_cell
 from kvplan.render.tables import Table, to_csv
 
@@ -17,7 +19,7 @@ CSV_COLUMNS = ["device", "model", "ctx", "sequences", "pinned_prefix_tokens", "w
                "total_bytes", "budget_bytes", "headroom_bytes", "verdict", "decode_tokens_per_s", "max_ctx",
                "max_ctx_limited_by", "max_ctx_trained", "max_ctx_at_target",
                # added later, at the end so columns read by position keep their place
-               "kv_peak_bytes", "runtime", "kv_policy"]
+               "kv_peak_bytes", "runtime", "kv_policy", "aggregate_decode_tokens_per_s"]
 
 
 def _row(ev: Evaluation) -> dict:
@@ -31,7 +33,8 @@ def _row(ev: Evaluation) -> dict:
         "pinned_prefix_bytes": ev.pinned_prefix_bytes, "weights_bytes": ev.weights_bytes,
         "overhead_bytes": ev.overhead_bytes, "total_bytes": ev.total_bytes, "budget_bytes": ev.budget_bytes,
         "headroom_bytes": ev.headroom_bytes, "verdict": ev.verdict.value,
-        "decode_tokens_per_s": ev.decode_tokens_per_s, "max_ctx": ev.max_ctx,
+        "decode_tokens_per_s": ev.decode_tokens_per_s,
+        "aggregate_decode_tokens_per_s": ev.aggregate_decode_tokens_per_s, "max_ctx": ev.max_ctx,
         "max_ctx_limited_by": ev.max_ctx_limited_by, "max_ctx_trained": ev.max_ctx_trained,
         "ctx_beyond_trained": ev.ctx_beyond_trained, "max_ctx_at_target": ev.max_ctx_at_target,
     }
@@ -39,26 +42,25 @@ def _row(ev: Evaluation) -> dict:
 
 def compare_json(evaluations: list[list[Evaluation]]) -> dict:
     first = evaluations[0][0].scenario if evaluations and evaluations[0] else None
+    cells = [ev for row in evaluations for ev in row]
     return {
+        "schema_version": JSON_SCHEMA_VERSION,
         "ctx": first.ctx if first else None,
         "devices": [row[0].scenario.device.name for row in evaluations if row],
         "models": [ev.scenario.model.name for ev in evaluations[0]] if evaluations else [],
         "target_tokens_per_s": first.target_tokens_per_s if first else None,
-        "rows": [_row(ev) for row in evaluations for ev in row],
+        "rows": [{**_row(ev), "warnings": list(ev.warnings)} for ev in cells],
+        "warnings": rates.warnings_of(cells),
     }
 
 
 def compare_csv(evaluations: list[list[Evaluation]]) -> str:
-    """CSV rows; tokens/s with the sweep and fit CSV's fixed decimals (JSON keeps full precision)."""
-    import math
-
-    from kvplan.render.sweep import FLOAT_DECIMALS
-
+    """CSV rows in the number formats of every kvplan CSV (:mod:`kvplan.render.csvnum`)."""
     rows = [_row(ev) for row in evaluations for ev in row]
     for r in rows:
-        rate = r["decode_tokens_per_s"]
-        r["decode_tokens_per_s"] = (None if rate is None or not math.isfinite(rate)
-                                    else f"{rate:.{FLOAT_DECIMALS}f}")
+        r["weight_bits"] = bits_text(r["weight_bits"])
+        for rate in ("decode_tokens_per_s", "aggregate_decode_tokens_per_s"):
+            r[rate] = fixed(r[rate])
     return to_csv(CSV_COLUMNS, [["" if r[c] is None else r[c] for c in CSV_COLUMNS] for r in rows])
 
 
@@ -74,8 +76,10 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
     # else a column. The KV peak is a column only where some cell's peak differs from its steady cache.
     runtime_column, policy_column = len(set(runtimes)) > 1, len(set(policies)) > 1
     peak_column = any(ev.kv_peak_bytes != ev.kv_bytes for ev in cells)
+    several = s.sequences > 1  # one --sequences for every cell
     columns = ["device", "model"] + ["runtime"] * runtime_column + ["KV policy"] * policy_column + \
-        ["verdict", "KV cache"] + ["KV peak"] * peak_column + ["total", "headroom", "decode tok/s", "max ctx"]
+        ["verdict", "KV cache"] + ["KV peak"] * peak_column + ["total", "headroom", rates.decode_heading(several)] + \
+        [rates.AGGREGATE] * several + ["max ctx"]
     if target:
         columns.append(f"max ctx ≥ {target:g} tok/s")
     extra = (f", {s.sequences} sequences" if s.sequences > 1 else "") + \
@@ -91,7 +95,8 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
             [policy] * policy_column + [ev.verdict.value, fmt.bytes_(ev.kv_bytes, units)] + \
             [fmt.bytes_(ev.kv_peak_bytes, units)] * peak_column + \
             [fmt.bytes_(ev.total_bytes, units), fmt.bytes_(ev.headroom_bytes, units),
-             fmt.per_s(ev.decode_tokens_per_s), _max_ctx(ev)]
+             fmt.per_s(ev.decode_tokens_per_s)] + [fmt.per_s(ev.aggregate_decode_tokens_per_s)] * several + \
+            [_max_ctx(ev)]
         if target:
             cells_text.append(fmt.tokens(ev.max_ctx_at_target))
         t.add(*cells_text, style=style)
@@ -101,6 +106,7 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
     if peak_column:
         t.notes.append("total = weights + KV peak + pinned prefix + runtime overhead (the peak: right after a "
                        "one-shot prefill, or before an eviction)")
+    t.notes.extend(rates.warning_notes(rates.warnings_of(cells)))
     tables = [t]
     if len(evaluations) > 1 and len(evaluations[0]) > 1:
         models = [ev.scenario.model.name for ev in evaluations[0]]

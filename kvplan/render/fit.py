@@ -6,24 +6,33 @@ from typing import TYPE_CHECKING
 
 import shlex
 
-from kvplan.render import fmt
+from kvplan.render import fmt, rates
 from kvplan.render import maxctx as maxctx_render
-from kvplan.render.check import change_json, describe_change, memory_json
+from kvplan.render.changes import caveat_cell, change_json, changes_table as _changes_table
+from kvplan.render.check import JSON_SCHEMA_VERSION, memory_json
+from kvplan.render.csvnum import fixed
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from kvplan.advice import Change
-    from kvplan.plan import Evaluation, Scenario
+    from kvplan.advice import Advice, Change
+    from kvplan.plan import Evaluation
 
 
 def command_line(argv: list[str]) -> str:
     return shlex.join(argv)
 
 
-def fit_json(probe: Evaluation, ev: Evaluation | None, changes: list[Change] | None,
-             commands: list[list[str]]) -> dict:
+def _shown(probe: Evaluation, ev: Evaluation | None, advice: Advice | None) -> list[Evaluation]:
+    changes = [] if advice is None else [*advice.keep_model, *advice.other_models]
+    return [probe if ev is None else ev] + [c.evaluation for c in changes]
+
+
+def fit_json(probe: Evaluation, ev: Evaluation | None, advice: Advice | None,
+             commands: list[list[str]], model_commands: list[list[str]] | None = None) -> dict:
+    """``commands`` apply ``advice.keep_model`` in order, ``model_commands`` ``advice.other_models``."""
     s = probe.scenario
     document = {
+        "schema_version": JSON_SCHEMA_VERSION,
         "device": s.device.name,
         "model": s.model.name,
         "sequences": s.sequences,
@@ -42,26 +51,45 @@ def fit_json(probe: Evaluation, ev: Evaluation | None, changes: list[Change] | N
         "verdict": None,
         "memory": None,
         "decode_tokens_per_s": None,
+        "aggregate_decode_tokens_per_s": None,
         "changes_to_fit": [],
+        "other_models_that_fit": [],
+        "warnings": rates.warnings_of(_shown(probe, ev, advice)),
     }
     if ev is not None:
         document.update(ctx=ev.scenario.ctx, verdict=ev.verdict.value, memory=memory_json(ev),
-                        decode_tokens_per_s=ev.decode_tokens_per_s, ctx_beyond_trained=ev.ctx_beyond_trained)
+                        decode_tokens_per_s=ev.decode_tokens_per_s,
+                        aggregate_decode_tokens_per_s=ev.aggregate_decode_tokens_per_s,
+                        ctx_beyond_trained=ev.ctx_beyond_trained)
+    if advice is not None:
         document["changes_to_fit"] = [{**change_json(c), "check_command": argv}
-                                      for c, argv in zip(changes or [], commands)]
+                                      for c, argv in zip(advice.keep_model, commands)]
+        document["other_models_that_fit"] = [{**change_json(c), "check_command": argv}
+                                             for c, argv in zip(advice.other_models, model_commands or [])]
     return document
 
 
-FIT_CSV_COLUMNS = ["rank", "change", "value", "verdict", "headroom_bytes", "decode_tokens_per_s", "check_command"]
+# rank 0 is the configuration as given (change "none"); the changes follow, ranked within their section.
+FIT_CSV_COLUMNS = ["rank", "change", "value", "verdict", "headroom_bytes", "decode_tokens_per_s", "check_command",
+                   # added later, at the end so columns read by position keep their place
+                   "section", "sequences", "aggregate_decode_tokens_per_s", "caveats"]
 
 
-def fit_csv_rows(changes: list[Change], commands: list[list[str]]) -> list[list]:
-    """One CSV row per ranked change; tokens/s with the sweep CSV's fixed decimals."""
-    from kvplan.render.sweep import FLOAT_DECIMALS
+def fit_csv_rows(ev: Evaluation, advice: Advice | None, commands: list[list[str]],
+                 model_commands: list[list[str]], given: list[str]) -> list[list]:
+    """One row for the configuration as given (``given``: its check command), then one per change."""
 
-    return [[i, c.kind, c.value, c.evaluation.verdict.value, c.evaluation.headroom_bytes,
-             f"{c.evaluation.decode_tokens_per_s:.{FLOAT_DECIMALS}f}", command_line(argv)]
-            for i, (c, argv) in enumerate(zip(changes, commands), 1)]
+    def row(rank, kind, value, e: Evaluation, argv, section, caveats=""):
+        return [rank, kind, value, e.verdict.value, e.headroom_bytes, fixed(e.decode_tokens_per_s),
+                command_line(argv), section, e.scenario.sequences, fixed(e.aggregate_decode_tokens_per_s), caveats]
+
+    rows = [row(0, "none", "", ev, given, "as_given")]
+    if advice is not None:
+        for section, changes, argvs in (("keep_model", advice.keep_model, commands),
+                                        ("other_model", advice.other_models, model_commands)):
+            rows += [row(i, c.kind, c.value, c.evaluation, argv, section, ";".join(c.caveats))
+                     for i, (c, argv) in enumerate(zip(changes, argvs), 1)]
+    return rows
 
 
 def limits_table(probe: Evaluation, ev: Evaluation | None) -> Table:
@@ -77,30 +105,44 @@ def limits_table(probe: Evaluation, ev: Evaluation | None) -> Table:
     t.add("largest context that fits", maxctx_render.max_ctx_text(probe))
     if s.target_tokens_per_s:
         at = probe.max_ctx_at_target
-        t.add(f"largest that also decodes at ≥ {s.target_tokens_per_s:g} tok/s",
+        per = " per sequence" if s.sequences > 1 else ""
+        t.add(f"largest that also decodes at ≥ {s.target_tokens_per_s:g} tok/s{per}",
               f"{at:,} tokens" if at is not None else "none: even an empty cache decodes slower")
     if ev is not None:
         t.add(f"at {fmt.n_tokens(ev.scenario.ctx)}",
-              f"{ev.verdict.value.upper()}, headroom {fmt.bytes_(ev.headroom_bytes)}, "
-              f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
+              f"{ev.verdict.value.upper()}, headroom {fmt.bytes_(ev.headroom_bytes)}, {rates.rate_text(ev)}")
         note = maxctx_render.beyond_trained_note(ev)
         if note:
             t.notes.append(note)
+    if ev is None:  # with --ctx the memory table below carries the warnings
+        t.notes.extend(rates.warning_notes(probe.warnings))
     return t
 
 
-def changes_table(changes: list[Change], commands: list[list[str]], units: str = "si") -> Table:
-    """The ranked changes; the `kvplan check` command of each follows the table as a numbered list."""
-    t = Table("ranked changes that make it fit (most headroom first)",
-              ["#", "change", "verdict", "headroom", "decode tok/s"],
-              align=["right", "left", "left", "right", "right"], key_columns=2)
+def changes_table(changes: list[Change], commands: list[list[str]], units: str = "si",
+                  model_name: str | None = None) -> Table:
+    """The changes that keep the model, ranked; the `kvplan check` command of each follows the table as a
+    numbered list."""
+    keep = f" keeping {model_name}" if model_name else ""
+    return _changes_table(changes, units, f"ranked changes{keep} that make it fit (fewest caveats, then most "
+                          "headroom first)", numbered=True, commands=commands)
+
+
+def other_models_table(changes: list[Change], commands: list[list[str]], units: str = "si") -> Table:
+    """Smaller models of the family that fit: a different model, so not ranked with the changes above."""
+    several = any(c.evaluation.scenario.sequences > 1 for c in changes)
+    caveats = any(c.caveats for c in changes)
+    columns = ["#", "model", "params", "verdict", "headroom", rates.decode_heading(several)] + \
+        [rates.AGGREGATE] * several + ["caveat"] * caveats
+    t = Table("a different model that fits (a smaller one of the same family; not a change to this model)",
+              columns, align=["right", "left", "right", "left", "right", "right"] + ["right"] * several
+              + ["left"] * caveats, key_columns=2)
     for rank, change in enumerate(changes, 1):
-        ev = change.evaluation
-        t.add(rank, describe_change(change), ev.verdict.value, fmt.bytes_(ev.headroom_bytes, units),
-              fmt.per_s(ev.decode_tokens_per_s))
-    if not changes:
-        t.add("", "no single change fits", "", "", "")
+        e = change.evaluation
+        t.add(rank, change.value, f"{e.scenario.model.params / 1e9:.2f}B", e.verdict.value,
+              fmt.bytes_(e.headroom_bytes, units), fmt.per_s(e.decode_tokens_per_s),
+              *[fmt.per_s(e.aggregate_decode_tokens_per_s)] * several, *[caveat_cell(change)] * caveats)
     if commands:
-        t.notes.append("apply a change with:")
+        t.notes.append("check one with:")
         t.notes.extend(f"{rank}. {command_line(argv)}" for rank, argv in enumerate(commands, 1))
     return t

@@ -7,52 +7,58 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kvplan.gate.result import ConfigResult, GateResult, ThresholdResult
-from kvplan.render import fmt
-from kvplan.render.check import format_json
+from kvplan.render import fmt, rates
+from kvplan.render.check import JSON_SCHEMA_VERSION as CHECK_SCHEMA_VERSION, format_json
 from kvplan.render.maxctx import beyond_trained_note, max_ctx_cell
 from kvplan.render.tables import Table, to_markdown
 
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA_VERSION = CHECK_SCHEMA_VERSION
 
 
 # --- human text for one threshold ---
 
-def quantity(unit: str, value: float | int | None, units: str = "si") -> str:
+def quantity(unit: str, value: float | int | None, units: str = "si", per_sequence: bool = False) -> str:
+    """``per_sequence``: a rate of one of several concurrent sequences (min_decode_tok_s is per sequence)."""
     if value is None:
         return "unbounded"
     if unit == "bytes":
         return fmt.bytes_(value, units)
     if unit == "tokens_per_s":
-        return f"{fmt.per_s(value)} tok/s"
+        return f"{fmt.per_s(value)} tok/s" + (" per sequence" if per_sequence else "")
     if unit == "s":
         return fmt.seconds(value)
     return fmt.n_tokens(int(value))
 
 
-def limit_text(t: ThresholdResult, units: str = "si") -> str:
+def limit_text(t: ThresholdResult, units: str = "si", per_sequence: bool = False) -> str:
     if t.name == "must_fit":
         return "fit (headroom ≥ 0)"
     sign = "≥" if t.kind == "min" else "≤"
     share = f" ({fmt.percent(t.limit_fraction)} of budget)" if t.limit_fraction is not None else ""
-    return f"{sign} {quantity(t.unit, t.limit, units)}{share}"
+    return f"{sign} {quantity(t.unit, t.limit, units, per_sequence)}{share}"
 
 
-def actual_text(t: ThresholdResult, units: str = "si") -> str:
+def actual_text(t: ThresholdResult, units: str = "si", per_sequence: bool = False) -> str:
     if t.name == "must_fit":
         return f"{'fits' if t.passed else 'over'} (headroom {quantity('bytes', t.actual, units)})"
-    return quantity(t.unit, t.actual, units)
+    return quantity(t.unit, t.actual, units, per_sequence)
 
 
-def miss_text(t: ThresholdResult, units: str = "si") -> str:
+def miss_text(t: ThresholdResult, units: str = "si", per_sequence: bool = False) -> str:
     if t.miss is None:
         return ""
     if t.name == "must_fit":
         return f"{quantity('bytes', t.miss, units)} over budget"
-    return f"{quantity(t.unit, t.miss, units)} {'short' if t.kind == 'min' else 'over'}"
+    return f"{quantity(t.unit, t.miss, units, per_sequence)} {'short' if t.kind == 'min' else 'over'}"
 
 
-def failure_message(t: ThresholdResult, units: str = "si") -> str:
-    return f"{t.name}: {actual_text(t, units)}, needs {limit_text(t, units)} — {miss_text(t, units)}"
+def failure_message(t: ThresholdResult, units: str = "si", per_sequence: bool = False) -> str:
+    return (f"{t.name}: {actual_text(t, units, per_sequence)}, needs {limit_text(t, units, per_sequence)} — "
+            f"{miss_text(t, units, per_sequence)}")
+
+
+def several_sequences(c: ConfigResult) -> bool:
+    return c.evaluation.scenario.sequences > 1
 
 
 def _status(c: ConfigResult) -> str:
@@ -65,17 +71,24 @@ def summary_table(result: GateResult, units: str = "si") -> Table:
     n, failed = len(result.configurations), len(result.failed)
     title = f"kvplan gate {Path(result.path).name}: {'PASSED' if result.passed else 'FAILED'} — " \
             f"{n - failed} of {n} configurations pass"
-    t = Table(title, ["configuration", "device", "model", "ctx", "verdict", "total", "headroom", "decode tok/s",
-                      "max ctx", "result"], align=["left", "left", "left"] + ["right"] * 7)
+    several = any(several_sequences(c) for c in result.configurations)
+    columns = ["configuration", "device", "model", "ctx"] + ["seq"] * several + \
+        ["verdict", "total", "headroom", rates.decode_heading(several)] + [rates.AGGREGATE] * several + \
+        ["max ctx", "result"]
+    t = Table(title, columns, align=["left", "left", "left"] + ["right"] * (len(columns) - 3))
     for c in result.configurations:
         ev, s = c.evaluation, c.evaluation.scenario
-        t.add(c.name, s.device.name, s.model.name, f"{s.ctx:,}", ev.verdict.value, fmt.bytes_(ev.total_bytes, units),
-              fmt.bytes_(ev.headroom_bytes, units), fmt.per_s(ev.decode_tokens_per_s),
-              max_ctx_cell(ev),
-              _status(c), style=None if c.passed else "bold red")
+        t.add(c.name, s.device.name, s.model.name, f"{s.ctx:,}", *[s.sequences] * several, ev.verdict.value,
+              fmt.bytes_(ev.total_bytes, units), fmt.bytes_(ev.headroom_bytes, units),
+              fmt.per_s(ev.decode_tokens_per_s), *[fmt.per_s(ev.aggregate_decode_tokens_per_s)] * several,
+              max_ctx_cell(ev), _status(c), style=None if c.passed else "bold red")
         note = beyond_trained_note(ev)
         if note and f"{c.name}: {note}" not in t.notes:
             t.notes.append(f"{c.name}: {note}")
+    for c in result.configurations:
+        for note in rates.warning_notes(c.evaluation.warnings):
+            if f"{c.name}: {note}" not in t.notes:
+                t.notes.append(f"{c.name}: {note}")
     return t
 
 
@@ -84,7 +97,9 @@ def failures_table(result: GateResult, units: str = "si") -> Table:
               align=["left", "left", "right", "right", "right"])
     for c in result.failed:
         for f in c.failures:
-            t.add(c.name, f.name, limit_text(f, units), actual_text(f, units), miss_text(f, units), style="red")
+            per = several_sequences(c)
+            t.add(c.name, f.name, limit_text(f, units, per), actual_text(f, units, per), miss_text(f, units, per),
+                  style="red")
     return t
 
 
@@ -108,6 +123,14 @@ def threshold_json(t: ThresholdResult) -> dict:
             "actual": t.actual, "passed": t.passed, "miss": t.miss}
 
 
+def check_json(c: ConfigResult) -> dict:
+    """The `kvplan check --format json` document of a configuration, with the aggregate decode rate."""
+    document = format_json(c.evaluation)
+    document.setdefault("aggregate_decode_tokens_per_s", c.evaluation.aggregate_decode_tokens_per_s)
+    document.setdefault("warnings", list(c.evaluation.warnings))
+    return document
+
+
 def json_document(results: Sequence[GateResult]) -> dict:
     configurations = [(r, c) for r in results for c in r.configurations]
     return {
@@ -120,9 +143,10 @@ def json_document(results: Sequence[GateResult]) -> dict:
             {"file": r.path, "name": c.name, "line": c.line, "passed": c.passed,
              "failures": [f.name for f in c.failures],
              "thresholds": [threshold_json(t) for t in c.thresholds],
-             "check": format_json(c.evaluation)}
+             "check": check_json(c)}
             for r, c in configurations
         ],
+        "warnings": rates.warnings_of(c.evaluation for _, c in configurations),
     }
 
 
@@ -159,15 +183,16 @@ def _junit_suite(ET, root, result: GateResult, units: str) -> None:
         if c.line:
             case.set("line", str(c.line))
         if not c.passed:
+            per = several_sequences(c)
             failure = ET.SubElement(case, "failure", type="threshold",
-                                    message="; ".join(failure_message(f, units) for f in c.failures))
+                                    message="; ".join(failure_message(f, units, per) for f in c.failures))
             failure.text = "\n".join(
                 [f"{s.device.name} × {s.model.name} at {fmt.n_tokens(s.ctx)} ({result.path}:{c.line or '?'})"]
-                + [failure_message(f, units) for f in c.failures]) + "\n"
+                + [failure_message(f, units, per) for f in c.failures]) + "\n"
         out = ET.SubElement(case, "system-out")
         out.text = (f"verdict {ev.verdict.value}; total {fmt.bytes_(ev.total_bytes, units)} of "
                     f"{fmt.bytes_(ev.budget_bytes, units)} budget; headroom {fmt.bytes_(ev.headroom_bytes, units)}; "
-                    f"decode {fmt.per_s(ev.decode_tokens_per_s)} tok/s\n")
+                    f"decode {rates.rate_text(ev)}\n" + "".join(f"warning: {w}\n" for w in ev.warnings))
 
 
 # --- Markdown (for $GITHUB_STEP_SUMMARY and pull requests) ---

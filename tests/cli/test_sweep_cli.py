@@ -21,14 +21,15 @@ def test_pixel8_7b_grid_has_one_row_per_point_with_exact_bytes(run):
     rows = _csv(result.stdout)
     # 32 contexts × 3 cache widths
     assert len(rows) == 96
+    bits_of = {"f16": 16, "int8": 8, "int4": 4}  # the cache formats by name, as check --format json writes them
     for row in rows:
-        ctx, bits = int(row["ctx"]), int(row["k_bits"])
+        ctx, bits = int(row["ctx"]), bits_of[row["k_format"]]
         # 2 · 32 layers · 32 KV heads · 128 · bits/8 bytes per token (524,288 at 16 bits)
         assert int(row["kv_bytes_per_token"]) == 2 * 32 * 32 * 128 * bits // 8
         assert int(row["kv_bytes"]) == ctx * 2 * 32 * 32 * 128 * bits // 8
         assert int(row["total_bytes"]) == int(row["weights_bytes"]) + int(row["kv_bytes"])
         assert int(row["headroom_bytes"]) == int(row["budget_bytes"]) - int(row["total_bytes"])
-    assert {r["k_bits"] for r in rows} == {"16", "8", "4"}
+    assert {r["k_format"] for r in rows} == {"f16", "int8", "int4"} and "k_bits" not in rows[0]
 
 
 def test_csv_matches_check_json(run, run_json):

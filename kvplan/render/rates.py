@@ -1,0 +1,44 @@
+"""How fit, compare, sweep, gate and report word decode rates with concurrent sequences, and gather warnings.
+
+``decode_tokens_per_s`` is one sequence's rate; with ``-n`` sequences a decode step reads the
+weights once and emits a token for each, so the aggregate is that rate × sequences. A table says
+"per sequence" wherever a rate is one sequence's and more than one sequence runs, and shows the
+aggregate beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from kvplan.render import fmt
+
+if TYPE_CHECKING:
+    from kvplan.plan import Evaluation
+
+DECODE = "decode tok/s"
+DECODE_PER_SEQUENCE = "decode tok/s per sequence"
+AGGREGATE = "aggregate tok/s"
+
+
+def decode_heading(several_sequences: bool) -> str:
+    return DECODE_PER_SEQUENCE if several_sequences else DECODE
+
+
+def rate_text(ev: Evaluation) -> str:
+    """``4.2 tok/s``, or ``4.2 tok/s per sequence, 16.8 tok/s over 4 sequences``."""
+    n = ev.scenario.sequences
+    if n <= 1:
+        return f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s"
+    return (f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s per sequence, "
+            f"{fmt.per_s(ev.aggregate_decode_tokens_per_s)} tok/s over {n} sequences")
+
+
+def warnings_of(evaluations: Iterable[Evaluation]) -> list[str]:
+    """Every evaluation's ``warnings``, in order of first appearance, each once."""
+    return list(dict.fromkeys(w for ev in evaluations for w in ev.warnings))
+
+
+def warning_notes(warnings: Iterable[str]) -> list[str]:
+    """Table notes for warnings (the JSON ``warnings`` list, worded for a reader)."""
+    return [f"warning: {w}" for w in warnings]
