@@ -109,9 +109,29 @@ class MemoryCurves:
     evaluation: Evaluation
     ctx_tokens: object  # ndarray [tokens]
     kv_bytes: object  # ndarray [bytes], all sequences, the cache's peak
-    total_bytes: object  # ndarray [bytes] = weights + kv + pinned prefix + overhead
+    total_bytes: object  # ndarray [bytes] = weights + kv + pinned prefix + buffers + overhead
     show_ctx: bool  # mark the scenario's own ctx
     ctx_limit: tuple[int, str] | None = None  # (tokens, option): the cache holds no more; the axis ends there
+    buffers_bytes: object = 0  # ndarray [bytes]: the runtime's buffers (llama.cpp compute + output) at each ctx
+
+
+def buffers_bytes(scenario: Scenario, ev: Evaluation, ctx_tokens):
+    """The runtime buffers :func:`~kvplan.plan.evaluate` counts in the total, at every context [bytes].
+
+    llama.cpp sizes its compute buffer from ``-c`` (the KQ mask; the scores without flash attention), so each
+    context is priced on its own, by the function evaluate uses; other runtimes add none."""
+    import numpy as np
+
+    from kvplan.plan.evaluation import runtime_buffers
+
+    if runtime_buffers(scenario, ev.layout, scenario.ctx) is None:
+        return np.zeros(len(ctx_tokens), dtype=np.int64)
+    return np.array([runtime_buffers(scenario, ev.layout, int(c)).total_bytes for c in ctx_tokens], dtype=np.int64)
+
+
+def _fixed_bytes(ev: Evaluation) -> int:
+    """What the total holds besides the cache and the buffers: weights, pinned prefix, overhead [bytes]."""
+    return ev.weights_bytes + ev.pinned_prefix_bytes + ev.overhead_bytes
 
 
 def memory_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ctx: bool = True) -> MemoryCurves:
@@ -120,8 +140,9 @@ def memory_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
     marks = (ev.max_ctx, scenario.ctx if show_ctx else None, *_windows(ev.layout))
     ctx = ctx_grid(ctx_max_tokens, marks)
     kv = cache_bytes(ev.layout, ctx, scenario.sequences, peak=True)
-    total = engine.total_bytes(ev.weights_bytes, kv, 1, ev.pinned_prefix_bytes, ev.overhead_bytes)
-    return MemoryCurves(ev, ctx, kv, total, show_ctx, ctx_limit_of(ev.layout))
+    buffers = buffers_bytes(scenario, ev, ctx)
+    total = engine.total_bytes(ev.weights_bytes, kv, 1, ev.pinned_prefix_bytes, ev.overhead_bytes) + buffers
+    return MemoryCurves(ev, ctx, kv, total, show_ctx, ctx_limit_of(ev.layout), buffers)
 
 
 # --- decode -----------------------------------------------------------------------------------
@@ -129,16 +150,31 @@ def memory_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
 
 @dataclass(frozen=True)
 class DecodeCurves:
-    """Decode rate against context: from RAM, at the roofline, and with the overflow streamed from flash."""
+    """Decode rate against context: from RAM (check's "decode at N tokens", also past the budget, as if it fit),
+    at the roofline, and with the overflow streamed from flash (check's flash table, only past the budget)."""
 
     evaluation: Evaluation
     ctx_tokens: object  # ndarray [tokens]
-    decode_tokens_per_s: object  # ndarray [tokens/s] at the device's bandwidth efficiency
-    roofline_tokens_per_s: object  # ndarray [tokens/s] at 100 % bandwidth
+    decode_tokens_per_s: object  # ndarray [tokens/s] per sequence, from RAM: bandwidth efficiency and latency
+    roofline_tokens_per_s: object  # ndarray [tokens/s] at 100 % bandwidth, no latency (the bound)
     streamed_tokens_per_s: object  # ndarray [tokens/s]; NaN where the configuration fits
     target_tokens_per_s: float | None
     show_ctx: bool
     ctx_limit: tuple[int, str] | None = None  # (tokens, option): the cache holds no more; the curve ends there
+    verdict_codes: object = None  # ndarray int8 per context: 0 fit, 1 tight, 2 over (engine.VERDICTS)
+    fit_ctx: int | None = None  # the largest grid context that is "fit" (the tight zone starts past it)
+    latency_s: float = 0.0  # the device's fixed time per step in the rate (0: unknown, the bandwidth model)
+
+
+def decode_rate(step_bytes, device):
+    """Tokens/s per sequence from RAM, as :func:`~kvplan.plan.evaluate` computes it: the two-term model
+    ``1 / (bytes / (efficiency × bandwidth) + decode_latency)`` (latency 0: the bandwidth model)."""
+    return engine.decode_tokens_per_s(device.memory_bandwidth, step_bytes, device.bandwidth_efficiency,
+                                      _latency_s(device))
+
+
+def _latency_s(device) -> float:
+    return float(getattr(device, "decode_latency", 0.0) or 0.0)
 
 
 def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ctx: bool = True,
@@ -148,7 +184,12 @@ def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
 
     ev = evaluate(scenario)
     ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.layout)
+    # the last context that is "fit" (headroom ≥ the margin) and the first "tight" one, exact on the grid
+    fit_edge = ev.layout.max_ctx(ev.budget_bytes - ev.margin_bytes - _fixed_bytes(ev) - ev.buffers_bytes,
+                                 scenario.sequences)
+    fit_edge = int(fit_edge) if math.isfinite(fit_edge) and fit_edge >= 0 else None
     marks = (ev.max_ctx, ev.max_ctx + 1 if ev.max_ctx is not None else None,
+             fit_edge, fit_edge + 1 if fit_edge is not None else None,
              scenario.ctx if show_ctx else None, *_windows(ev.layout))
     ctx = ctx_grid(ctx_max_tokens, marks)
     device = scenario.device
@@ -156,14 +197,23 @@ def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
     kv_peak = cache_bytes(ev.layout, ctx, scenario.sequences, peak=True)
     step = engine.bytes_per_token(ev.weights_read_bytes, kv + ev.pinned_prefix_bytes)
     bandwidth, efficiency = device.memory_bandwidth, device.bandwidth_efficiency
-    rate = engine.decode_tokens_per_s(bandwidth, step, efficiency)
+    rate = decode_rate(step, device)
     roofline = engine.decode_tokens_per_s(bandwidth, step, 1.0)
-    total = engine.total_bytes(ev.weights_bytes, kv_peak, 1, ev.pinned_prefix_bytes, ev.overhead_bytes)
-    overflow = engine.overflow_bytes(total, ev.budget_bytes)
-    per_token_s = engine.streamed_seconds_per_token(step, overflow, bandwidth * efficiency, device.flash_read)
-    streamed = np.where(overflow > 0, 1.0 / per_token_s, np.nan)
+    total = (engine.total_bytes(ev.weights_bytes, kv_peak, 1, ev.pinned_prefix_bytes, ev.overhead_bytes)
+             + buffers_bytes(scenario, ev, ctx))
+    # as evaluate's flash table: decode runs at the steady cache size (a peak right after prefill is gone by the
+    # first step); that overflow's share of each step is read from flash, the rest from RAM, plus the latency
+    steady_overflow = engine.overflow_bytes(total - (kv_peak - kv), ev.budget_bytes)
+    per_token_s = (engine.streamed_seconds_per_token(step, steady_overflow, bandwidth * efficiency, device.flash_read)
+                   + _latency_s(device))
+    streamed = np.where(steady_overflow > 0, 1.0 / per_token_s, np.nan)
+    codes = np.asarray(engine.verdict_code(ev.budget_bytes - total, ev.budget_bytes, scenario.margin_fraction),
+                       dtype=np.int8)
+    fits = np.flatnonzero(codes == 0)
+    fit_ctx = int(ctx[fits[-1]]) if fits.size and fits[-1] + 1 < len(ctx) else None
     target = target_tokens_per_s if target_tokens_per_s is not None else scenario.target_tokens_per_s
-    return DecodeCurves(ev, ctx, rate, roofline, streamed, target or None, show_ctx, ctx_limit_of(ev.layout))
+    return DecodeCurves(ev, ctx, rate, roofline, streamed, target or None, show_ctx, ctx_limit_of(ev.layout),
+                        codes, fit_ctx, _latency_s(device))
 
 
 # --- attention variants -----------------------------------------------------------------------

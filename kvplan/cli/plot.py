@@ -29,19 +29,20 @@ ModelsOpt = Annotated[list[str], typer.Option(
     "comma-separated: -m 7b,llama-3.1-8b).")]
 OptionalDeviceOpt = Annotated[str | None, typer.Option("--device", "-d", help="Device (only its runtime "
                                                        "rules matter here; optional).")]
-OptionalCtxOpt = Annotated[str | None, typer.Option("--ctx", "-c", help="Mark this context (8192, 8k).")]
+OptionalCtxOpt = Annotated[str | None, typer.Option("--ctx", "-c", help=f"Mark this context (8192, 8k). {o.TOKENS_HELP}")]
 CtxMaxOpt = Annotated[str | None, typer.Option("--ctx-max", help="End of the context axis (default: past the "
-                                               "max-context crossing and --ctx).")]
-SequencesOpt = Annotated[int, typer.Option("--sequences", "-n", min=1, max=1_000_000,
-                                           help="Concurrent sequences, each with its own cache.")]
-WeightBitsOpt = Annotated[float | None, typer.Option("--weight-bits", help="Bits per weight; default: the "
-                                                     "model's.")]
-KvBitsOpt = Annotated[int | None, typer.Option("--kv-bits", help="Bits per cached K and V value (1-32).")]
-KvTypeOpt = Annotated[str | None, typer.Option("--kv-type", help="Cache type by runtime name: f16, q8_0, "
-                                               "q4_0, …")]
+                                               f"max-context crossing and --ctx). {o.TOKENS_HELP}")]
 UnitsOpt = Annotated[o.Units, typer.Option("--units", help="Memory axes in GB (si) or GiB (iec).")]
-TargetOpt = Annotated[float | None, typer.Option("--target-tok-s", min=0.0, help="Draw a target decode "
-                                                 "rate line at this many tokens/s.")]
+DecodeUnitsOpt = Annotated[o.Units, typer.Option("--units", help="Sizes in the labels (the overflow streamed "
+                                                 "from flash) in GB (si) or GiB (iec).")]
+
+# The cache options of check, each kind taking those that change its picture: attention draws the cache alone
+# (no weights, budget or speed); only decode draws a target rate.
+_KV_ONLY = ("sequences", "kv_bits", "k_bits", "v_bits", "kv_group_size", "kv_type", "k_type", "v_type",
+            "sliding_window")
+_NO_TARGET = tuple(param.name for param in g.CACHE.parameters if param.name != "target_tok_s")
+CACHE_ATTENTION = g.CACHE.only(*_KV_ONLY)
+CACHE_MEMORY = g.CACHE.only(*_NO_TARGET)
 
 
 def _output_opt(kind: str):
@@ -66,17 +67,12 @@ def _start(output: str, ctx: str | None, ctx_max: str | None) -> tuple[int | Non
     return ctx_tokens, ctx_max_tokens
 
 
-def _scenarios(devices: list[str], models: list[str], ctx: int, profiles_dir, sequences=1, weight_bits=None,
-               kv_bits=None, kv_type=None, os_reserve=None, margin="10%", target=None, cache_knobs=None):
-    """``[device][model]`` scenarios, built exactly as ``kvplan check`` builds one.
-
-    ``cache_knobs``: the ``runtime`` / ``kv_policy`` Knobs fields of the option groups."""
+def _scenarios(devices: list[str], models: list[str], ctx: int, profiles_dir, knobs):
+    """``[device][model]`` scenarios, built exactly as ``kvplan check`` builds one from the same options."""
     from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
     from kvplan.plan import build_scenario
 
-    knobs = o.knobs(sequences=sequences, weight_bits=weight_bits, kv_bits=kv_bits, kv_type=kv_type,
-                    os_reserve=os_reserve, margin=margin, target_tok_s=target, **(cache_knobs or {}))
     catalog = user_catalog(profiles_dir)
     devs = [catalog.device(d) for d in devices]
     mods = [catalog.model(m) for m in models]
@@ -86,78 +82,88 @@ def _scenarios(devices: list[str], models: list[str], ctx: int, profiles_dir, se
     return [[build_scenario(d.profile, m.profile, ctx, knobs) for m in mods] for d in devs]
 
 
+def _first_series(kind: str, scenarios: list, what: str):
+    """The configurations drawn (the first :data:`~kvplan.plots.series.MAX_SERIES`) and their count; a warning on
+    stderr names how many were left out and how to draw them."""
+    from kvplan.plots.series import count_series
+
+    count = count_series(len(scenarios))
+    if count.left_out:
+        from kvplan.cli import terminal
+
+        terminal.display_warning(
+            f"plot {kind}: {count.total} {what} (--device × --model); drew the first {count.shown}, left out "
+            f"{count.left_out}: give fewer --device/--model values, or split them over several plots")
+    return scenarios[:count.shown], count
+
+
 def _done(path) -> None:
     from kvplan.cli import terminal
 
     terminal.display_note(f"wrote {path}")
 
 
-@plot_app.command("memory", help="Weights, KV cache and overhead stacked against context, the budget line and "
-                  "the max-context crossing; one panel per device × model (repeat --device / --model).")
-@with_groups(policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
+@plot_app.command("memory", help="Weights, KV cache, runtime buffers and overhead stacked against context, the "
+                  "budget line and the max-context crossing; one panel per device × model (repeat --device / "
+                  "--model; at most 12 panels).")
+@with_groups(cache_knobs=CACHE_MEMORY, policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
 def memory(
     device: DevicesOpt,
     model: ModelsOpt,
     ctx: OptionalCtxOpt = None,
     ctx_max: CtxMaxOpt = None,
     output: _output_opt("memory") = "kvplan-memory.png",
-    sequences: SequencesOpt = 1,
-    weight_bits: WeightBitsOpt = None,
-    kv_bits: KvBitsOpt = None,
-    kv_type: KvTypeOpt = None,
-    os_reserve: o.OsReserveOpt = None,
-    margin: o.MarginOpt = "10%",
+    cache_knobs: Given = None,
     policy_knobs: Given = None,
     runtime_knobs: Given = None,
     units: UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     ctx_tokens, ctx_max_tokens = _start(output, ctx, ctx_max)
-    cache_knobs = {"runtime": runtime_knobs.build(), "kv_policy": policy_knobs.build()}
-    grid = _scenarios(device, model, ctx_tokens or 0, profiles_dir, sequences, weight_bits, kv_bits, kv_type,
-                      os_reserve, margin, cache_knobs=cache_knobs)
+    knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
+    grid = _scenarios(device, model, ctx_tokens or 0, profiles_dir, knobs)
+    scenarios, count = _first_series("memory", [s for row in grid for s in row], "panels")
     from kvplan import curves as data
     from kvplan.plots.memory import memory_figure
     from kvplan.plots.save import save_figure
 
-    curves = [data.memory_curves(s, ctx_max_tokens, show_ctx=ctx_tokens is not None) for row in grid for s in row]
+    curves = [data.memory_curves(s, ctx_max_tokens, show_ctx=ctx_tokens is not None) for s in scenarios]
     columns = len(model) if len(device) > 1 and len(model) > 1 else None
-    _done(save_figure(memory_figure(curves, units.value, columns), output))
+    if columns and count.left_out:  # the grid is cut: rows of devices no longer line up, fill rows of 4
+        columns = min(count.shown, 4)
+    _done(save_figure(memory_figure(curves, units.value, columns, count), output))
 
 
 @plot_app.command("attention", help="KV bytes against context for the model's own shape as MHA, GQA at several "
                   "group counts, MQA, with a sliding window and with a quantized (q8_0, q4_0) cache.")
-@with_groups(policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
+@with_groups(cache_knobs=CACHE_ATTENTION, policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
 def attention(
     model: o.ModelOpt,
     ctx: Annotated[str | None, typer.Option("--ctx", "-c", help="Quote every variant's size at this context "
-                                            "(default: the model's trained context, else 4k).")] = None,
+                                            f"(default: the model's trained context, else 4k). {o.TOKENS_HELP}")] = None,
     ctx_max: CtxMaxOpt = None,
     output: _output_opt("attention") = "kvplan-attention.png",
     device: OptionalDeviceOpt = None,
-    sequences: SequencesOpt = 1,
-    kv_bits: KvBitsOpt = None,
-    kv_type: KvTypeOpt = None,
+    cache_knobs: Given = None,
     policy_knobs: Given = None,
     runtime_knobs: Given = None,
     units: UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     ctx_tokens, ctx_max_tokens = _start(output, ctx, ctx_max)
-    cache_knobs = {"runtime": runtime_knobs.build(), "kv_policy": policy_knobs.build()}
+    knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
     if device is None:
         from kvplan.hub.catalog import user_catalog
-        from kvplan.plan import Knobs, build_scenario
+        from kvplan.plan import build_scenario
         from kvplan.profiles.spec import Device
 
         # KV bytes do not depend on the device; a neutral one stands in when none is named.
-        neutral = Device(name="any-device", ram="1 PB", os_reserve=0, memory_bandwidth=1.0, flash_read=1.0)
+        neutral = Device(name="any-device", ram="1 PB", os_reserve="0 B", memory_bandwidth="1 GB/s",
+                         flash_read="1 GB/s")
         mod = user_catalog(profiles_dir).model(model)
-        scenario = build_scenario(neutral, mod.profile, ctx_tokens or 0,
-                                  Knobs(sequences=sequences, kv_bits=kv_bits, kv_type=kv_type, **cache_knobs))
+        scenario = build_scenario(neutral, mod.profile, ctx_tokens or 0, knobs)
     else:
-        scenario = _scenarios([device], [model], ctx_tokens or 0, profiles_dir, sequences, None, kv_bits,
-                              kv_type, cache_knobs=cache_knobs)[0][0]
+        scenario = _scenarios([device], [model], ctx_tokens or 0, profiles_dir, knobs)[0][0]
     from kvplan import curves as data
     from kvplan.plots.attention import attention_figure
     from kvplan.plots.save import save_figure
@@ -166,66 +172,56 @@ def attention(
     _done(save_figure(attention_figure(curves, units.value), output))
 
 
-@plot_app.command("decode", help="Decode tokens/s against context, with the flash-streamed rate where the "
-                  "configuration is over budget and an optional target line; repeat --device / --model to "
-                  "overlay configurations.")
-@with_groups(policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
+@plot_app.command("decode", help="Decode tokens/s against context: from RAM (check's decode rate; past the budget "
+                  "as if it fit) and, past the budget, with the overflow streamed from flash (check's flash "
+                  "table), the tight and over-budget zones and an optional target line; repeat --device / "
+                  "--model to overlay configurations (at most 12).")
+@with_groups(cache_knobs=g.CACHE, policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
 def decode(
     device: DevicesOpt,
     model: ModelsOpt,
     ctx: OptionalCtxOpt = None,
     ctx_max: CtxMaxOpt = None,
-    target_tok_s: TargetOpt = None,
     output: _output_opt("decode") = "kvplan-decode.png",
-    sequences: SequencesOpt = 1,
-    weight_bits: WeightBitsOpt = None,
-    kv_bits: KvBitsOpt = None,
-    kv_type: KvTypeOpt = None,
-    os_reserve: o.OsReserveOpt = None,
+    cache_knobs: Given = None,
     policy_knobs: Given = None,
     runtime_knobs: Given = None,
+    units: DecodeUnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     ctx_tokens, ctx_max_tokens = _start(output, ctx, ctx_max)
-    cache_knobs = {"runtime": runtime_knobs.build(), "kv_policy": policy_knobs.build()}
-    grid = _scenarios(device, model, ctx_tokens or 0, profiles_dir, sequences, weight_bits, kv_bits, kv_type,
-                      os_reserve, target=target_tok_s, cache_knobs=cache_knobs)
+    knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
+    grid = _scenarios(device, model, ctx_tokens or 0, profiles_dir, knobs)
+    scenarios, count = _first_series("decode", [s for row in grid for s in row], "configurations")
     from kvplan.plan import evaluate
     from kvplan import curves as data
     from kvplan.plots.decode import decode_figure
     from kvplan.plots.save import save_figure
 
-    scenarios = [s for row in grid for s in row]
     if ctx_max_tokens is None and len(scenarios) > 1:  # one axis for all: the widest default
         ctx_max_tokens = max(data.default_ctx_max(evaluate(s), ctx_tokens is not None) for s in scenarios)
     curves = [data.decode_curves(s, ctx_max_tokens, show_ctx=ctx_tokens is not None) for s in scenarios]
-    _done(save_figure(decode_figure(curves), output))
+    _done(save_figure(decode_figure(curves, units.value, count), output))
 
 
 @plot_app.command("fitmap", help="Devices × models heatmap of the largest context that fits, or of the "
                   "headroom at --ctx.")
-@with_groups(policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
+@with_groups(cache_knobs=CACHE_MEMORY, policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
 def fitmap(
     device: DevicesOpt,
     model: ModelsOpt,
     ctx: Annotated[str | None, typer.Option("--ctx", "-c", help="Show headroom and verdict at this context "
-                                            "instead of the largest context that fits.")] = None,
+                                            f"instead of the largest context that fits. {o.TOKENS_HELP}")] = None,
     output: _output_opt("fitmap") = "kvplan-fitmap.png",
-    sequences: SequencesOpt = 1,
-    weight_bits: WeightBitsOpt = None,
-    kv_bits: KvBitsOpt = None,
-    kv_type: KvTypeOpt = None,
-    os_reserve: o.OsReserveOpt = None,
-    margin: o.MarginOpt = "10%",
+    cache_knobs: Given = None,
     policy_knobs: Given = None,
     runtime_knobs: Given = None,
     units: UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     ctx_tokens, _ = _start(output, ctx, None)
-    cache_knobs = {"runtime": runtime_knobs.build(), "kv_policy": policy_knobs.build()}
-    grid = _scenarios(device, model, ctx_tokens or 0, profiles_dir, sequences, weight_bits, kv_bits, kv_type,
-                      os_reserve, margin, cache_knobs=cache_knobs)
+    knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
+    grid = _scenarios(device, model, ctx_tokens or 0, profiles_dir, knobs)
     from kvplan import curves as data
     from kvplan.plots.fitmap import fitmap_figure
     from kvplan.plots.save import save_figure

@@ -15,7 +15,7 @@ from kvplan.cli.sweep_plot import SweepPlotOpt, check_sweep_plot, write_sweep_pl
 HELP = """Evaluate a grid of configurations at once (vectorized: a million points in well under a second).
 
 Every combination of --ctx (a list 1k,4k,8k or an inclusive range START..STOP[:STEP] such as
-1k..32k:1k), --device, --model, --weight-bits, --kv-bits / --kv-type (or --k-bits / --k-type ×
+1k..32k:1k), --device, --model, --weight-bits / --weight-type, --kv-bits / --kv-type (or --k-bits / --k-type ×
 --v-bits / --v-type) and --sequences is one row with exact integer bytes: KV cache (steady and
 peak; the total counts the peak), weights, total, budget,
 headroom, verdict, decode tokens/s and the largest context that fits (under --runtime or a
@@ -32,11 +32,17 @@ EVAL_CHUNK_POINTS = 262_144
 PRETTY_JSON_MAX_ROWS = 10_000
 
 CtxGridOpt = Annotated[list[str], typer.Option("--ctx", "-c", help="Contexts: 8192, a list 1k,4k,8k, or an "
-                                               "inclusive range START..STOP[:STEP] (1k..32k:1k); repeatable.")]
+                                               "inclusive range START..STOP[:STEP] (1k..32k:1k); repeatable. In a list a comma "
+                                               "followed by three digits is a thousands separator (1k,8,192 is "
+                                               f"two values); separate with ', ' or repeat -c. {o.TOKENS_HELP}")]
 SequencesListOpt = Annotated[list[str] | None, typer.Option("--sequences", "-n", help="Concurrent sequences: "
                                                             "1,2,4 or 1..8 (default 1).")]
 WeightBitsListOpt = Annotated[list[str] | None, typer.Option("--weight-bits", help="Bits per weight: 4,8 "
                                                              "(may be fractional; default: the model's).")]
+WeightTypeListOpt = Annotated[list[str] | None, typer.Option("--weight-type", help="Weight formats by name, "
+                                                             "priced tensor by tensor as in check: q4_k_m,q8_0 "
+                                                             "(swept like --weight-bits, with which they may be "
+                                                             "listed together).")]
 KvBitsListOpt = Annotated[list[str] | None, typer.Option("--kv-bits", help="Bits per cached K and V value: "
                                                          "16,8,4 (default: the model's).")]
 KBitsListOpt = Annotated[list[str] | None, typer.Option("--k-bits", help="Bits per cached key: 16,8 (crossed "
@@ -68,6 +74,26 @@ def _types(values, option: str) -> list[tuple[str, str]]:
         except KvplanError as exc:
             raise UsageError(f"{option}: {exc}") from None
     return [("type", name) for name in dict.fromkeys(names)]  # a type given twice is one row
+
+
+def _weight_formats(weight_bits, weight_type) -> list[dict]:
+    """The weight formats swept, as knobs: ``{"weight_bits": 4.0}``, ``{"weight_type": "q4_k_m"}``, or ``{}``
+    (the model's own). Bits first, then types, each in the order given (a format given twice is one row)."""
+    from kvplan.errors import UsageError
+    from kvplan.engine.weight_formats import weight_format_key
+    from kvplan.grids import parse_float_list
+
+    formats = [{"weight_bits": b} for b in (parse_float_list(weight_bits, "--weight-bits") if weight_bits else [])]
+    names = [item.strip() for value in weight_type or [] for item in str(value).split(",")]
+    if weight_type and not all(names):
+        raise UsageError(f"--weight-type: empty value in {', '.join(map(repr, weight_type))}; write formats like "
+                         "q4_k_m,q8_0")
+    try:
+        keys = [weight_format_key(name) for name in names]
+    except ValueError as exc:
+        raise UsageError(f"--weight-type: {exc}") from None
+    formats += [{"weight_type": key} for key in dict.fromkeys(keys)]
+    return formats or [{}]
 
 
 def _format_pairs(kv_bits, k_bits, v_bits, kv_type=None, k_type=None, v_type=None) -> list[tuple]:
@@ -108,6 +134,8 @@ def sweep(
     ctx: CtxGridOpt = None,
     sequences: SequencesListOpt = None,
     weight_bits: WeightBitsListOpt = None,
+    weight_type: WeightTypeListOpt = None,
+    weight_group_size: o.WeightGroupOpt = None,
     kv_bits: KvBitsListOpt = None,
     k_bits: KBitsListOpt = None,
     v_bits: VBitsListOpt = None,
@@ -130,7 +158,7 @@ def sweep(
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     from kvplan.errors import UsageError
-    from kvplan.grids import parse_ctx_grid, parse_float_list, parse_int_list
+    from kvplan.grids import parse_ctx_grid, parse_int_list
 
     if not device:
         raise UsageError("--device: give at least one device (repeat --device for more)")
@@ -154,7 +182,7 @@ def sweep(
         seq_values = [parallel]
     runtime_value = runtime_knobs.build()
     policy_value = policy_knobs.build()
-    weight_values = parse_float_list(weight_bits, "--weight-bits") if weight_bits else [None]
+    weight_values = _weight_formats(weight_bits, weight_type)
     pairs = _format_pairs(kv_bits, k_bits, v_bits, kv_type, k_type, v_type)
     any_bits = any(spec is not None and spec[0] == "bits" for pair in pairs for spec in pair)
 
@@ -168,7 +196,8 @@ def sweep(
     for resolved in devices + models:
         if resolved.note:
             terminal.display_note(resolved.note)
-    bases = [build_scenario(d.profile, m.profile, 1, o.knobs(pinned_prefix=pinned_prefix, weight_bits=w,
+    bases = [build_scenario(d.profile, m.profile, 1, o.knobs(pinned_prefix=pinned_prefix, **w,
+                                                              weight_group_size=weight_group_size,
                                                               **_format_knobs(pair, kv_group_size, any_bits),
                                                               sliding_window=sliding_window,
                                                               os_reserve=os_reserve, margin=margin,
@@ -176,7 +205,9 @@ def sweep(
                                                               kv_policy=policy_value))
              for d in devices for m in models for w in weight_values for pair in pairs]
     parts = _evaluate(bases, ctx_values, seq_values)
-    _emit(parts, fmt_, output, show_all, units.value, target_tok_s)
+    from kvplan.cli.sweep_warnings import sweep_warnings
+
+    _emit(parts, fmt_, output, show_all, units.value, target_tok_s, sweep_warnings(bases, ctx_values, seq_values))
     write_sweep_plot(parts, plot, units.value)
 
 
@@ -224,11 +255,16 @@ def _stream(chunks, rows: int, what: str, output) -> None:
         terminal.display_note(f"wrote {rows:,} row{'' if rows == 1 else 's'} to {output}")
 
 
-def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float | None = None) -> None:
+def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float | None = None,
+          warnings=()) -> None:
     from kvplan.render import sweep as render
 
     rows = sum(len(part) for part in parts)
-    if fmt_ is p.TabularFormat.csv:
+    if fmt_ is p.TabularFormat.csv:  # CSV has no place for them: warnings go to stderr
+        from kvplan.cli import terminal
+
+        for warning in warnings:
+            terminal.display_note(f"warning: {warning}")
         def csv():
             yield 0, render.csv_header(parts[0].columns()).encode()
             yield from render.csv_chunks(parts)
@@ -237,7 +273,7 @@ def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float |
         return
     if fmt_ is p.TabularFormat.json and rows > PRETTY_JSON_MAX_ROWS:
         def compact():  # vectorized, byte for byte what json.dumps writes (pretty-printing is ~20x slower)
-            yield 0, render.json_head(rows, parts[0].columns())
+            yield 0, render.json_head(rows, parts[0].columns(), warnings)
             yield from render.json_chunks(parts)
             yield 0, render.JSON_TAIL
 
@@ -251,8 +287,7 @@ def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float |
     if fmt_ is p.TabularFormat.json:
         import json
 
-        head = {"rows_count": rows, "columns": cols.columns()}
-        text = json.dumps({**head, "rows": render.json_rows(cols)}, indent=2, allow_nan=False)
+        text = json.dumps(render.json_document(cols, warnings), indent=2, allow_nan=False)
         p.write_or_display_text(text + "\n", output)
         return
 
@@ -265,7 +300,7 @@ def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float |
         indices = np.concatenate([np.arange(head), np.arange(rows - head, rows)])
         after, omitted = head - 1, rows - 2 * head
     title = f"sweep: {rows:,} configuration{'s' if rows != 1 else ''}"
-    tables = [render.table(cols, indices, after, omitted, units, title, target_tok_s)]
+    tables = [render.table(cols, indices, after, omitted, units, title, target_tok_s, warnings)]
     if output:
         from kvplan.render.tables import to_markdown, to_plain
 

@@ -28,5 +28,23 @@ def write_sweep_plot(parts, path: str | None, units: str) -> None:
     from kvplan.plots.save import save_figure
     from kvplan.plots.sweep import sweep_figure
 
-    save_figure(sweep_figure(engine_sweep.concat(parts), units), path)
+    from kvplan.plots.sweep import series_count
+
+    cols = engine_sweep.concat(parts)
+    count, varying = series_count(cols)
+    if count.left_out:
+        terminal.display_warning(left_out_warning(count, varying))
+    save_figure(sweep_figure(cols, units), path)
     terminal.display_note(f"wrote {path}")
+
+
+# The options that list the values of each swept dimension of a series (kvplan.plots.sweep.DIMENSIONS).
+DIMENSION_OPTIONS = {"device": "--device", "model": "--model", "weight_bits": "--weight-bits/--weight-type",
+                     "kv_bits": "--kv-bits/--kv-type", "sequences": "--sequences"}
+
+
+def left_out_warning(count, varying: list[str]) -> str:
+    """``sweep --plot: 30 series (--device × --kv-bits/--kv-type); drew the first 12, left out 18: …``."""
+    options = " × ".join(DIMENSION_OPTIONS[d] for d in varying)
+    return (f"sweep --plot: {count.total} series ({options}); drew the first {count.shown}, left out "
+            f"{count.left_out}: list fewer values, or split the sweep over several plots")

@@ -28,10 +28,10 @@ def summary_figure(ev: Evaluation, units: str = "si"):
     fig = new_figure(14, 5.6)
     ax_mem, ax_dec = fig.subplots(1, 2)
     draw_memory(ax_mem, data.memory_curves(s), units, title="memory")
-    draw_decode(ax_dec, [data.decode_curves(s)])
+    draw_decode(ax_dec, [data.decode_curves(s)], units=units)
     ax_dec.set_title("decode speed", fontsize=11)
-    for ax in (ax_mem, ax_dec):
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=2, frameon=False, fontsize=9)
+    for ax in (ax_mem, ax_dec):  # one column: the decode labels name both terms of the rate and are long
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=1, frameon=False, fontsize=9)
     fig.suptitle(f"{s.device.name} × {s.model.name} at {n_tokens(s.ctx)} — {ev.verdict.value.upper()}",
                  fontsize=12)
     return fig
@@ -47,7 +47,7 @@ def check_figures(ev: Evaluation, units: str = "si") -> dict:
     s = ev.scenario
     return {
         "memory": memory_figure([data.memory_curves(s)], units),
-        "decode": decode_figure([data.decode_curves(s)]),
+        "decode": decode_figure([data.decode_curves(s)], units),
         "attention": attention_figure(data.attention_curves(s), units),
     }
 

@@ -1,9 +1,11 @@
-"""Memory against context: weights, KV cache and overhead stacked, the budget line, the max-context crossing."""
+"""Memory against context: weights, KV cache, runtime buffers and overhead stacked, the budget line, the
+max-context crossing."""
 
 from __future__ import annotations
 
 from kvplan.plots.axes import COLORS, bytes_axis, ctx_axis, ctx_label, draw_ctx_limit, new_figure, size_label
 from kvplan.curves import MemoryCurves
+from kvplan.plots.series import SeriesCount, count_series, title_note
 
 VERDICT_COLORS = {"fit": "#2f7d3b", "tight": "#a06a00", "over": "#b0302f"}
 
@@ -23,6 +25,10 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
     if ev.pinned_prefix_bytes:
         layers.append(("pinned", f"pinned prefix ({size_label(ev.pinned_prefix_bytes, units)})",
                        ev.pinned_prefix_bytes * ones))
+    if np.any(curves.buffers_bytes):  # as check's rows: llama.cpp's compute + output buffers, sized by -c
+        at_ctx = f", {size_label(ev.buffers_bytes, units)} at {ctx_label(s.ctx)}" if s.ctx else ""
+        runtime = getattr(s.runtime, "name", None) or "runtime"
+        layers.append(("buffers", f"{runtime} buffers (compute + output{at_ctx})", curves.buffers_bytes * ones))
     if ev.overhead_bytes:
         layers.append(("overhead", f"runtime overhead ({size_label(ev.overhead_bytes, units)})",
                        ev.overhead_bytes * ones))
@@ -39,7 +45,7 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
     handles = [*stacks, total_line]
     if ev.margin_bytes:
         handles.append(ax.axhspan(budget - ev.margin_bytes, budget, color=COLORS["margin"], alpha=0.25,
-                                  linewidth=0, label=f"tight margin ({ev.scenario.margin_fraction:.0%})",
+                                  linewidth=0, label=f"tight margin ({ev.scenario.margin_fraction * 100:g} %)",
                                   gid="margin"))
     handles.append(ax.axhline(budget, color=COLORS["budget"], linestyle="--", linewidth=1.6,
                               label=f"budget {size_label(budget, units)}", gid="budget"))
@@ -86,8 +92,14 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
     return handles
 
 
-def memory_figure(curves: list[MemoryCurves], units: str = "si", columns: int | None = None):
-    """One panel per configuration (side by side, wrapping after ``columns``), one shared legend."""
+def memory_figure(curves: list[MemoryCurves], units: str = "si", columns: int | None = None,
+                  count: SeriesCount | None = None):
+    """One panel per configuration (side by side, wrapping after ``columns``), one shared legend.
+
+    ``count``: how many configurations the command had (``curves`` are the first of them); by default all are
+    drawn, up to :data:`~kvplan.plots.series.MAX_SERIES`."""
+    count = count or count_series(len(curves))
+    curves = curves[:count.shown]
     n = len(curves)
     columns = columns or min(n, 3)
     rows = -(-n // columns)
@@ -108,7 +120,8 @@ def memory_figure(curves: list[MemoryCurves], units: str = "si", columns: int | 
         s = curves[0].evaluation.scenario
         fig.suptitle(f"Memory against context — {s.device.name} × {s.model.name}", fontsize=12)
     else:
-        fig.suptitle("Memory against context", fontsize=12)
+        note = title_note(count)
+        fig.suptitle("Memory against context" + (f" ({note})" if note else ""), fontsize=12)
     return fig
 
 

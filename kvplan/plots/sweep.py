@@ -18,11 +18,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kvplan.plots import series as _series
 from kvplan.plots.axes import COLORS, bytes_axis, ctx_axis, ctx_label, new_figure, size_label
 from kvplan.sweep import NO_MAX_CTX, SweepColumns
 
 MAX_DRAWN_POINTS = 2000
-MAX_SERIES = 12
+MAX_SERIES = _series.MAX_SERIES
 # A context axis spanning more than this ratio (1..1M, 256..64k) is drawn on a log scale, so the
 # crossing at a few thousand tokens is not squeezed against the left edge.
 LOG_CTX_RATIO = 64
@@ -31,9 +32,7 @@ LOG_CTX_RATIO = 64
 # note gives the largest total.
 CUT_TOTAL_RATIO = 4
 CUT_BUDGETS = 2.5
-# Twelve colours told apart at a glance, none of them the budget's red.
-SERIES_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#64b5cd", "#ccb974",
-                 "#1b3a6b", "#2a9d8f", "#6b4226", "#8c8c8c")
+SERIES_COLORS = _series.SERIES_COLORS
 VERDICT_COLORS = ("#2f7d3b", "#a06a00", "#b0302f")  # by verdict code: fit, tight, over
 VERDICT_NAMES = ("fit", "tight", "over")
 # Columns whose value is fixed inside a series (the last two guard against dimensions the
@@ -120,8 +119,8 @@ def sweep_series(cols: SweepColumns, max_points: int = MAX_DRAWN_POINTS) -> list
 
 
 def dimension_label(dimension: str, value) -> str:
-    if dimension == "weight_bits":
-        return f"{value:g}-bit weights"
+    if dimension == "weight_bits":  # a named --weight-type has fractional effective bits (q4_k_m: 4.85)
+        return f"{value:.3g}-bit weights"
     if dimension == "kv_bits":
         k, v = value
         return f"KV {k}-bit" if k == v else f"K {k}-bit / V {v}-bit"
@@ -153,8 +152,15 @@ def _max_ctx_text(s: Series) -> str:
     return "nothing fits" if s.fixed_bytes > s.budget_bytes else "unbounded"
 
 
-def _left_out_text(total: int, shown: int) -> str:
-    return f"first {shown} of {total} series shown, {total - shown} left out" if total > shown else ""
+def series_count(cols: SweepColumns, max_series: int = MAX_SERIES) -> tuple[_series.SeriesCount, list[str]]:
+    """How many series the sweep has and draws, and the dimensions that vary across them (what to narrow)."""
+    import numpy as np
+
+    starts, _ = series_bounds(cols)
+    values = {d: [np.asarray(getattr(cols, d))[starts] for d in ((d,) if d != "kv_bits" else ("k_bits", "v_bits"))]
+              for d in DIMENSIONS}
+    varying = [d for d, arrays in values.items() if len(set(zip(*(a.tolist() for a in arrays)))) > 1]
+    return _series.count_series(len(starts), max_series), varying
 
 
 def sweep_figure(cols: SweepColumns, units: str = "si", max_series: int = MAX_SERIES,
@@ -175,7 +181,7 @@ def sweep_figure(cols: SweepColumns, units: str = "si", max_series: int = MAX_SE
 def _title(kind: str, series: list[Series], varying: list[str], total: int, ctx_note: str = "") -> str:
     fixed = _fixed_title(series, varying)
     head = f"{kind}{ctx_note}" + (f" — {fixed}" if fixed else "")
-    left_out = _left_out_text(total, len(series))
+    left_out = _series.title_note(_series.SeriesCount(total, len(series)))
     return head + (f"\n({left_out})" if left_out else "")
 
 
