@@ -6,6 +6,7 @@ from kvplan.cli import option_groups as g
 from kvplan.cli import options as o
 from kvplan.cli.check_plots import PlotDirOpt, PlotFileOpt, check_plot_targets, write_check_plots
 from kvplan.cli.groups import Given, with_groups
+from kvplan.cli.planopts import OutputOpt
 
 HELP = """Check one configuration: memory against the device budget, decode speed, max context.
 
@@ -28,9 +29,11 @@ def check(
     profiles_dir: o.ProfilesDirOpt = None,
     plot: PlotFileOpt = None,
     plot_dir: PlotDirOpt = None,
+    output: OutputOpt = None,
 ) -> None:
     import typer
 
+    from kvplan.cli.planopts import write_or_display_text
     from kvplan.advice import changes_to_fit
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
@@ -39,6 +42,7 @@ def check(
     from kvplan.render import check as render
 
     check_plot_targets(plot, plot_dir)  # a bad plot path fails before any work
+    output_format = _format_for_output(output_format, output)
     ctx_tokens = o.parse_ctx(ctx)
     knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
     catalog = user_catalog(profiles_dir)
@@ -52,8 +56,44 @@ def check(
     if output_format is o.OutputFormat.json:
         document = render.format_json(ev)
         document["changes_to_fit"] = [render.change_json(c) for c in changes or []]
-        terminal.display_json(document)
+        if output:
+            import json
+
+            write_or_display_text(json.dumps(document, indent=2, allow_nan=False) + "\n", output)
+        else:
+            terminal.display_json(document)
     else:
-        terminal.display_tables(render.check_tables(ev, changes, units.value), output_format.value)
+        runtime_command = None
+        if scenario.runtime is None:  # the command that shows what llama.cpp allocates for the same request
+            from kvplan.cli.check_argv import check_argv
+
+            runtime_command = " ".join(check_argv(scenario, device, model, profiles_dir) + ["--runtime", "llama.cpp"])
+        tables = render.check_tables(ev, changes, units.value, runtime_command)
+        if output:
+            from kvplan.render.tables import to_markdown, to_plain
+
+            write_or_display_text(to_markdown(tables) if output_format is o.OutputFormat.markdown
+                                  else to_plain(tables), output)
+        else:
+            terminal.display_tables(tables, output_format.value)
     write_check_plots(ev, plot, plot_dir, units.value)
     raise typer.Exit(ExitCode.OK if ev.fits else ExitCode.FAILED)
+
+
+def _format_for_output(chosen, output: str | None):
+    """``-o out.json`` / ``out.md`` pick the format when ``--format`` is left at its default; a table otherwise.
+    Checked before any work, so a bad extension never leaves a half-done run."""
+    if not output:
+        return chosen
+    from pathlib import Path
+
+    from kvplan.errors import UsageError
+    from kvplan.files.outfiles import check_writable
+
+    suffix = Path(output).suffix.lower()
+    by_suffix = {".json": o.OutputFormat.json, ".md": o.OutputFormat.markdown, ".markdown": o.OutputFormat.markdown,
+                 ".txt": o.OutputFormat.table, "": o.OutputFormat.table}
+    if suffix not in by_suffix and chosen is o.OutputFormat.table:
+        raise UsageError(f"--output {output}: unknown extension {suffix!r}; use .json, .md or .txt, or give --format")
+    check_writable(output)
+    return by_suffix.get(suffix, chosen) if chosen is o.OutputFormat.table else chosen

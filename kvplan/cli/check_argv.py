@@ -34,9 +34,9 @@ def check_argv(s: Scenario, device_ref: str, model_ref: str, profiles_dirs: list
     if s.sliding_window is not None:
         argv += ["--sliding-window", str(s.sliding_window)]
     if s.os_reserve_bytes is not None:
-        argv += ["--os-reserve", str(s.os_reserve_bytes)]
+        argv += ["--os-reserve", f"{s.os_reserve_bytes}B"]  # sizes always carry a unit
     if s.margin_fraction != DEFAULT_MARGIN_FRACTION:
-        argv += ["--margin", f"{s.margin_fraction:g}"]
+        argv += ["--margin", f"{s.margin_fraction * 100:g}%"]
     for folder in profiles_dirs or []:
         argv += ["--profiles-dir", folder]
     return argv

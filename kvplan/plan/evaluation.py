@@ -28,10 +28,17 @@ if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain
 class Flash:
     """What the overflow costs when it lives on flash (all zero when the configuration fits)."""
 
-    overflow_bytes: int
-    swap_in_s: float
-    streamed_decode_tokens_per_s: float
-    slowdown: float
+    overflow_bytes: int  # total − budget at the peak (what decides the verdict)
+    swap_in_s: float  # reading the whole KV cache (and pinned prefix) back from flash
+    streamed_decode_tokens_per_s: float  # decode with the steady-state overflow read from flash every step
+    slowdown: float  # time per token streamed ÷ time per token from RAM
+    steady_overflow_bytes: int = 0  # total − budget once the cache is at its steady size (≤ overflow_bytes)
+    overflow_swap_in_s: float = 0.0  # reading only the overflow back from flash
+
+    @property
+    def transient(self) -> bool:
+        """Over the budget only at the peak right after prefill; the steady state fits."""
+        return self.overflow_bytes > 0 and self.steady_overflow_bytes == 0
 
 
 @dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
@@ -65,6 +72,10 @@ class Evaluation:
     notes: tuple[str, ...] = field(default=())
     prefill_s: float | None = None  # time to prefill ctx prompt tokens (None: device compute unknown)
     pinned_prefix_recompute_s: float | None = None  # recomputing the pinned prefix instead of keeping it
+    # prefill_s is the larger of: FLOPs / (compute · compute_efficiency), and the weights read once per micro-batch
+    prefill_compute_s: float | None = None
+    prefill_memory_s: float | None = None
+    prefill_n_ubatch: int = 512  # tokens per prefill micro-batch (llama.cpp -ub; 512 where no runtime says)
     max_ctx_trained: int | None = None  # the model's trained context (profile max_context); not a cap on max_ctx
     ctx_per_sequence_tokens: int = 0  # the tokens one sequence can attend (llama.cpp: n_ctx_seq)
     ctx_beyond_trained: bool = False  # ctx_per_sequence_tokens > max_ctx_trained: needs a context extension
@@ -73,6 +84,7 @@ class Evaluation:
     compute_buffer_bytes: int = 0
     output_buffer_bytes: int = 0
     warnings: tuple[str, ...] = field(default=())  # what the user should know before trusting a figure
+    llamacpp_buffers_bytes: int | None = None  # ideal formula only: the buffers llama.cpp would add (None: unknown)
 
     @property
     def buffers_bytes(self) -> int:
@@ -83,6 +95,13 @@ class Evaluation:
     def aggregate_decode_tokens_per_s(self) -> float:
         """Tokens per second over all sequences: a step reads the weights once and emits one token per sequence."""
         return self.decode_tokens_per_s * self.scenario.sequences
+
+    @property
+    def prefill_bound(self) -> str | None:
+        """Which floor sets the prefill time: ``compute`` (FLOPs) or ``memory`` (weights once per micro-batch)."""
+        if self.prefill_compute_s is None:
+            return None
+        return "memory" if self.prefill_memory_s > self.prefill_compute_s else "compute"
 
     @property
     def fits(self) -> bool:
@@ -148,17 +167,71 @@ def cache_model_for(s: Scenario) -> CacheModel:
     return cache_layout(s.model, s.k_format, s.v_format, s.sliding_window)
 
 
-def prefill_seconds_of(device: Device, model: Model, tokens):
-    """Seconds to prefill ``tokens`` prompt tokens, or None when the device gives no ``compute``.
+def runtime_buffers(s: Scenario, cache: CacheModel, ctx: int):
+    """llama.cpp's compute and output buffers at ``ctx`` (a :class:`~kvplan.caches.buffers.LlamaCppBuffers`),
+    or None: another cache model, or a profile without the shape fields the compute buffer needs."""
+    if getattr(cache, "name", None) != "llama.cpp":
+        return None
+    from kvplan.caches.buffers import llamacpp_buffers
 
-    ``2 · params · T + 2 · layers · T² · heads · head_dim`` FLOPs over ``compute``
-    (:mod:`kvplan.engine.prefill`); ``params_active`` when a profile gives it (MoE).
+    return llamacpp_buffers(cache.spec, s.model, ctx, s.sequences)
+
+
+def max_ctx_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only_max_ctx):
+    """Largest ``-c`` whose KV allocation plus buffers fit ``allowance_bytes``, exact to the token.
+
+    Both grow with ``-c`` (never shrink), so the answer is at most the KV-only one and bisection over the
+    integers below it finds it. ``engine.NO_CONTEXT_FITS`` when not even ``-c 1`` fits."""
+    def fits(ctx: int) -> bool:
+        return cache.kv_peak_bytes(ctx, s.sequences) + runtime_buffers(s, cache, ctx).total_bytes <= allowance_bytes
+
+    if kv_only_max_ctx == engine.NO_CONTEXT_FITS or not fits(1):
+        return engine.NO_CONTEXT_FITS
+    hi = 2**40 if kv_only_max_ctx == math.inf else int(kv_only_max_ctx)
+    if fits(hi):
+        return kv_only_max_ctx
+    lo = 1  # fits(lo), not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def prefill_n_ubatch(s: Scenario) -> int:
+    """Tokens per prefill micro-batch: llama.cpp's ``-ub`` (capped at ``-b``, as llama_context does) under
+    ``--runtime llama.cpp``, else llama.cpp's default 512 (other runtimes batch differently; 512 is a stand-in)."""
+    spec = s.runtime
+    if getattr(spec, "name", None) == "llama.cpp":
+        return min(spec.ubatch, spec.batch)
+    return engine.DEFAULT_N_UBATCH
+
+
+def prefill_times_of(device: Device, model: Model, tokens, weights_read_bytes, n_ubatch: int = 512):
+    """(compute-bound, memory-bound) seconds to prefill ``tokens`` prompt tokens, or None without ``compute``.
+
+    Compute: ``2 · params_active · T + 2 · layers · T² · heads · head_dim`` FLOPs over
+    ``compute · compute_efficiency`` (``params_active`` when a profile gives it: MoE). Memory: the weights a
+    decode step reads, once per micro-batch of ``n_ubatch`` tokens, at the effective bandwidth — a floor
+    (for a mixture of experts a micro-batch touches more experts than one token, so more than that).
+    The prefill time is the larger of the two (:func:`kvplan.engine.prefill.time_to_first_token`).
     """
     if not device.compute:
         return None
     params = getattr(model, "params_active", None) or model.params
     flops = engine.prefill_flops(tokens, params, model.layers, model.attention_heads, model.head_dim)
-    return engine.prefill_seconds(flops, device.compute)
+    return (engine.prefill_compute_seconds(flops, device.compute, device.compute_efficiency),
+            engine.prefill_memory_seconds(tokens, weights_read_bytes, device.memory_bandwidth,
+                                          device.bandwidth_efficiency, n_ubatch))
+
+
+def prefill_seconds_of(device: Device, model: Model, tokens, weights_read_bytes=0, n_ubatch: int = 512):
+    """Seconds to prefill ``tokens`` prompt tokens (the larger of :func:`prefill_times_of`), or None
+    when the device gives no ``compute``. ``weights_read_bytes = 0`` leaves out the memory floor."""
+    times = prefill_times_of(device, model, tokens, weights_read_bytes, n_ubatch)
+    return None if times is None else engine.maximum(*times)
 
 
 def max_ctx_limited_by(max_ctx) -> str:
@@ -186,45 +259,54 @@ def evaluate(s: Scenario) -> Evaluation:
     kv = cache.kv_bytes(s.ctx, s.sequences)
     kv_peak = cache.kv_peak_bytes(s.ctx, s.sequences)
     pinned = cache.kv_bytes(s.pinned_prefix_tokens, 1)
-    total = engine.total_bytes(weights, kv_peak, 1, pinned, overhead)
+    buffers = runtime_buffers(s, cache, s.ctx)
+    buffers_bytes = buffers.total_bytes if buffers is not None else 0
+    total = engine.total_bytes(weights, kv_peak, 1, pinned, overhead) + buffers_bytes
     headroom = engine.headroom_bytes(budget, total)
     verdict = VERDICTS[engine.verdict_code(headroom, budget, s.margin_fraction)]
 
     step = engine.bytes_per_token(weights_read, kv + pinned)
     bandwidth, efficiency = device.memory_bandwidth, device.bandwidth_efficiency
-    latency_s = getattr(device, "decode_latency", 0.0) or 0.0  # fixed cost per step (kvplan calibrate); 0: unknown
-    rate = engine.decode_tokens_per_s(bandwidth, step, efficiency)
-    if latency_s:  # the two-term model: bytes / effective bandwidth + a fixed cost per step
-        from kvplan.engine.decode import seconds_per_token
-
-        rate = 1.0 / seconds_per_token(step, bandwidth, efficiency, latency_s)
-    roofline = engine.decode_tokens_per_s(bandwidth, step, 1.0)
+    latency_s = device.decode_latency  # fixed cost per step (kvplan calibrate); 0: unknown, the pure bandwidth model
+    rate = engine.decode_tokens_per_s(bandwidth, step, efficiency, latency_s)
+    roofline = engine.decode_tokens_per_s(bandwidth, step, 1.0)  # the bound: 100 % bandwidth, no latency
     n = max(s.ctx, 1)
     read_over_generation = cache.kv_bytes_read_over_generation(n, s.sequences) + n * pinned
-    mean_rate = engine.mean_decode_tokens_per_s(n, weights_read, read_over_generation, bandwidth, efficiency)
+    mean_rate = engine.mean_decode_tokens_per_s(n, weights_read, read_over_generation, bandwidth, efficiency, latency_s)
 
     # Max context is what fits in memory, never capped at the trained context (reported beside it).
     max_ctx = cache.max_ctx(budget - weights - overhead - pinned, s.sequences)
+    if buffers is not None:  # the buffers grow with the context too: the largest ctx where cache + buffers fit
+        max_ctx = max_ctx_with_buffers(s, cache, budget - weights - overhead - pinned, max_ctx)
     limited_by = max_ctx_limited_by(max_ctx)
     trained = model.max_context or None
     per_sequence_tokens = tokens_per_sequence_of(cache, s.ctx, s.sequences)
 
     at_target = None
-    if s.target_tokens_per_s:
-        step_allowance = math.floor(bandwidth * efficiency / s.target_tokens_per_s) - weights_read - pinned
+    if s.target_tokens_per_s:  # per-sequence rate ≥ target ⇔ bytes per step ≤ B / target − latency · B
+        step_allowance = (math.floor(engine.step_bytes_at_rate(s.target_tokens_per_s, bandwidth, efficiency,
+                                                               latency_s)) - weights_read - pinned)
         speed_ctx = cache.max_ctx(step_allowance, s.sequences)
         at_target = min(max_ctx, speed_ctx)
 
-    overflow = int(engine.overflow_bytes(total, budget))
-    effective = bandwidth * efficiency
-    if overflow:
-        per_token_s = engine.streamed_seconds_per_token(step, overflow, effective, device.flash_read)
-        flash = Flash(overflow, engine.swap_in_seconds(kv + pinned, device.flash_read),
-                      1.0 / per_token_s, per_token_s / (step / effective))
-    else:
-        flash = Flash(0, engine.swap_in_seconds(kv + pinned, device.flash_read), rate, 1.0)
+    n_ubatch = prefill_n_ubatch(s)
+    prefill = prefill_times_of(device, model, s.ctx, weights_read, n_ubatch)
 
-    return Evaluation(
+    overflow = int(engine.overflow_bytes(total, budget))
+    # Decode runs at the steady size: a peak right after prefill (prompt views) is gone by the first step.
+    steady_overflow = int(engine.overflow_bytes(total - (kv_peak - kv), budget))
+    effective = bandwidth * efficiency
+    swap_in_s = engine.swap_in_seconds(kv + pinned, device.flash_read)
+    overflow_swap_in_s = engine.swap_in_seconds(overflow, device.flash_read)
+    if steady_overflow:
+        # the latency is paid whether the bytes come from RAM or from flash
+        per_token_s = engine.streamed_seconds_per_token(step, steady_overflow, effective, device.flash_read) + latency_s
+        flash = Flash(overflow, swap_in_s, 1.0 / per_token_s, per_token_s / (step / effective + latency_s),
+                      steady_overflow, overflow_swap_in_s)
+    else:
+        flash = Flash(overflow, swap_in_s, rate, 1.0, 0, overflow_swap_in_s)
+
+    ev = Evaluation(
         scenario=s, layout=cache, weight_bits=bits, weights_pricing=pricing,
         kv_bytes_per_token=cache.bytes_per_token, kv_bytes_per_sequence=kv_bytes_per_sequence_of(cache, s.ctx, s.sequences),
         kv_bytes=int(kv), kv_peak_bytes=int(kv_peak),
@@ -236,8 +318,18 @@ def evaluate(s: Scenario) -> Evaluation:
         max_ctx_limited_by=limited_by,
         max_ctx_at_target=None if at_target is None or at_target in (math.inf, -1) else int(at_target),
         flash=flash,
-        prefill_s=prefill_seconds_of(device, model, s.ctx),
-        pinned_prefix_recompute_s=prefill_seconds_of(device, model, s.pinned_prefix_tokens),
+        prefill_s=None if prefill is None else engine.maximum(*prefill),
+        prefill_compute_s=None if prefill is None else prefill[0],
+        prefill_memory_s=None if prefill is None else prefill[1],
+        prefill_n_ubatch=n_ubatch,
+        pinned_prefix_recompute_s=prefill_seconds_of(device, model, s.pinned_prefix_tokens, weights_read, n_ubatch),
         max_ctx_trained=trained, ctx_per_sequence_tokens=int(per_sequence_tokens),
         ctx_beyond_trained=bool(trained and per_sequence_tokens > trained),
+        compute_buffer_bytes=buffers.compute_bytes if buffers is not None else 0,
+        output_buffer_bytes=buffers.output_bytes if buffers is not None else 0,
     )
+    from kvplan.plan.warnings import llamacpp_buffers_if_ideal, warnings_of
+
+    would_add = llamacpp_buffers_if_ideal(s)
+    return replace(ev, warnings=warnings_of(ev),
+                   llamacpp_buffers_bytes=would_add.total_bytes if would_add is not None else None)

@@ -76,6 +76,11 @@ class Scenario:
                 raise FieldError("weight_type", str(exc)) from None
         if self.weight_group_size is not None:
             _check_count("weight_group_size", self.weight_group_size, minimum=1)
+            if self.weight_type is None and getattr(self.model, "weight_type", None) is None:
+                from kvplan.errors import FieldError
+
+                raise FieldError(("weight_group_size", "weight_type"), "a group size applies to a named weight "
+                                 "format (mlx-4bit, gptq-4bit …); give the format too", lead=" without ")
         if self.weight_bits is not None and not (isinstance(self.weight_bits, (int, float))
                                                  and 0 < self.weight_bits <= 32):
             raise UsageError(f"weight_bits: must be above 0 and at most 32, got {self.weight_bits!r}")
@@ -102,6 +107,7 @@ class Scenario:
     def with_changes(self, **changes) -> Scenario:
         if changes.get("weight_bits") is not None and "weight_type" not in changes:
             changes["weight_type"] = None  # a uniform width replaces a named format
+            changes.setdefault("weight_group_size", None)
         if "sequences" in changes and "runtime" not in changes and getattr(self.runtime, "parallel", None):
             # under llama.cpp the sequences are -np: a new count re-derives it rather than contradicting it
             changes["runtime"] = replace(self.runtime, parallel=None)

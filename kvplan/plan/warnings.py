@@ -94,7 +94,15 @@ def llamacpp_buffers_if_ideal(s: Scenario):
     None under a runtime, or when the profile lacks the shape the buffers need."""
     if s.runtime is not None:
         return None
-    from kvplan.caches.buffers import llamacpp_buffers
+    from kvplan.caches.buffers import llamacpp_buffers, missing_shape_fields
+    from kvplan.caches.llamacpp import llamacpp_cache
     from kvplan.profiles.runtime import runtime_spec
 
-    return llamacpp_buffers(runtime_spec("llama.cpp"), s.model, s.ctx * s.sequences, s.sequences)
+    if missing_shape_fields(s.model):
+        return None
+    spec = runtime_spec("llama.cpp")
+    try:  # the line names a --runtime llama.cpp command: say nothing where llama.cpp refuses the request
+        llamacpp_cache(spec, s.model, s.k_format, s.v_format)
+    except KvplanError:
+        return None
+    return llamacpp_buffers(spec, s.model, s.ctx * s.sequences, s.sequences)

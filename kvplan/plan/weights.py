@@ -50,6 +50,11 @@ def _priced(shape: ModelShape, weight_type: str, group_size: int) -> WeightPrici
 
 def priced_weights(model: Model, weight_type: str, group_size: int = 0) -> WeightPricing:
     """``model``'s weights in ``weight_type`` (memoized: a sweep prices each model and format once)."""
+    from kvplan.engine.quantize import FILE_TYPES
+
+    if group_size and weight_type.lower().removeprefix("gguf-") in FILE_TYPES:  # GGUF blocks are fixed by type
+        raise FieldError(("weight_group_size", "weight_type"), f"a GGUF type ({weight_type}) has fixed block sizes; "
+                         "a group size applies to the mlx, gptq, awq and executorch formats", lead=" with ")
     try:
         return _priced(model_shape(model), weight_type, group_size)
     except ValueError as exc:  # an architecture without a tensor layout, a row that fits no block

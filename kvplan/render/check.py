@@ -43,6 +43,8 @@ def format_json(ev: Evaluation) -> dict:
         "decode_tokens_per_s": ev.decode_tokens_per_s,
         "decode_tokens_per_s_roofline": ev.decode_tokens_per_s_roofline,
         "mean_decode_tokens_per_s": ev.mean_decode_tokens_per_s,
+        "aggregate_decode_tokens_per_s": ev.aggregate_decode_tokens_per_s,
+        "decode_latency_s": s.device.decode_latency,
         "bytes_per_step": ev.bytes_per_step,
         "max_ctx": ev.max_ctx,
         "max_ctx_limited_by": ev.max_ctx_limited_by,
@@ -51,12 +53,20 @@ def format_json(ev: Evaluation) -> dict:
         "max_ctx_at_target": ev.max_ctx_at_target,
         "target_tokens_per_s": s.target_tokens_per_s,
         "prefill_s": ev.prefill_s,
+        "prefill_bound": ev.prefill_bound,
+        "prefill_compute_s": ev.prefill_compute_s,
+        "prefill_memory_s": ev.prefill_memory_s,
+        "prefill_n_ubatch": ev.prefill_n_ubatch,
         "pinned_prefix_recompute_s": ev.pinned_prefix_recompute_s,
         "kv_policy": policy_render.policy_json(ev),
         "runtime": runtime_render.runtime_json(ev),
+        "warnings": list(ev.warnings),
         "flash": {
             "overflow_bytes": ev.flash.overflow_bytes,
+            "steady_overflow_bytes": ev.flash.steady_overflow_bytes,
+            "transient": ev.flash.transient,
             "swap_in_s": ev.flash.swap_in_s,
+            "overflow_swap_in_s": ev.flash.overflow_swap_in_s,
             "streamed_decode_tokens_per_s": _finite(ev.flash.streamed_decode_tokens_per_s),
             "slowdown": ev.flash.slowdown,
         },
@@ -67,8 +77,11 @@ def weights_json(ev: Evaluation) -> dict:
     """The weights' format: ``type`` (a named format, or null for params × bits), ``bits_per_weight``, and for a
     named format the bytes by tensor kind and by storage type (ggml type names for GGUF)."""
     pricing = ev.weights_pricing
-    if pricing is None:
-        return {"type": None, "bits_per_weight": ev.weight_bits, "bytes_by_kind": None, "bytes_by_type": None}
+    if pricing is None:  # params × bits, or a size the profile states (an imported GGUF's exact bytes and type)
+        s = ev.scenario
+        stated = s.weight_bits is None and s.model.weights is not None
+        return {"type": getattr(s.model, "weight_type", None) if stated else None, "bits_per_weight": ev.weight_bits,
+                "bytes_by_kind": None, "bytes_by_type": None}
     by_kind: dict[str, int] = {}
     by_type: dict[str, int] = {}
     for t in pricing.tensors:
@@ -91,6 +104,7 @@ def memory_json(ev: Evaluation) -> dict:
         "kv_peak_bytes": ev.kv_peak_bytes,
         "pinned_prefix_bytes": ev.pinned_prefix_bytes,
         "overhead_bytes": ev.overhead_bytes,
+        "buffers_bytes": ev.buffers_bytes,
         "total_bytes": ev.total_bytes,
         "headroom_bytes": ev.headroom_bytes,
         "margin_bytes": ev.margin_bytes,
@@ -98,31 +112,15 @@ def memory_json(ev: Evaluation) -> dict:
 
 
 def change_json(change: Change) -> dict:
-    ev = change.evaluation
-    return {
-        "change": change.kind,
-        "value": change.value,
-        "verdict": ev.verdict.value,
-        "ctx": ev.scenario.ctx,
-        "total_bytes": ev.total_bytes,
-        "headroom_bytes": ev.headroom_bytes,
-        "decode_tokens_per_s": ev.decode_tokens_per_s,
-        "max_ctx": ev.max_ctx,
-        "max_ctx_limited_by": ev.max_ctx_limited_by,
-    }
+    from kvplan.render.changes import change_json as json_of
+
+    return json_of(change)
 
 
 def describe_change(change: Change) -> str:
-    v = change.value
-    if change.kind == "model":  # a name: the numeric formats below must not be applied to it
-        return f"model {v}"
-    return {
-        "ctx": lambda: f"context {v:,} tokens",
-        "kv_bits": lambda: f"KV cache at {v} bits",
-        "weight_bits": lambda: f"weights at {v} bits",
-        "sequences": lambda: f"{v} concurrent sequence{'s' if v != 1 else ''}",
-        "sliding_window": lambda: f"sliding window of {v:,} tokens on every layer",
-    }.get(change.kind, lambda: f"{change.kind} = {v}")()
+    from kvplan.render.changes import describe_change as described
+
+    return described(change)
 
 
 def _kv_format_label(ev: Evaluation) -> str:
@@ -133,7 +131,8 @@ def _kv_format_label(ev: Evaluation) -> str:
     return k if k == v else f"K {k} / V {v}"
 
 
-def memory_table(ev: Evaluation, units: str = "si") -> Table:
+def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None = None) -> Table:
+    """The memory breakdown; ``runtime_command`` is the command line that shows llama.cpp's allocation."""
     s = ev.scenario
     b = ev.budget_bytes
     title = f"{s.device.name} × {s.model.name} at {fmt.n_tokens(s.ctx)} — {ev.verdict.value.upper()}"
@@ -163,20 +162,53 @@ def memory_table(ev: Evaluation, units: str = "si") -> Table:
     else:
         row(f"KV cache ({_kv_format_label(ev)}, {fmt.n_tokens(s.ctx)})", ev.kv_bytes)
     if ev.kv_peak_bytes > ev.kv_bytes:
-        row("KV peak right after prefill (views of the prompt tensors)" if runtime_render.runtime_cache(ev)
-            else "KV tokens awaiting eviction (peak between passes)", ev.kv_peak_bytes - ev.kv_bytes)
+        peak = fmt.bytes_(ev.kv_peak_bytes, units)
+        row(f"+ KV at the peak right after prefill (views of the prompt tensors; peak {peak} in all)"
+            if runtime_render.runtime_cache(ev)
+            else f"+ KV tokens awaiting eviction (peak between passes, {peak} in all)", ev.kv_peak_bytes - ev.kv_bytes)
     if s.pinned_prefix_tokens:
         row(f"pinned prefix ({fmt.n_tokens(s.pinned_prefix_tokens)})", ev.pinned_prefix_bytes)
+    if ev.compute_buffer_bytes:
+        row(runtime_render.compute_buffer_label(ev), ev.compute_buffer_bytes)
+    if ev.output_buffer_bytes:
+        row(runtime_render.output_buffer_label(ev), ev.output_buffer_bytes)
     row("runtime overhead", ev.overhead_bytes)
     row("total", ev.total_bytes, "bold")
     row(f"budget ({fmt.bytes_(s.device.ram, units)} RAM − {fmt.bytes_(s.os_reserve_in_force_bytes, units)} "
         "OS reserve)", b)
     style = {"fit": "green", "tight": "yellow", "over": "red"}[ev.verdict.value]
-    row(f"headroom → {ev.verdict.value.upper()}", ev.headroom_bytes, f"bold {style}")
+    t.add(f"headroom → {ev.verdict.value.upper()}", fmt.exact_bytes(ev.headroom_bytes),
+          fmt.bytes_(ev.headroom_bytes, units),
+          fmt.percent_beside(ev.headroom_bytes / b, s.margin_fraction) if b else "", style=f"bold {style}")
     if ev.verdict.value == "tight":
         t.notes.append(f"tight: headroom under the {fmt.percent(s.margin_fraction)} margin "
                        f"({fmt.bytes_(ev.margin_bytes, units)}) kept for activations and fragmentation")
+    for w in ev.warnings:
+        t.notes.append(f"warning: {w}")
+    if ev.llamacpp_buffers_bytes:
+        t.notes.append(f"llama.cpp would add {fmt.bytes_(ev.llamacpp_buffers_bytes, units)} of compute and output "
+                       "buffers (default -ub 512, flash attention on, CPU backend)"
+                       + (f"; its whole allocation: {runtime_command}" if runtime_command else ""))
+    elif runtime_command and any("llama.cpp" in w for w in ev.warnings):
+        t.notes.append(f"llama.cpp's whole allocation: {runtime_command}")
     return t
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def _prefill_bound_text(ev: Evaluation, units: str) -> str:
+    """Which floor sets the prefill time, with the other one beside it."""
+    d = ev.scenario.device
+    if ev.prefill_bound == "memory":
+        ubatches = -(-ev.scenario.ctx // ev.prefill_n_ubatch)
+        effective = d.memory_bandwidth * d.bandwidth_efficiency
+        return (f"memory: {ubatches:,} × {fmt.bytes_(ev.weights_read_bytes, units)} of weights at "
+                f"{fmt.rate(effective, units)} (compute alone {fmt.seconds(ev.prefill_compute_s)})")
+    at = (f"{d.compute / 1e12:g} TFLOP/s" if d.compute_efficiency == 1
+          else f"{fmt.percent(d.compute_efficiency)} of {d.compute / 1e12:g} TFLOP/s")
+    return f"compute: FLOPs at {at} (memory floor {fmt.seconds(ev.prefill_memory_s)})"
 
 
 def speed_table(ev: Evaluation, units: str = "si") -> Table:
@@ -186,13 +218,29 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
     if ev.layout.windows:
         windows = ", ".join(f"{w:,}" for w, _ in ev.layout.windows)
         t.add("layers (global / windowed)", f"{ev.layout.global_layers} / {ev.layout.windowed_layers} (window {windows})")
-    t.add("bytes read per decode step", f"{fmt.bytes_(ev.bytes_per_step, units)}")
-    t.add(f"decode at {fmt.n_tokens(s.ctx)} ({fmt.percent(d.bandwidth_efficiency)} of "
-          f"{fmt.rate(d.memory_bandwidth, units)})", f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
-    t.add("decode at roofline (100 % bandwidth)", f"{fmt.per_s(ev.decode_tokens_per_s_roofline)} tok/s")
-    t.add(f"mean decode over a generation of {fmt.n_tokens(s.ctx)}", f"{fmt.per_s(ev.mean_decode_tokens_per_s)} tok/s")
+    n = s.sequences
+    t.add("bytes read per decode step" + (f" (weights once, {n} sequences' caches)" if n > 1 else ""),
+          f"{fmt.bytes_(ev.bytes_per_step, units)}")
+    latency = d.decode_latency
+    if latency:
+        t.add("fixed latency per decode step (device decode_latency)", _ms(latency))
+    else:
+        t.add("fixed latency per decode step", "unknown: pure bandwidth model (0 ms)")
+    each = " per sequence" if n > 1 else ""
+    plus = f" + {_ms(latency)}/step" if latency else ""
+    t.add(f"decode{each} at {fmt.n_tokens(s.ctx)} ({fmt.percent(d.bandwidth_efficiency)} of "
+          f"{fmt.rate(d.memory_bandwidth, units)}{plus})", f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
+    if n > 1:
+        t.add(f"decode, all {n} sequences together (one step reads the weights once)",
+              f"{fmt.per_s(ev.aggregate_decode_tokens_per_s)} tok/s")
+    t.add(f"decode{each} at roofline (100 % bandwidth, no latency)",
+          f"{fmt.per_s(ev.decode_tokens_per_s_roofline)} tok/s")
+    t.add(f"mean decode{each} over a generation of {fmt.n_tokens(s.ctx)}",
+          f"{fmt.per_s(ev.mean_decode_tokens_per_s)} tok/s")
     if ev.prefill_s is not None:
-        t.add(f"prefill {s.ctx:,} prompt tokens at {d.compute / 1e12:g} TFLOP/s", fmt.seconds(ev.prefill_s))
+        t.add(f"time to first token: prefill {fmt.n_tokens(s.ctx)}", fmt.seconds(ev.prefill_s))
+        t.add(f"  bound in force (weights read once per {ev.prefill_n_ubatch:,}-token micro-batch)",
+              _prefill_bound_text(ev, units))
     if ev.pinned_prefix_recompute_s is not None and s.pinned_prefix_tokens:
         t.add(f"recompute the {s.pinned_prefix_tokens:,}-token pinned prefix instead of keeping it",
               fmt.seconds(ev.pinned_prefix_recompute_s))
@@ -206,29 +254,40 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
 
 
 def flash_table(ev: Evaluation, units: str = "si") -> Table:
-    d = ev.scenario.device
+    d, f = ev.scenario.device, ev.flash
     t = Table("if the overflow lives on flash", ["figure", "value"])
-    t.add("overflow beyond the budget", fmt.bytes_(ev.flash.overflow_bytes, units))
-    t.add(f"swap the cache in at {fmt.rate(d.flash_read, units)}", fmt.seconds(ev.flash.swap_in_s))
-    t.add("decode with the overflow streamed from flash",
-          f"{fmt.per_s(ev.flash.streamed_decode_tokens_per_s)} tok/s "
-          f"({ev.flash.slowdown:.1f}× the time per token)")
+    rate = fmt.rate(d.flash_read, units)
+    if f.transient:
+        t.add("overflow at the peak right after prefill (transient)", fmt.bytes_(f.overflow_bytes, units))
+        t.add("overflow at the steady state (decode)", "none: the steady state fits")
+    elif f.steady_overflow_bytes != f.overflow_bytes:
+        t.add("overflow at the peak right after prefill", fmt.bytes_(f.overflow_bytes, units))
+        t.add("overflow at the steady state (decode)", fmt.bytes_(f.steady_overflow_bytes, units))
+    else:
+        t.add("overflow beyond the budget", fmt.bytes_(f.overflow_bytes, units))
+    t.add(f"read the overflow back from flash at {rate}", fmt.seconds(f.overflow_swap_in_s))
+    t.add(f"read the whole KV cache ({fmt.bytes_(ev.kv_bytes + ev.pinned_prefix_bytes, units)}) back at {rate}",
+          fmt.seconds(f.swap_in_s))
+    if f.transient:
+        t.add("decode (steady state in RAM, nothing streamed)", f"{fmt.per_s(f.streamed_decode_tokens_per_s)} tok/s")
+        t.notes.append("the peak lasts from the end of prefill to the first decode step; a runtime that "
+                       "cannot hold it fails there (out of memory) or pages it out once")
+    else:
+        t.add("decode with the steady overflow streamed from flash every step",
+              f"{fmt.per_s(f.streamed_decode_tokens_per_s)} tok/s ({f.slowdown:.1f}× the time per token)")
     return t
 
 
 def changes_table(changes: list[Change], units: str = "si") -> Table:
-    t = Table("what would make it fit", ["change", "verdict", "headroom", "decode tok/s"])
-    for change in changes:
-        ev = change.evaluation
-        t.add(describe_change(change), ev.verdict.value, fmt.bytes_(ev.headroom_bytes, units),
-              fmt.per_s(ev.decode_tokens_per_s))
-    if not changes:
-        t.add("no single change fits", "", "", "")
-    return t
+    """The changes that keep the model, ranked (kvplan.advice.judge), with their caveats."""
+    from kvplan.render.changes import changes_table as table
+
+    return table(changes, units)
 
 
-def check_tables(ev: Evaluation, changes: list[Change] | None, units: str = "si") -> list[Table]:
-    tables = [memory_table(ev, units), speed_table(ev, units)]
+def check_tables(ev: Evaluation, changes: list[Change] | None, units: str = "si",
+                 runtime_command: str | None = None) -> list[Table]:
+    tables = [memory_table(ev, units, runtime_command), speed_table(ev, units)]
     policy = policy_render.policy_table(ev, units)
     if policy is not None:
         tables.append(policy)

@@ -72,5 +72,15 @@ def percent(x: float) -> str:
     return f"{x * 100:.1f} %"
 
 
+def percent_beside(x: float, other: float) -> str:
+    """``x`` as a percentage with enough decimals that it never reads equal to ``other`` unless it is
+    (a headroom of 9.97 % beside a 10.0 % margin must not show as 10.0 %)."""
+    for decimals in range(1, 7):
+        text = f"{x * 100:.{decimals}f}"
+        if x == other or text != f"{other * 100:.{decimals}f}":
+            return f"{text} %"
+    return f"{x * 100:.6f} %"
+
+
 def bits(x: float) -> str:
     return f"{x:g}"

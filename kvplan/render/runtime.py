@@ -20,12 +20,28 @@ def runtime_json(ev: Evaluation) -> dict:
     cache = runtime_cache(ev)
     if cache is None:
         rule = "contract closed form: Σ_ℓ c_ℓ(ctx) · n_kv · (d_k · bytes_k + d_v · bytes_v)"
-        return {"name": "ideal", "rules": [rule], "cells": None, "from_profile": False}
+        return {"name": "ideal", "rules": [rule], "cells": None, "from_profile": False,
+                "llamacpp_buffers_bytes": ev.llamacpp_buffers_bytes}
     d = cache.describe(ev.scenario.ctx, ev.scenario.sequences)
     from_profile = bool(getattr(ev.scenario, "runtime_from_profile", False))
     if from_profile:
         d["rules"] = [profile_rule(ev)] + list(d["rules"])
+    if "compute_buffer_bytes" in d:  # llama.cpp: the buffers counted in memory.total_bytes (null: shape unknown)
+        d["compute_buffer_bytes"] = ev.compute_buffer_bytes or None
+        d["output_buffer_bytes"] = ev.output_buffer_bytes or None
     return {**d, "from_profile": from_profile}
+
+
+def compute_buffer_label(ev: Evaluation) -> str:
+    s = ev.scenario
+    fa = "on" if s.runtime.flash_attn != "off" else "off"
+    return (f"llama.cpp compute buffer (worst-case micro-batch of {min(s.runtime.ubatch, s.runtime.batch):,} "
+            f"tokens, flash attention {fa})")
+
+
+def output_buffer_label(ev: Evaluation) -> str:
+    n = ev.scenario.sequences
+    return f"llama.cpp output buffer (logits of {n} sequence{'s' if n != 1 else ''})"
 
 
 def profile_rule(ev: Evaluation) -> str:
@@ -51,9 +67,16 @@ def runtime_table(ev: Evaluation, units: str = "si") -> Table | None:
     if ev.kv_peak_bytes != ev.kv_bytes:
         t.add("KV peak (right after a one-shot prefill)",
               f"{fmt.exact_bytes(ev.kv_peak_bytes)} ({fmt.bytes_(ev.kv_peak_bytes, units)})")
-    if d.get("logits_bytes"):
-        t.add("output (logits) buffer, not KV, not in the total",
-              f"{fmt.exact_bytes(d['logits_bytes'])} ({fmt.bytes_(d['logits_bytes'], units)})")
-    if "compute_buffer_bytes" in d:
-        t.notes.append("the compute buffer is not estimated: llama.cpp sizes it by reserving a worst-case graph")
+    if ev.compute_buffer_bytes:
+        t.add("compute buffer (CPU backend; in the total)",
+              f"{fmt.exact_bytes(ev.compute_buffer_bytes)} ({fmt.bytes_(ev.compute_buffer_bytes, units)})")
+    if ev.output_buffer_bytes:
+        t.add("output (logits) buffer (in the total)",
+              f"{fmt.exact_bytes(ev.output_buffer_bytes)} ({fmt.bytes_(ev.output_buffer_bytes, units)})")
+    if "compute_buffer_bytes" in d and not ev.compute_buffer_bytes:
+        t.notes.append("buffers not counted: the model profile lacks hidden_size, intermediate_size or vocab_size, "
+                       "which llama.cpp's compute buffer depends on")
+    elif "compute_buffer_bytes" in d:
+        t.notes.append("compute buffer: llama.cpp's worst-case graph on the CPU backend, in closed form; GPU "
+                       "backends add their own buffers (see docs/runtimes.md)")
     return t

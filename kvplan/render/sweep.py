@@ -4,13 +4,41 @@ from __future__ import annotations
 
 import math
 
-from kvplan.render import csvfast, fmt
+from kvplan.render import csvfast, csvnum, fmt, rates
+from kvplan.render.check import JSON_SCHEMA_VERSION
 from kvplan.render.tables import Table
 from kvplan.sweep import NO_MAX_CTX, VERDICTS, SweepColumns
 
-# Columns written as fixed-point decimals in CSV (6 places: µs and 10⁻⁶ tok/s).
-FLOAT_DECIMALS = 6
+# Columns written as fixed-point decimals in CSV (6 places: µs and 10⁻⁶ tok/s), as in every kvplan CSV.
+FLOAT_DECIMALS = csvnum.FLOAT_DECIMALS
 CSV_CHUNK_ROWS = 131_072
+
+AGGREGATE = "aggregate_decode_tokens_per_s"
+# The written names of SweepColumns fields, where they differ: the cache formats by name, as in
+# `check --format json` (the bits alone do not tell int8 from q8_0), in the place of the first release's
+# k_bits / v_bits so columns read by position keep theirs.
+_RENAMED = {"k_bits": "k_format", "v_bits": "v_format"}
+
+
+def output_columns(columns: list[str]) -> list[str]:
+    """The columns a sweep writes, from :meth:`SweepColumns.columns`: ``k_bits``/``v_bits`` become
+    ``k_format``/``v_format`` (written once), and the aggregate decode rate comes after ``kv_policy``."""
+    out = []
+    for name in columns:
+        name = _RENAMED.get(name, name)
+        if name not in out:
+            out.append(name)
+    if AGGREGATE not in out:
+        out.insert(out.index("kv_policy") + 1 if "kv_policy" in out else len(out), AGGREGATE)
+    return out
+
+
+def column(cols: SweepColumns, name: str):
+    """The values of written column ``name``; the aggregate rate is the per-sequence rate × sequences
+    (a decode step reads the weights once for every sequence) unless the sweep gives it."""
+    if name == AGGREGATE and getattr(cols, AGGREGATE, None) is None:
+        return cols.decode_tokens_per_s * cols.sequences
+    return getattr(cols, name)
 
 
 # Token columns where NO_MAX_CTX means "none": empty in CSV, null in JSON.
@@ -19,7 +47,7 @@ _TOKENS_OR_NONE = ("max_ctx", "max_ctx_at_target")
 
 def csv_header(columns: list[str]) -> str:
     """The CSV header line of a sweep with ``columns`` (:meth:`SweepColumns.columns`)."""
-    return ",".join(columns) + "\n"
+    return ",".join(output_columns(columns)) + "\n"
 
 
 def _is_constant(values) -> bool:
@@ -32,7 +60,7 @@ def _constant_text(name: str, value) -> str:
     if name in _TOKENS_OR_NONE:
         return "" if int(value) == NO_MAX_CTX else str(int(value))
     if name == "weight_bits":
-        return f"{float(value):g}"
+        return csvnum.bits(float(value))
     if isinstance(value, str) or getattr(value, "dtype", None) is not None and value.dtype.kind == "U":
         return str(value)
     if getattr(value, "dtype", None) is not None and value.dtype.kind == "f":
@@ -53,7 +81,7 @@ def _field(name: str, values):
         return csvfast.int_field(values, empty=values == NO_MAX_CTX)
     if name == "weight_bits":
         distinct, inverse = np.unique(values, return_inverse=True)
-        return csvfast.text_field([f"{v:g}" for v in distinct])[inverse]
+        return csvfast.text_field([csvnum.bits(float(v)) for v in distinct])[inverse]
     if values.dtype.kind == "U":
         distinct, inverse = np.unique(values, return_inverse=True)
         return csvfast.text_field(distinct)[inverse]
@@ -67,7 +95,7 @@ def csv_chunks(parts: list[SweepColumns]):
     for part in parts:
         for start in range(0, len(part), CSV_CHUNK_ROWS):
             chunk = part.take(slice(start, start + CSV_CHUNK_ROWS))
-            fields = [_field_reusing(name, chunk) for name in chunk.columns()]
+            fields = [_field_reusing(name, chunk) for name in output_columns(chunk.columns())]
             yield len(chunk), csvfast.join_fields(fields)
 
 
@@ -75,7 +103,7 @@ def _field_reusing(name: str, chunk):
     """The peak is the steady cache for most caches: print that column once, not twice."""
     import numpy as np
 
-    values = getattr(chunk, name)
+    values = column(chunk, name)
     if name == "kv_peak_bytes" and np.array_equal(values, chunk.kv_bytes):
         name, values = "kv_bytes", chunk.kv_bytes
     return _field(name, values)
@@ -96,10 +124,10 @@ def _value(name: str, values, i: int):
 
 def json_rows(cols: SweepColumns) -> list[dict]:
     """One dict per row with exact integer bytes (column-wise conversion, then zipped)."""
-    names = cols.columns()
+    names = output_columns(cols.columns())
     columns = []
     for name in names:
-        values = getattr(cols, name)
+        values = column(cols, name)
         if name == "verdict":
             labels = [v.value for v in VERDICTS]
             columns.append([labels[c] for c in values.tolist()])
@@ -115,11 +143,22 @@ def json_rows(cols: SweepColumns) -> list[dict]:
 JSON_CHUNK_ROWS = 65_536
 
 
-def json_head(rows: int, columns: list[str]) -> bytes:
+def json_fields(rows: int, columns: list[str], warnings=()) -> dict:
+    """The keys of the sweep's JSON document before ``rows`` (``columns``: :meth:`SweepColumns.columns`)."""
+    return {"schema_version": JSON_SCHEMA_VERSION, "rows_count": rows, "columns": output_columns(columns),
+            "warnings": list(warnings)}
+
+
+def json_document(cols: SweepColumns, warnings=()) -> dict:
+    """The whole JSON document of a sweep small enough to print indented."""
+    return {**json_fields(len(cols), cols.columns(), warnings), "rows": json_rows(cols)}
+
+
+def json_head(rows: int, columns: list[str], warnings=()) -> bytes:
     """The start of the compact JSON document, up to the opening ``[`` of ``rows``."""
     import json
 
-    return (json.dumps({"rows_count": rows, "columns": columns})[:-1] + ', "rows": [').encode()
+    return (json.dumps(json_fields(rows, columns, warnings))[:-1] + ', "rows": [').encode()
 
 
 JSON_TAIL = b"]}\n"
@@ -159,7 +198,7 @@ def json_chunks(parts: list[SweepColumns], chunk_rows: int = JSON_CHUNK_ROWS):
     """
     import json
 
-    names = parts[0].columns() if parts else SweepColumns.names()
+    names = output_columns(parts[0].columns() if parts else SweepColumns.names())
     keys = [json.dumps(name) + ": " for name in names]
     total = sum(len(part) for part in parts)
     written = 0
@@ -170,7 +209,7 @@ def json_chunks(parts: list[SweepColumns], chunk_rows: int = JSON_CHUNK_ROWS):
             fields = []
             for i, (name, key) in enumerate(zip(names, keys)):
                 fields.append(csvfast.constant_field(("{" if i == 0 else ", ") + key, n))
-                fields.append(_json_value_field(name, getattr(chunk, name)))
+                fields.append(_json_value_field(name, column(chunk, name)))
             fields.append(csvfast.constant_field("}, ", n))
             data = csvfast.concat_fields(fields)
             written += n
@@ -178,15 +217,17 @@ def json_chunks(parts: list[SweepColumns], chunk_rows: int = JSON_CHUNK_ROWS):
 
 
 TABLE_COLUMNS = ("device", "model", "runtime", "kv_policy", "ctx", "sequences", "weight_bits", "k_format",
-                 "v_format", "kv_bytes", "kv_peak_bytes", "total_bytes", "headroom_bytes", "verdict",
-                 "decode_tokens_per_s", "max_ctx", "max_ctx_at_target")
+                 "v_format", "kv_bytes", "kv_peak_bytes", "buffers_bytes", "total_bytes", "headroom_bytes", "verdict",
+                 "decode_tokens_per_s", AGGREGATE, "max_ctx", "max_ctx_at_target")
 _TABLE_HEADINGS = ("device", "model", "runtime", "KV policy", "ctx", "seq", "W bits", "K type", "V type", "KV cache",
-                   "KV peak", "total", "headroom", "verdict", "decode tok/s", "max ctx", "max ctx at target")
+                   "KV peak", "buffers", "total", "headroom", "verdict", rates.DECODE, rates.AGGREGATE, "max ctx",
+                   "max ctx at target")
 _LEFT = ("device", "model", "runtime", "kv_policy", "k_format", "v_format")
 
 
 # Columns shown once in the title when every row of the sweep has the same value.
-_HOISTABLE = ("device", "model", "runtime", "kv_policy", "sequences", "weight_bits", "k_format", "v_format")
+_HOISTABLE = ("device", "model", "runtime", "kv_policy", "sequences", "weight_bits", "weight_type", "k_format",
+              "v_format")
 
 
 def _constant_columns(cols: SweepColumns) -> dict:
@@ -215,7 +256,9 @@ def _fixed_text(fixed: dict) -> str:
         parts.append(f"KV policy {fixed['kv_policy']}")
     if "sequences" in fixed:
         parts.append(f"{fixed['sequences']} sequence{'s' if fixed['sequences'] != 1 else ''}")
-    if "weight_bits" in fixed:
+    if fixed.get("weight_type") and "weight_bits" in fixed:
+        parts.append(f"{fixed['weight_type']} weights ({fixed['weight_bits']:.2f} bits/weight)")
+    elif "weight_bits" in fixed:
         parts.append(f"{fmt.bits(fixed['weight_bits'])}-bit weights")
     if fixed.get("k_format") is not None and fixed.get("k_format") == fixed.get("v_format"):
         parts.append(f"{fixed['k_format']} KV cache")
@@ -227,19 +270,23 @@ def _fixed_text(fixed: dict) -> str:
 
 def _hidden(cols: SweepColumns, fixed: dict) -> set:
     """Columns left out of the table: those named in the title, a peak equal to the steady cache in every row,
-    and max ctx at target without a target."""
+    max ctx at target without a target, and the aggregate rate when every row runs one sequence."""
     import numpy as np
 
     hidden = set(fixed)
+    if not len(cols) or int(np.max(cols.sequences)) <= 1:
+        hidden.add(AGGREGATE)
     if not len(cols) or bool(np.array_equal(cols.kv_peak_bytes, cols.kv_bytes)):
         hidden.add("kv_peak_bytes")
+    if not len(cols) or not bool(np.any(cols.buffers_bytes)):
+        hidden.add("buffers_bytes")
     if cols.max_ctx_at_target is None:
         hidden.add("max_ctx_at_target")
     return hidden
 
 
 def table(cols: SweepColumns, indices, omitted_after: int | None, omitted: int, units: str = "si",
-          title: str = "", target_tokens_per_s: float | None = None) -> Table:
+          title: str = "", target_tokens_per_s: float | None = None, warnings=()) -> Table:
     """Rows ``indices`` of the sweep; a "… N rows omitted" line after position ``omitted_after``.
 
     Columns with one value in every row (device, model, runtime, policy, sequences, weight bits,
@@ -247,11 +294,16 @@ def table(cols: SweepColumns, indices, omitted_after: int | None, omitted: int, 
     narrow enough for a terminal. The KV peak is a column only where it differs from the steady
     cache (a runtime's one-shot prefill, a policy between evictions): the total counts the peak.
     """
+    import numpy as np
+
     fixed = _constant_columns(cols)
     hidden = _hidden(cols, fixed)
     headings = dict(zip(TABLE_COLUMNS, _TABLE_HEADINGS))
+    several = AGGREGATE not in hidden
+    headings["decode_tokens_per_s"] = rates.decode_heading(several)
     if target_tokens_per_s:
-        headings["max_ctx_at_target"] = f"max ctx ≥ {target_tokens_per_s:g} tok/s"
+        per = " per sequence" if several else ""
+        headings["max_ctx_at_target"] = f"max ctx ≥ {target_tokens_per_s:g} tok/s{per}"
     shown = [(name, headings[name]) for name in TABLE_COLUMNS if name not in hidden]
     if fixed:
         title = f"{title} — {_fixed_text(fixed)}" if title else _fixed_text(fixed)
@@ -261,7 +313,7 @@ def table(cols: SweepColumns, indices, omitted_after: int | None, omitted: int, 
               align=["left" if name in _LEFT else "right" for name in names],
               key_columns=key_columns)
     for position, i in enumerate(indices):
-        row = {name: _value(name, getattr(cols, name), int(i)) for name in names}
+        row = {name: _value(name, column(cols, name), int(i)) for name in names}
         row.setdefault("verdict", _value("verdict", cols.verdict, int(i)))
         style = {"fit": None, "tight": "yellow", "over": "red"}[row["verdict"]]
         text = {name: row[name] for name in names}
@@ -271,9 +323,11 @@ def table(cols: SweepColumns, indices, omitted_after: int | None, omitted: int, 
             elif name in ("ctx", "max_ctx", "max_ctx_at_target"):
                 text[name] = fmt.tokens(row[name])
         if "weight_bits" in text:
-            text["weight_bits"] = fmt.bits(row["weight_bits"])
-        if "decode_tokens_per_s" in text:
-            text["decode_tokens_per_s"] = fmt.per_s(row["decode_tokens_per_s"])
+            named = str(cols.weight_type[int(i)])
+            text["weight_bits"] = f"{named} ({row['weight_bits']:.2f})" if named else fmt.bits(row["weight_bits"])
+        for rate in ("decode_tokens_per_s", AGGREGATE):
+            if rate in text:
+                text[rate] = fmt.per_s(row[rate])
         t.add(*(text[name] for name in names), style=style)
         if omitted_after is not None and position == omitted_after:
             t.add(*(["…"] * len(names)))
@@ -283,4 +337,9 @@ def table(cols: SweepColumns, indices, omitted_after: int | None, omitted: int, 
     if "kv_peak_bytes" in names:
         t.notes.append("total = weights + KV peak + pinned prefix + runtime overhead (the peak: right after a "
                        "one-shot prefill, or before an eviction)")
+    if "buffers_bytes" in names:
+        t.notes.append("buffers: llama.cpp's compute and output buffers, counted in the total")
+    if "weight_bits" in names and bool(np.any(cols.weight_type != "")):
+        t.notes.append("W bits: a named weight format with its effective bits per weight in brackets")
+    t.notes.extend(rates.warning_notes(warnings))
     return t

@@ -25,7 +25,8 @@ def test_check_json_says_the_runtime_came_from_the_profile(run_json):
 
 def test_check_runtime_ideal_overrides_the_profile(run_json):
     code, doc = run_json("check", "-d", REF_PHONE, "-m", MODEL, "--ctx", "1000", "--runtime", "ideal")
-    assert doc["runtime"] == {"name": "ideal", "rules": doc["runtime"]["rules"], "cells": None, "from_profile": False}
+    assert doc["runtime"] == {"name": "ideal", "rules": doc["runtime"]["rules"], "cells": None, "from_profile": False,
+                              "llamacpp_buffers_bytes": doc["runtime"]["llamacpp_buffers_bytes"]}
     assert doc["memory"]["kv_bytes"] == 16_384_000  # 1000 × 16,384
 
 
