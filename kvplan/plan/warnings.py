@@ -101,8 +101,9 @@ def llamacpp_buffers_if_ideal(s: Scenario):
     if missing_shape_fields(s.model):
         return None
     spec = runtime_spec("llama.cpp")
-    try:  # the line names a --runtime llama.cpp command: say nothing where llama.cpp refuses the request
-        llamacpp_cache(spec, s.model, s.k_format, s.v_format)
-    except KvplanError:
-        return None
+    if s.k_format is not None or s.v_format is not None:  # the profile's own cache types always load
+        try:  # the line names a --runtime llama.cpp command: say nothing where llama.cpp refuses the request
+            llamacpp_cache(spec, s.model, s.k_format, s.v_format)
+        except KvplanError:
+            return None
     return llamacpp_buffers(spec, s.model, s.ctx * s.sequences, s.sequences)
