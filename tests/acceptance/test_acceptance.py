@@ -9,7 +9,21 @@ The file is the list of what a user tried and what kvplan must answer; a case is
     out: …            (a fragment of stdout)
     not: …            (a fragment that must appear in neither stream)
 
-``{data}`` in a command is tests/data, ``{tmp}`` a fresh temporary folder. Commands run in-process.
+Fewer cases need more than the output:
+
+    before: kvplan …  a command run first in the same folder (it must exit 0): a file the case reads or must
+                      not overwrite
+    env: NAME=VALUE   an environment variable for the case's command (a terminal width, FORCE_COLOR=1 for the
+                      table a terminal gets); several are separated by spaces
+    file: PATH        the file exists after the command; ``file: PATH :: FRAGMENT``: and holds FRAGMENT
+                      (an SVG plot holds its labels as comments: ``<!-- 8k: 4.4 tok/s from RAM -->``)
+    nofile: PATH      the file does not exist after the command
+    exit: 0|1         either code (a figure of this machine decides, e.g. a probed device)
+
+``{data}`` in a command, path or fragment is tests/data, ``{root}`` the repository, ``{tmp}`` a fresh temporary folder, which
+is also the working folder. Commands run in-process with COLUMNS=200 and NO_COLOR=1 (no terminal: the plain tables
+of a pipe). failing.txt has the same format: cases the issues ask for that kvplan does not do yet; it is parsed
+here, not run.
 """
 
 from __future__ import annotations
@@ -22,16 +36,28 @@ import pytest
 
 HERE = Path(__file__).parent
 DATA = HERE.parent / "data"
+ROOT = HERE.parents[1]
+KEYS = ("exit", "out", "err", "not", "before", "env", "file", "nofile")
 
 
 @dataclass
 class Case:
     line: int
     argv: list[str]
-    exit: int | None = None
+    exit: frozenset[int] | None = None
     out: list[str] = field(default_factory=list)
     err: list[str] = field(default_factory=list)
     absent: list[str] = field(default_factory=list)
+    before: list[list[str]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    files: list[tuple[str, str | None]] = field(default_factory=list)
+    no_files: list[str] = field(default_factory=list)
+
+
+def _command(text: str, where: str) -> list[str]:
+    if not text.startswith("kvplan "):
+        raise ValueError(f"{where}: expected a kvplan command")
+    return shlex.split(text)[1:]
 
 
 def load_cases(path: Path = HERE / "cases.txt") -> list[Case]:
@@ -39,28 +65,43 @@ def load_cases(path: Path = HERE / "cases.txt") -> list[Case]:
     current = None
     for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         line = raw.strip()
+        where = f"{path.name} line {number}"
         if not line or line.startswith("#"):
             current = None if not line else current
             continue
         if line.startswith("kvplan "):
-            current = Case(number, shlex.split(line)[1:])
+            current = Case(number, _command(line, where))
             cases.append(current)
             continue
         key, _, value = line.partition(":")
-        if current is None or key not in ("exit", "out", "err", "not"):
-            raise ValueError(f"cases.txt line {number}: expected a kvplan command or exit/out/err/not: …")
+        if current is None or key not in KEYS:
+            raise ValueError(f"{where}: expected a kvplan command or {'/'.join(KEYS)}: …")
         value = value.strip()
         if key == "exit":
-            current.exit = int(value)
+            current.exit = frozenset(int(code) for code in value.split("|"))
+        elif key == "before":
+            current.before.append(_command(value, where))
+        elif key == "env":
+            current.env.update(item.split("=", 1) for item in shlex.split(value))
+        elif key == "file":
+            name, _, fragment = value.partition(" :: ")
+            current.files.append((name, fragment or None))
+        elif key == "nofile":
+            current.no_files.append(value)
         else:
             {"out": current.out, "err": current.err, "not": current.absent}[key].append(value)
     for case in cases:
         if case.exit is None:
-            raise ValueError(f"cases.txt line {case.line}: the case gives no exit code")
+            raise ValueError(f"{path.name} line {case.line}: the case gives no exit code")
     return cases
 
 
 CASES = load_cases()
+
+
+def test_failing_cases_parse():
+    """failing.txt is not run (kvplan does not do those yet) but stays in the format, ready to move here."""
+    assert load_cases(HERE / "failing.txt")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"line{c.line}-{' '.join(c.argv[:1])}" for c in CASES])
@@ -69,19 +110,35 @@ def test_case(case: Case, tmp_path, monkeypatch):
 
     from kvplan.cli.app import app
 
+    def expand(text: str) -> str:
+        return text.replace("{data}", str(DATA)).replace("{root}", str(ROOT)).replace("{tmp}", str(tmp_path))
+
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.delenv("KVPLAN_PROFILES", raising=False)
     monkeypatch.chdir(tmp_path)
-    argv = [a.replace("{data}", str(DATA)).replace("{tmp}", str(tmp_path)) for a in case.argv]
+    for before in case.before:
+        argv = [expand(a) for a in before]
+        result = CliRunner().invoke(app, argv, catch_exceptions=False)
+        assert result.exit_code == 0, f"before: $ kvplan {' '.join(argv)}\n{result.stdout}\n{result.stderr}"
+    for name, value in case.env.items():
+        monkeypatch.setenv(name, value)
+    argv = [expand(a) for a in case.argv]
     result = CliRunner().invoke(app, argv, catch_exceptions=False)
     said = f"$ kvplan {' '.join(argv)}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
-    assert result.exit_code == case.exit, said
-    for fragment in case.out:
+    assert result.exit_code in case.exit, said
+    for fragment in map(expand, case.out):
         assert fragment in result.stdout, said
-    for fragment in case.err:
+    for fragment in map(expand, case.err):
         assert fragment in result.stderr, said
-    for fragment in case.absent:
+    for fragment in map(expand, case.absent):
         assert fragment not in result.stdout and fragment not in result.stderr, said
-    if case.exit == 2:
+    for name, fragment in case.files:
+        path = Path(expand(name))
+        assert path.is_file(), f"{path} was not written\n{said}"
+        if fragment is not None:
+            assert fragment in path.read_text(encoding="utf-8", errors="replace"), f"{path} lacks {fragment!r}"
+    for name in case.no_files:
+        assert not Path(expand(name)).exists(), f"{expand(name)} was written\n{said}"
+    if 2 in case.exit:
         assert "Traceback" not in result.stderr, said
