@@ -203,7 +203,8 @@ def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
              + buffers_bytes(scenario, ev, ctx))
     # as evaluate's flash table: decode runs at the steady cache size (a peak right after prefill is gone by the
     # first step); that overflow's share of each step is read from flash, the rest from RAM, plus the latency
-    steady_overflow = engine.overflow_bytes(total - (kv_peak - kv), ev.budget_bytes)
+    transient_peak = (kv_peak - kv) if getattr(ev.layout, "peak_is_transient", False) else 0
+    steady_overflow = engine.overflow_bytes(total - transient_peak, ev.budget_bytes)
     per_token_s = (engine.streamed_seconds_per_token(step, steady_overflow, bandwidth * efficiency, device.flash_read)
                    + _latency_s(device))
     streamed = np.where(steady_overflow > 0, 1.0 / per_token_s, np.nan)

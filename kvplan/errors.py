@@ -59,15 +59,16 @@ class FieldError(UsageError):
     (``None``: the message names them itself). ``about``: further fields a file may report it at.
     ``message``: the text without the leading names; it names a field as ``{field}``, or as
     ``{field=value}`` when it asks for that value (``add {runtime=llama.cpp}``), for the fields in
-    ``fields``, ``about`` and ``mentions`` only. ``by_name``: fields the CLI too words by their name
-    (checks of the library's own values, worded so before the CLI spoke of flags).
+    ``fields``, ``about`` and ``mentions`` only. The CLI words every field with its flag, none by
+    its name, so a core check of a value a user may type raises this error, never a plain
+    :class:`UsageError` with the field's name in its text.
     """
 
     def __init__(self, fields: str | tuple[str, ...], message: str, *, lead: str | None = ", ",
-                 about: tuple[str, ...] = (), mentions: tuple[str, ...] = (), by_name: tuple[str, ...] = ()):
+                 about: tuple[str, ...] = (), mentions: tuple[str, ...] = ()):
         self.fields = (fields,) if isinstance(fields, str) else tuple(fields)
         self.message, self.lead = message, lead
-        self.about, self.mentions, self.by_name = tuple(about), tuple(mentions), tuple(by_name)
+        self.about, self.mentions = tuple(about), tuple(mentions)
         super().__init__(self.worded())
 
     @property
@@ -92,4 +93,4 @@ class FieldError(UsageError):
     def with_note(self, note: str, mentions: tuple[str, ...] = ()) -> FieldError:
         """The same error with ``note`` (placeholders as in the message) appended to its message."""
         return FieldError(self.fields, self.message + note, lead=self.lead, about=self.about,
-                          mentions=self.mentions + tuple(mentions), by_name=self.by_name)
+                          mentions=self.mentions + tuple(mentions))

@@ -26,7 +26,10 @@ MAX_GRID_POINTS = 20_000_000
 
 def _items(values: str | Iterable[str], option: str, split=lambda text: text.split(",")) -> list[str]:
     texts = [values] if isinstance(values, str) else list(values)
-    items = [item.strip() for text in texts for item in split(str(text))]
+    try:
+        items = [item.strip() for text in texts for item in split(str(text))]
+    except QuantityError as exc:  # an ambiguous list: say which option
+        raise FieldError(option, str(exc)) from None
     if not items or any(not item for item in items):
         raise FieldError(option, f"empty value in {', '.join(map(repr, texts)) or 'nothing'}; "
                          f"write values like 1k,4k,8k or a range like 1k..32k:1k")
@@ -56,7 +59,7 @@ def parse_ctx_grid(values: str | Iterable[str], option: str = "ctx"):
 
     parts = []
     count = 0
-    for item in _items(values, option, split_token_list):  # 1k,8,192: a comma then three digits is 8,192's
+    for item in _items(values, option, split_token_list):  # 1k, 8,192: with ', ' between values a comma then three digits groups 8,192
         if ".." in item:
             start_text, _, rest = item.partition("..")
             stop_text, _, step_text = rest.partition(":")

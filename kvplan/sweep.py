@@ -154,12 +154,13 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     rate = engine.decode_tokens_per_s(device.memory_bandwidth, step, device.bandwidth_efficiency, latency_s)
 
     # As kvplan.plan.evaluation: what fits in memory, never capped at the model's trained context.
-    def solve(allowance_bytes):  # the cache's max_ctx at every row, float64 (inf: unbounded, -1: none)
+    def solve(allowance_bytes, with_buffers=True):  # the cache's max_ctx at every row, float64 (inf, -1: none)
         if isinstance(cache, CacheLayout):
             return np.asarray(cache.max_ctx(allowance_bytes, sequences), dtype=np.float64)
         # runtime and policy caches search exactly, one point at a time; max_ctx depends on sequences only
         unique, inverse = np.unique(sequences, return_inverse=True)
-        found = np.array([float(_max_ctx(base, cache, allowance_bytes, int(s))) for s in unique], dtype=np.float64)
+        found = np.array([float(_max_ctx(base, cache, allowance_bytes, int(s)) if with_buffers
+                                else cache.max_ctx(allowance_bytes, int(s))) for s in unique], dtype=np.float64)
         return found[inverse.reshape(-1)] if n else np.zeros(0)
 
     def tokens_or_none(solved):
@@ -172,7 +173,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
         step_allowance = (math.floor(engine.step_bytes_at_rate(base.target_tokens_per_s, device.memory_bandwidth,
                                                                device.bandwidth_efficiency, latency_s))
                           - weights_read - pinned)
-        at_target = tokens_or_none(np.minimum(solved, solve(step_allowance)))
+        at_target = tokens_or_none(np.minimum(solved, solve(step_allowance, with_buffers=False)))  # buffers are not read per step
 
     # as kvplan.plan.evaluation: the larger of the compute time and the weights read once per micro-batch
     prefill = prefill_seconds_of(device, model, ctx, weights_read, prefill_n_ubatch(base))
@@ -203,15 +204,19 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
 def _buffers(base: Scenario, cache, ctx, sequences):
     """llama.cpp's compute + output buffers at every row (zeros under the other cache models) [bytes].
 
-    The closed form is scalar arithmetic, so it runs once per distinct (ctx, sequences) pair."""
+    The closed form is scalar arithmetic, so it runs once per group of rows whose micro-batch, KV cells per stream
+    and sequences agree (:func:`kvplan.caches.buffers.buffer_groups`): a few thousand for a million contexts."""
     import numpy as np
 
     if getattr(cache, "name", None) != "llama.cpp" or not len(ctx):
         return np.zeros(len(ctx), dtype=np.int64)
-    pairs, inverse = np.unique(np.stack([ctx, sequences]), axis=1, return_inverse=True)
+    from kvplan.caches.buffers import buffer_groups
+
+    keys, first, inverse = np.unique(buffer_groups(cache.spec, ctx, sequences), axis=1, return_index=True,
+                                     return_inverse=True)
     sized = []
-    for c, n in pairs.T:
-        priced = runtime_buffers(base.with_changes(sequences=int(n)), cache, int(c))
+    for row in first:  # one representative context per group of rows with the same buffers
+        priced = runtime_buffers(base.with_changes(sequences=int(sequences[row])), cache, int(ctx[row]))
         sized.append(priced.total_bytes if priced is not None else 0)
     return np.asarray(sized, dtype=np.int64)[inverse.reshape(-1)]
 

@@ -11,9 +11,9 @@ The one home of kvplan's input rules (docs/profiles.md "Units", docs/cli.md "Num
 - **Token counts** are ``8192``, ``8,192`` (thousands separators as kvplan prints them), ``8k``/``8K``
   (k = 1,024) or ``1M`` (M = 1,048,576), the convention of runtimes and model cards. Exponent notation
   (``1e6``) is refused, because it reads as 1,000,000 where ``1M`` is 1,048,576; so is a size (``8kb``).
-  In a list, a comma followed by exactly three digits is a thousands separator (``1k,8,192`` is 1,024 and
-  8,192) unless the list also has a number of four or more digits without separators (``1,255,1000`` is three
-  values); a comma followed by anything else, or by a space, separates values (:func:`split_token_list`).
+  In a list, ``, `` separates values and a comma followed by three digits groups a number (``1k, 8,192`` is
+  1,024 and 8,192); without ``, `` a grouped number is ambiguous (``256,512``) and refused, unless the list also
+  has a number of four or more digits without separators (then every comma separates) (:func:`split_token_list`).
 - **Counts** (params …) may be bare or use SI ``k``/``M``/``B``/``T`` (``6.74B`` = 6,740,000,000).
 - **Fractions** are ``0.6`` or ``60%``; a bare number above 1 is refused with the percentage it probably is.
 
@@ -251,15 +251,23 @@ def split_token_list(text: str) -> list[str]:
     """The items of a comma-separated list of token counts, keeping thousands separators inside a number.
 
     A comma followed by exactly three digits and then the end, another comma, ``..`` or ``:`` is a thousands
-    separator (``1k,8,192`` → ``1k``, ``8,192``; ``1,024..8,192:1,024`` is one range), unless the list also
+    separator (``1k, 8,192`` → ``1k``, ``8,192``; ``1,024..8,192:1,024`` is one range), unless the list also
     holds a number of four or more digits written without separators (``1,255,256,1000``: whoever wrote it
     does not group digits, so every comma separates). Any other comma, and a comma with a space after it,
-    separates values (``256, 512`` → two values; ``256,512`` alone is 256,512 tokens).
+    separates values (``256, 512`` → two values). A grouped number is kept whole only where the list separates
+    its values with ``, `` (``8,192, 16,384``); otherwise ``256,512`` could be one count or two, and is refused.
     """
     ungrouped = re.search(r"(?<![\d.])\d{4,}", text)  # 1000, 4096: digits not grouped by whoever wrote them
     if ungrouped:
         return [item.strip() for item in text.split(",")]
-    return [item.strip() for item in re.split(r",(?!\d{3}(?:$|,|\.\.|:))", text)]
+    items = [item.strip() for item in re.split(r",(?!\d{3}(?:$|,|\.\.|:))", text)]
+    grouped = next((item for item in items if "," in item and ".." not in item), None)  # a range is unambiguous
+    if grouped is not None and ", " not in text:  # 256,512: one count or two? Refuse rather than guess
+        one = grouped.replace(",", "")
+        raise QuantityError(f"{text!r} is ambiguous in a list: {grouped} reads as one count ({one}) or as "
+                            f"{len(grouped.split(','))} counts; write {one} for one count, or separate the values "
+                            f"with a comma and a space ('{grouped.replace(',', ', ')}')")
+    return items
 
 
 _DURATION_UNITS = {"s": Decimal(1), "ms": Decimal("1e-3"), "us": Decimal("1e-6"), "µs": Decimal("1e-6"),

@@ -64,11 +64,28 @@ def llamacpp_buffers(spec, model, ctx: int, sequences: int) -> LlamaCppBuffers |
     a shape field (:data:`SHAPE_FIELDS`)."""
     if missing_shape_fields(model):
         return None
-    requested = int(ctx) if ctx else int(model.max_context or 0)
     fa = flash_attn_on(spec)
+    if not ctx:  # no context, no graph: as the cache, which holds nothing at ctx 0
+        return LlamaCppBuffers(0, 0, fa, 0)
+    requested = int(ctx)
     compute = lb.compute_buffer_bytes_from_profile(
         _ProfileView(model), n_ctx=requested, n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa,
         n_seq_max=int(sequences), kv_unified=spec.kv_unified)
     output = lb.output_buffer_bytes(model.vocab_size, n_seq_max=int(sequences))
     ubatch = min(spec.ubatch, spec.batch, max(requested, 1))
     return LlamaCppBuffers(int(compute), int(output), fa, ubatch)
+
+
+def buffer_groups(spec, ctx, sequences):
+    """A key per row such that rows with equal keys have equal buffers: (micro-batch, cells of one KV stream,
+    sequences), as :func:`kvplan.engine.llamacpp_buffers.effective_sizes` derives them. Lets a sweep price the
+    buffers once per key (a few thousand) instead of once per context (up to millions). Arrays in, int64 array out."""
+    import numpy as np
+
+    ctx = np.asarray(ctx, dtype=np.int64)
+    sequences = np.asarray(sequences, dtype=np.int64)
+    streams = np.ones_like(sequences) if spec.kv_unified else sequences
+    per_stream = -(-ctx // streams)
+    cells = -(-per_stream // lb.KV_PAD) * lb.KV_PAD
+    ubatch = np.minimum(spec.ubatch, np.minimum(spec.batch, ctx))
+    return np.stack([ubatch, cells, sequences, (ctx > 0).astype(np.int64)])

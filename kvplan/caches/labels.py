@@ -1,8 +1,9 @@
 """Short text naming the allocation a row was computed under: the runtime and the KV policy.
 
 Tables and CSV rows of ``sweep`` and ``compare`` carry these labels so a row says which
-cache model produced its bytes (``ideal``, ``llama.cpp -np 2 unified``, ``transformers static
-4096``; a policy's ``name`` or ``none``). Pure functions of the scenario and its cache model.
+cache model produced its bytes (``ideal``, ``llama.cpp unified``, ``transformers static
+4096``; a policy's ``name`` or ``none``). Both commands call these same functions, so a row of
+each for the same point reads the same. Pure functions of the scenario and its cache model.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from __future__ import annotations
 NO_POLICY = "none"
 
 
-def runtime_label(spec, sequences: int | None = None) -> str:
+def runtime_label(spec) -> str:
     """``ideal`` for the contract's formula, else the runtime and the options that differ from its defaults.
 
-    ``sequences`` adds llama.cpp's ``-np N`` when above 1 (a sweep leaves it out: its ``sequences``
-    column is ``-np``).
+    llama.cpp's ``-np`` is left out: every row that carries this label also has a ``sequences`` column (and a
+    table its "N sequences"), which is ``-np``, so the label stays one value over a sweep of sequences.
     """
     if spec is None:
         return "ideal"
@@ -23,8 +24,6 @@ def runtime_label(spec, sequences: int | None = None) -> str:
     parts = [spec.name]
     if isinstance(spec, LlamaCppSpec):
         defaults = LlamaCppSpec()
-        if sequences is not None and sequences > 1:
-            parts.append(f"-np {sequences}")
         if spec.kv_unified:
             parts.append("unified")
         if spec.ubatch != defaults.ubatch:

@@ -142,7 +142,7 @@ class LlamaCppCache:
         ctx, n = np.broadcast_arrays(np.asarray(ctx, dtype=np.int64), np.asarray(sequences, dtype=np.int64))
         if n.size and (n.min() < 1 or n.max() > LLAMA_MAX_SEQ):
             raise FieldError("sequences", f"llama.cpp allows 1 to {LLAMA_MAX_SEQ} sequences, got "
-                             f"{int(n.min() if n.min() < 1 else n.max())}", by_name=("sequences",))
+                             f"{int(n.min() if n.min() < 1 else n.max())}")
         requested = np.maximum(ctx, 1)  # ctx 0 is no cache (masked below), as in the scalar protocol
         n_ubatch = np.minimum(min(self.spec.ubatch, self.spec.batch), requested)
         n_ctx = pad(requested)
@@ -317,6 +317,18 @@ def _row_bytes(fmt: ElementFormat, values: int, side: str) -> int:
     return fmt.row_bytes(values)
 
 
+def window_ignored_because(architecture: str | None) -> str | None:
+    """Why llama.cpp keeps the whole context on every layer of a model whose profile gives a sliding window;
+    None where it honours the window (the interleaved-window architectures)."""
+    arch = (architecture or "").lower()
+    if arch in SWA_ARCHITECTURES:
+        return None
+    return {"mistral": "Mistral is converted to GGUF as architecture llama, which has no window",
+            "llama": "architecture llama has no window",
+            "phi3": "llama.cpp disables Phi-3's window on purpose, ggml-org/llama.cpp#13676"}.get(
+        arch, "llama.cpp sets no window for this architecture")
+
+
 def llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None = None,
                    v_format: ElementFormat | None = None) -> LlamaCppCache:
     """Decide llama.cpp's rules for ``model`` (from its ``architecture``) and size one cell."""
@@ -342,10 +354,8 @@ def llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None = N
     mla = model.mla is not None
     swa = model.sliding_window is not None and arch in SWA_ARCHITECTURES
     if model.sliding_window is not None and not swa:
-        why = {"mistral": "Mistral is converted as arch llama, which has no window",
-               "phi3": "llama.cpp disables Phi-3's window on purpose (ggml-org/llama.cpp#13676)"}.get(
-            arch, "llama.cpp sets no window for this architecture")
-        rules.append(f"sliding window {model.sliding_window:,} ignored: {why}; full context on every layer")
+        rules.append(f"sliding window {model.sliding_window:,} ignored: {window_ignored_because(arch)}; "
+                     "full context on every layer")
     if mla:
         rules.append(f"MLA: one K row of {model.mla.kv_lora_rank} + {model.mla.qk_rope_head_dim} values per cell "
                      "per layer, no V tensor")

@@ -61,6 +61,9 @@ class TransformersCache:
     rules: tuple[str, ...]
 
     name = "transformers"
+    # The peak (right after a one-shot prefill, sliding layers still holding the prompt) is gone after the first
+    # decode step: decode runs at the steady size. A policy's peak, by contrast, returns every eviction pass.
+    peak_is_transient = True
 
     @property
     def windows(self) -> tuple[tuple[int, int], ...]:

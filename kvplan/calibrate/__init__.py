@@ -2,8 +2,8 @@
 
 :mod:`kvplan.calibrate.readers` reads llama-bench output (json, jsonl, csv, md) into
 :class:`~kvplan.calibrate.readers.BenchRow` rows; :mod:`kvplan.calibrate.fit_device`
-turns rows into device-profile fields with their provenance. The arithmetic lives in
-:mod:`kvplan.engine.calibration`.
+turns rows into device-profile fields with their provenance; :mod:`kvplan.calibrate.recognise`
+finds the library model and device the rows name. The arithmetic lives in :mod:`kvplan.engine.calibration`.
 """
 
 from kvplan.calibrate.readers import BenchRow, parse_bench_text, read_bench

@@ -16,7 +16,9 @@ Reads every BENCH_FILE (llama-bench -o json, jsonl, csv or md output, one device
 time per token = bytes per token / bandwidth + latency to the tg rows and a sustained FLOP/s to
 the pp rows, prints measured vs fitted for every row with its residual, and writes the device
 profile (-o) with every fitted figure's provenance under `sources`. RAM, OS reserve and flash
-come from --base or --ram/--os-reserve/--flash-read. Exit code 0, 2 on bad input."""
+come from --base or --ram/--os-reserve/--flash-read; with none of them, from the library device
+the rows' gpu_info/cpu_info name (one family: the smallest RAM). Without --model, the model is
+recognised from model_type and model_n_params. Exit code 0, 2 on bad input."""
 
 
 class CalibrateFormat(str, Enum):
@@ -37,7 +39,8 @@ def calibrate(
     bandwidth: Annotated[str | None, typer.Option("--bandwidth", help="Peak memory bandwidth ('100 GB/s'); "
                                                   "default: the base device's, else the fitted figure.")] = None,
     base: Annotated[str | None, typer.Option("--base", help="Device (name, alias or YAML) to take RAM, OS "
-                                             "reserve, flash and the peak bandwidth from.")] = None,
+                                             "reserve, flash and the peak bandwidth from (default: the library "
+                                             "device the rows' gpu_info/cpu_info name).")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Name of the new profile (default: the "
                                              "output file's stem).")] = None,
     ram: Annotated[str | None, typer.Option("--ram", help="Installed RAM ('16 GiB'); overrides --base.")] = None,
@@ -47,7 +50,8 @@ def calibrate(
                                                    "overrides --base.")] = None,
     models: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model profile of the benchmarked "
                                                      "model, for its KV bytes per token and shape: NAME for "
-                                                     "every row, or 'MODEL_TYPE=NAME' (repeatable).")] = None,
+                                                     "every row, or 'MODEL_TYPE=NAME' (repeatable); default: "
+                                                     "recognised from model_type and model_n_params.")] = None,
     latency: Annotated[str | None, typer.Option("--latency", help="Fix the decode latency per token "
                                                 "('4 ms') instead of fitting it.")] = None,
     allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Accept rows whose cpu_info/gpu_info "
@@ -77,14 +81,33 @@ def calibrate(
         from kvplan.plots.save import check_plot_path
 
         check_plot_path(plot)
-    peak_bw = parse_rate_bytes_per_s(bandwidth) if bandwidth is not None else None
-    latency_s = parse_duration_s(latency) if latency is not None else None
+    # Each option is read here, as typed, so its error names the option and not the field of the profile
+    # it would fill; RAM, reserve and flash go into that profile as the user wrote them (with their units).
+    from kvplan.units import parse_size_bytes
+
+    peak_bw = o.parse_option("--bandwidth", parse_rate_bytes_per_s, bandwidth) if bandwidth is not None else None
+    latency_s = o.parse_option("--latency", parse_duration_s, latency) if latency is not None else None
+    for option, text, parse, how in (("--ram", ram, parse_size_bytes, {"positive": True}),
+                                     ("--os-reserve", os_reserve, parse_size_bytes, {}),
+                                     ("--flash-read", flash_read, parse_rate_bytes_per_s, {})):
+        if text is not None:
+            o.parse_option(option, parse, text, **how)
 
     rows = [row for path in bench_files for row in read_bench(path)]
     catalog = Catalog(profiles_dir)
-    base_fields, base_sources, base_name = _base_fields(catalog, base)
     notes: list[str] = []
     given = {"ram": ram, "os_reserve": os_reserve, "flash_read": flash_read}
+    recognised = None
+    if base is None and all(v is None for v in given.values()):
+        from kvplan.cli.calibrate_recognition import recognise_base
+
+        recognised = recognise_base(catalog, rows)
+        base = recognised.name
+        if base is not None:
+            taken = "RAM, OS reserve, flash and peak bandwidth" if bandwidth is None else "RAM, OS reserve and flash"
+            notes.append(f"device recognised: {recognised.reason}; {taken} from {base} (give --base or --ram, "
+                         "--os-reserve, --flash-read for another)")
+    base_fields, base_sources, base_name = _base_fields(catalog, base)
     for field, value in given.items():
         if value is not None:
             base_fields[field] = value
@@ -92,7 +115,7 @@ def calibrate(
     missing = [f"--{f.replace('_', '-')}" for f in given if f not in base_fields]
     if missing:
         raise UsageError(f"a device profile needs RAM, OS reserve and flash read: give --base DEVICE or "
-                         f"{', '.join(missing)}")
+                         f"{', '.join(missing)}" + (f" ({recognised.reason})" if recognised else ""))
 
     decode_rows = [r for r in rows if r.is_decode]
     if plot and not decode_rows:
@@ -112,7 +135,8 @@ def calibrate(
     calibration = calibrate_device(rows, models=facts, name=profile_name, peak_bandwidth_bytes_per_s=peak_bw,
                                    base_device=base_fields, latency_s=latency_s,
                                    allow_mixed_hardware=allow_mixed)
-    device, sources = _profile(calibration, base_fields, base_sources, base_name, bench_files, profile_name)
+    how = f", recognised from the bench file: {recognised.reason}" if recognised and recognised.name else ""
+    device, sources = _profile(calibration, base_fields, base_sources, base_name, bench_files, profile_name, how)
     if "memory_bandwidth" not in device:
         if peak_bw is None:
             raise UsageError("no tg (decode) rows to fit the bandwidth from: give --bandwidth or --base DEVICE")
@@ -179,6 +203,9 @@ def _model_facts(catalog, specs: list[str], rows, notes: list[str]) -> dict:
             by_type.update({t: spec for t in types if t not in by_type})
         else:
             raise UsageError(f"--model {spec!r}: with several --model, write each as 'MODEL_TYPE=NAME'")
+    unnamed = [t for t in types if t not in by_type]
+    if unnamed:
+        by_type.update(_recognised_models(catalog, rows, unnamed, notes))
     facts = {}
     for model_type, ref in by_type.items():
         model = catalog.model(ref).profile
@@ -194,6 +221,23 @@ def _model_facts(catalog, specs: list[str], rows, notes: list[str]) -> dict:
         notes.append(f"{model_type}: KV cache {layout.bytes_per_token:,} bytes/token and layer shape from "
                      f"model {model.name}; {how}")
     return facts
+
+
+def _recognised_models(catalog, rows, model_types: list[str], notes: list[str]) -> dict[str, str]:
+    """``model_type`` → the library model its rows name (kvplan.calibrate.recognise), each outcome in a note."""
+    from kvplan.cli.calibrate_recognition import recognise_models
+
+    found = recognise_models(catalog, rows, model_types)
+    by_outcome: dict[tuple[str | None, str], list[str]] = {}
+    for model_type, recognition in found.items():
+        by_outcome.setdefault((recognition.name, recognition.reason), []).append(model_type)
+    for (name, reason), typed in by_outcome.items():
+        if name:
+            notes.append(f"model recognised: {', '.join(typed)} → {name}: {reason} (--model overrides)")
+        else:
+            notes.append(f"model not recognised: {', '.join(typed)}: {reason}; its model_size is taken as read in "
+                         "full and the KV cache left out (give --model NAME)")
+    return {t: r.name for t, r in found.items() if r.name}
 
 
 def _file_type(model_type: str) -> str | None:
@@ -245,7 +289,7 @@ def _embedding_bytes(model, model_type: str, row) -> tuple[int, str]:
 
 
 def _profile(calibration, base_fields: dict, base_sources: dict, base_name: str | None, bench_files: list[str],
-             profile_name: str) -> tuple[dict, dict]:
+             profile_name: str, base_how: str = "") -> tuple[dict, dict]:
     fitted = dict(calibration.sources)
     if "compute" in fitted and "compute_efficiency" not in fitted:
         fitted["compute_efficiency"] = "sustained / peak compute from the pp fit (see compute)"
@@ -253,13 +297,14 @@ def _profile(calibration, base_fields: dict, base_sources: dict, base_name: str 
     device["name"] = profile_name
     files = ", ".join(Path(f).name for f in bench_files)
     device["description"] = (f"calibrated by kvplan calibrate from {files}"
-                             + (f" on {base_name}" if base_name else ""))
+                             + (f" on {base_name}" if base_name else "")
+                             + (" (recognised from the bench file's hardware; see sources)" if base_how else ""))
     sources = {}
     for key in _ORDER:
         if key in fitted:
             sources[key] = fitted[key]
         elif key in base_sources and key in device:
-            sources[key] = base_sources[key] + (f" (from {base_name})" if base_name else "")
+            sources[key] = base_sources[key] + (f" (from {base_name}{base_how})" if base_name else "")
     ordered = {k: device[k] for k in _ORDER if k in device}
     ordered.update({k: v for k, v in device.items() if k not in ordered})
     return ordered, sources

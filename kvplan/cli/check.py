@@ -64,7 +64,7 @@ def check(
             terminal.display_json(document)
     else:
         runtime_command = None
-        if scenario.runtime is None:  # the command that shows what llama.cpp allocates for the same request
+        if ev.llamacpp_buffers_bytes is not None:  # llama.cpp accepts this request: the command that prices it
             from kvplan.cli.check_argv import check_argv
 
             runtime_command = " ".join(check_argv(scenario, device, model, profiles_dir) + ["--runtime", "llama.cpp"])

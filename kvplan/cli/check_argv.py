@@ -19,6 +19,10 @@ def check_argv(s: Scenario, device_ref: str, model_ref: str, profiles_dirs: list
         argv += ["--pinned-prefix", str(s.pinned_prefix_tokens)]
     if s.weight_bits is not None:
         argv += ["--weight-bits", f"{s.weight_bits:g}"]
+    if s.weight_type is not None:
+        argv += ["--weight-type", s.weight_type]
+    if s.weight_group_size is not None:
+        argv += ["--weight-group-size", str(s.weight_group_size)]
     k, v = s.k_format, s.v_format
     if k is not None and k == v and not _by_bits(k):  # a runtime type (q8_0 …): bits alone would be another format
         argv += ["--kv-type", k.name]

@@ -26,6 +26,8 @@ FLAGS = {
     "v_type": "--v-type",
     "sliding_window": "--sliding-window",
     "os_reserve": "--os-reserve",
+    "os_reserve_bytes": "--os-reserve",
+    "target_tokens_per_s": "--target-tok-s",
     "margin": "--margin",
     "runtime": "--runtime",
     "runtime.parallel": "--parallel",
@@ -57,7 +59,6 @@ def cli_message(exc: BaseException) -> str:
         return str(exc)
 
     def name(field: str, value: str | None) -> str:
-        text = field if field in exc.by_name else flag(field)
-        return text if value is None else f"{text} {value}"
+        return flag(field) if value is None else f"{flag(field)} {value}"
 
     return exc.worded(name)

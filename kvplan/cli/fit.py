@@ -22,6 +22,7 @@ past the model's trained length or a window it was not trained with carries one.
 of the same family that fit are listed apart (a different model, not a change to this one).
 With --sequences above 1 the decode rate is per sequence and the aggregate is shown beside it.
 --format csv needs --ctx: a row for the configuration as given, then one per change.
+-o FILE writes the output there instead (the format from its extension unless --format is given).
 Exit code 0 when --ctx fits (or no --ctx is given), 1 when it does not, 2 on bad input."""
 
 OptionalCtxOpt = Annotated[str | None, typer.Option("--ctx", "-c", help="Target context per sequence (8192, 8k): "
@@ -37,6 +38,7 @@ def fit(
     policy_knobs: Given = None,
     runtime_knobs: Given = None,
     output_format: p.TabularFormatOpt = None,
+    output: p.OutputOpt = None,
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
@@ -51,10 +53,15 @@ def fit(
     from kvplan.cli.check_argv import check_argv
     from kvplan.render import fit as render
 
-    fmt_ = output_format or p.TabularFormat.table
+    fmt_ = p.output_format(output_format, output)  # a bad -o extension fails here, before any work
     if fmt_ is p.TabularFormat.csv and ctx is None:
-        raise UsageError("--format csv lists the configuration at --ctx and the changes that make it fit: give "
+        asked = "--format csv" if output_format is not None else f"--output {output} (CSV by its extension)"
+        raise UsageError(f"{asked} lists the configuration at --ctx and the changes that make it fit: give "
                          "--ctx (e.g. --ctx 8k); for the largest context alone use --format json or table")
+    if output:
+        from kvplan.files.outfiles import check_writable
+
+        check_writable(output)
     knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
     # The runtime / policy options as given, so each suggested `kvplan check` applies them too.
     extra_argv = g.argv_of(policy_knobs, runtime_knobs)
@@ -77,13 +84,16 @@ def fit(
     model_commands = [argv_of(c) for c in advice.other_models] if advice else []
 
     if fmt_ is p.TabularFormat.json:
-        terminal.display_json(render.fit_json(probe, ev, advice, commands, model_commands))
+        import json
+
+        document = render.fit_json(probe, ev, advice, commands, model_commands)
+        p.write_or_display_text(json.dumps(document, indent=2, allow_nan=False) + "\n", output)
     elif fmt_ is p.TabularFormat.csv:
         from kvplan.render.tables import to_csv
 
         given = check_argv(ev.scenario, device, model, profiles_dir) + extra_argv
-        terminal.display_text(to_csv(render.FIT_CSV_COLUMNS,
-                                     render.fit_csv_rows(ev, advice, commands, model_commands, given)))
+        p.write_or_display_text(to_csv(render.FIT_CSV_COLUMNS,
+                                       render.fit_csv_rows(ev, advice, commands, model_commands, given)), output)
     else:
         tables = [render.limits_table(probe, ev)]
         if ev is not None:
@@ -94,7 +104,13 @@ def fit(
                 if advice.other_models:
                     tables.append(render.other_models_table(list(advice.other_models), model_commands,
                                                             units.value))
-        terminal.display_tables(tables, fmt_.value)
+        if output:
+            from kvplan.render.tables import to_markdown, to_plain
+
+            p.write_or_display_text(to_markdown(tables) if fmt_ is p.TabularFormat.markdown else to_plain(tables),
+                                    output)
+        else:
+            terminal.display_tables(tables, fmt_.value)
     raise typer.Exit(ExitCode.FAILED if ev is not None and not ev.fits else ExitCode.OK)
 
 

@@ -68,35 +68,35 @@ ProfilesDirOpt = Annotated[list[str] | None, typer.Option("--profiles-dir", help
                                                           "(repeatable; also $KVPLAN_PROFILES).")]
 
 
+def parse_option(option: str, parse, text, **how):
+    """``parse(text, **how)`` (a :mod:`kvplan.units` parser) for the value of ``option``: the one place an
+    option's quantity error gets the option's name (``--ram: 8 has no unit: did you mean 8 GB?``), since
+    the parser knows the value and not where it was typed."""
+    try:
+        return parse(text, **how)
+    except QuantityError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
 def parse_ctx(text: str, option: str = "--ctx", noun: str = "a context") -> int:
     """A token-count option (:func:`kvplan.units.parse_tokens`), errors naming ``option``."""
     from kvplan.units import parse_tokens
 
-    try:
-        return parse_tokens(text, noun=noun)
-    except QuantityError as exc:
-        raise UsageError(f"{option}: {exc}") from None
+    return parse_option(option, parse_tokens, text, noun=noun)
 
 
 def parse_margin(text: str) -> float:
     """``--margin``: a fraction of the budget in [0, 1), ``0.1`` or ``10%`` (:func:`kvplan.units.parse_fraction`)."""
     from kvplan.units import parse_fraction
 
-    try:
-        return parse_fraction(text, zero_ok=True, one_ok=False)
-    except QuantityError as exc:
-        raise UsageError(f"--margin: {exc}") from None
+    return parse_option("--margin", parse_fraction, text, zero_ok=True, one_ok=False)
 
 
 def parse_size_option(text: str | None, option: str) -> int | None:
+    """A size option (:func:`kvplan.units.parse_size_bytes`), None when not given; errors naming ``option``."""
     from kvplan.units import parse_size_bytes
 
-    if text is None:
-        return None
-    try:
-        return parse_size_bytes(text)
-    except QuantityError as exc:
-        raise UsageError(f"{option}: {exc}") from None
+    return None if text is None else parse_option(option, parse_size_bytes, text)
 
 
 def pinned_tokens(text: str) -> int:

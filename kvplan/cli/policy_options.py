@@ -55,7 +55,7 @@ def policy_from_options(recent_window: int | None = None, history_ratio: str | N
     ``history_bits`` is ``"4"`` (K and V) or ``"4/3"`` (K / V); the history format is
     group-quantized with one fp16 scale per ``history_group_size`` values (default 128, 0 = none).
     """
-    from kvplan.errors import QuantityError
+    from kvplan.cli.options import parse_option
     from kvplan.profiles.policy import PolicySpec
     from kvplan.units import parse_fraction
 
@@ -64,19 +64,19 @@ def policy_from_options(recent_window: int | None = None, history_ratio: str | N
         return None
     if history_ratio is None:
         raise UsageError("--kv-history-ratio is needed with the --kv-recent-window / --kv-history-* flags")
-    try:  # the one rule for fractions, worded for the flag
-        ratio = parse_fraction(history_ratio, zero_ok=True)
-    except QuantityError as exc:
-        raise UsageError(f"--kv-history-ratio: {exc}") from None
+    ratio = parse_option("--kv-history-ratio", parse_fraction, history_ratio, zero_ok=True)
     history: dict = {"ratio": history_ratio}
     group = 128 if history_group_size is None else history_group_size
     if history_group_size is not None and history_bits is None:
         raise UsageError("--kv-history-group-size needs --kv-history-bits")
     if history_bits is not None:
+        from kvplan.plan.knobs import check_bit_width
+
         parts = str(history_bits).split("/")
         if len(parts) > 2 or not all(p.strip().isdigit() for p in parts):
             raise UsageError(f"--kv-history-bits: expected bits like 4 or K/V bits like 4/3, got {history_bits!r}")
         for side, bits in zip("kv", parts if len(parts) == 2 else parts * 2):
+            check_bit_width("kv_policy.history.bits", int(bits))  # the --kv-bits rule, in kvplan's words
             history[side] = {"bits": int(bits), "group_size": group} if group else {"bits": int(bits)}
     if ratio < 1 and not recent_window:  # the policy file's rule (PolicySpec), in the flags' words
         raise UsageError(f"--kv-history-ratio {history_ratio} without --kv-recent-window evicts the newest tokens "
@@ -89,15 +89,31 @@ def policy_from_options(recent_window: int | None = None, history_ratio: str | N
 
     try:
         return PolicySpec.model_validate({"name": name, **spec})
-    except ValidationError as exc:
-        from kvplan.cli.fieldnames import flag
+    except ValidationError as exc:  # a rule of the policy file the checks above do not repeat
+        from kvplan.errors import FieldError
 
         fields = {"recent_window": "kv_policy.recent_window", "ratio": "kv_policy.history.ratio",
                   "bits": "kv_policy.history.bits", "group_size": "kv_policy.history.group_size",
                   "evict_every": "kv_policy.evict_every"}
         e = exc.errors()[0]
-        option = next((flag(fields[p]) for p in reversed(e["loc"]) if p in fields), "--kv-policy flags")
-        raise UsageError(f"{option}: {e['msg'].removeprefix('Value error, ')}") from None
+        message = _in_kvplan_words(e)
+        field = next((fields[p] for p in reversed(e["loc"]) if p in fields), None)
+        if field is None:
+            raise UsageError(f"the --kv-recent-window / --kv-history-* flags: {message}") from None
+        raise FieldError(field, message) from None
+
+
+def _in_kvplan_words(error: dict) -> str:
+    """A pydantic error of the policy schema as kvplan words its own range errors."""
+    bound = error.get("ctx", {})
+    got = error.get("input")
+    if error["type"] in ("less_than_equal", "less_than") and bound:
+        limit = bound.get("le", bound.get("lt"))
+        return f"must be {'at most' if 'le' in bound else 'below'} {limit:,}, got {got!r}"
+    if error["type"] in ("greater_than_equal", "greater_than") and bound:
+        limit = bound.get("ge", bound.get("gt"))
+        return f"must be {'at least' if 'ge' in bound else 'above'} {limit:,}, got {got!r}"
+    return error["msg"].removeprefix("Value error, ")
 
 
 def policy_argv(kv_policy: str | None, recent_window: str | None, history_ratio: str | None,

@@ -32,9 +32,9 @@ EVAL_CHUNK_POINTS = 262_144
 PRETTY_JSON_MAX_ROWS = 10_000
 
 CtxGridOpt = Annotated[list[str], typer.Option("--ctx", "-c", help="Contexts: 8192, a list 1k,4k,8k, or an "
-                                               "inclusive range START..STOP[:STEP] (1k..32k:1k); repeatable. In a list a comma "
-                                               "followed by three digits is a thousands separator (1k,8,192 is "
-                                               f"two values); separate with ', ' or repeat -c. {o.TOKENS_HELP}")]
+                                               "inclusive range START..STOP[:STEP] (1k..32k:1k); repeatable. A number "
+                                               "with thousands separators needs ', ' between the values (1k, 8,192); "
+                                               f"256,512 alone is ambiguous and refused. {o.TOKENS_HELP}")]
 SequencesListOpt = Annotated[list[str] | None, typer.Option("--sequences", "-n", help="Concurrent sequences: "
                                                             "1,2,4 or 1..8 (default 1).")]
 WeightBitsListOpt = Annotated[list[str] | None, typer.Option("--weight-bits", help="Bits per weight: 4,8 "
@@ -264,7 +264,7 @@ def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float |
         from kvplan.cli import terminal
 
         for warning in warnings:
-            terminal.display_note(f"warning: {warning}")
+            terminal.display_warning(warning)
         def csv():
             yield 0, render.csv_header(parts[0].columns()).encode()
             yield from render.csv_chunks(parts)

@@ -67,6 +67,11 @@ def _matrix(t: Tensor) -> tuple[int, int, int]:
     return t.shape[0], t.shape[1], t.shape[2] if len(t.shape) > 2 else 1
 
 
+#: group sizes each family's quantizer accepts: MLX's affine mode (mlx.core.quantize) takes 32, 64 or 128;
+#: GPTQ/AWQ kernels ship for 32, 64 and 128; ExecuTorch's 8da4w recipes use 32 or 128 (powers of two in torchao)
+GROUP_SIZES = {"mlx": (32, 64, 128), "gptq": (32, 64, 128), "awq": (32, 64, 128), "8da4w": (32, 64, 128, 256)}
+
+
 def mlx_affine_bytes(n_in: int, n_out: int, bits: int, group: int, dtype_bytes: int = 2) -> int:
     """Bytes of one MLX ``QuantizedLinear`` weight: packed values + scales + biases [bytes]."""
     return n_out * n_in * bits // 8 + 2 * n_out * (n_in // group) * dtype_bytes
@@ -138,6 +143,9 @@ def price_group_format(shape: ModelShape, fmt: str, *, group: int = 0, dtype_byt
         raise ValueError(f"unknown weight format {fmt!r}; known: {', '.join(GROUP_FORMATS)}")
     family, bits, default_group = GROUP_FORMATS[fmt]
     group = group or default_group
+    allowed = GROUP_SIZES.get(family)
+    if allowed and group not in allowed:
+        raise ValueError(f"{fmt} takes a group size of {', '.join(map(str, allowed))}, got {group}")
     tensors = tensor_inventory(shape, "hf")
     if family == "8da4w" and shape.tied_embeddings:
         embd = next(t for t in tensors if t.kind == "embedding")

@@ -40,7 +40,7 @@ class _UserCatalog(Catalog):
 def local_gguf_model(path_text: str, fast: bool = True) -> Resolved:
     """A local GGUF file named as a model: its header only (every shard's, for a split model), priced like a Hub
     file — the same parser and conversion as ``hf:…:QUANT``, so no ``gguf`` package is needed."""
-    from kvplan.errors import NotFoundError
+    from kvplan.errors import NotFoundError, ProfileError
     from kvplan.hub.gguf_remote import _SPLIT_RE, header_metadata, profile_mapping_from_gguf, read_local_header
     from kvplan.importers.common import slug
 
@@ -61,7 +61,10 @@ def local_gguf_model(path_text: str, fast: bool = True) -> Resolved:
             notes.append(f"split GGUF: the headers of all {count} shards were read")
     else:
         header = read_local_header(path)
-    meta, tensors = header_metadata(header)
+    try:  # tensor sizes are worked out here, after the header was read: an unknown type surfaces only now
+        meta, tensors = header_metadata(header)
+    except ProfileError as exc:
+        raise ProfileError([f"{path_text}: {problem}" for problem in exc.problems]) from None
     name = slug(split.group("stem") if split else path.stem)
     _mapping, imported = profile_mapping_from_gguf(meta, tensors, where=str(path), name=name)
     profile = imported.model

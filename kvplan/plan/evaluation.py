@@ -294,7 +294,8 @@ def evaluate(s: Scenario) -> Evaluation:
 
     overflow = int(engine.overflow_bytes(total, budget))
     # Decode runs at the steady size: a peak right after prefill (prompt views) is gone by the first step.
-    steady_overflow = int(engine.overflow_bytes(total - (kv_peak - kv), budget))
+    transient_peak = kv_peak - kv if getattr(cache, "peak_is_transient", False) else 0
+    steady_overflow = int(engine.overflow_bytes(total - transient_peak, budget))
     effective = bandwidth * efficiency
     swap_in_s = engine.swap_in_seconds(kv + pinned, device.flash_read)
     overflow_swap_in_s = engine.swap_in_seconds(overflow, device.flash_read)

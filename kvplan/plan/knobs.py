@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from dataclasses import dataclass, fields
 
 from kvplan.engine import DEFAULT_MARGIN_FRACTION
-from kvplan.errors import FieldError
+from kvplan.errors import FieldError, UsageError
 from kvplan.engine.formats import ElementFormat, format_from_bits, format_from_name
 from kvplan.plan.scenario import Scenario
 
@@ -57,45 +57,51 @@ class Knobs:
 _BITS = ("kv_bits", "k_bits", "v_bits")
 
 
+def check_bit_width(field: str, bits) -> None:
+    """The one rule for a cache bit width (``kv_bits``, a policy's history bits …): a whole number 1-32."""
+    if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= 32:
+        raise FieldError(field, f"must be a whole number from 1 to 32, got {bits!r}")
+
+
 def element_formats(k: Knobs) -> tuple[ElementFormat | None, ElementFormat | None]:
     """The (K, V) formats the knobs ask for; ``None`` keeps the model's default for that side."""
-    for name in ("kv_bits", "k_bits", "v_bits"):
-        bits = getattr(k, name)
-        if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= 32):
-            raise FieldError(name, f"must be a whole number from 1 to 32, got {bits!r}", by_name=(name,))
+    for name in _BITS:
+        if getattr(k, name) is not None:
+            check_bit_width(name, getattr(k, name))
     for bits_name, type_name in (("kv_bits", "kv_type"), ("k_bits", "k_type"), ("v_bits", "v_type")):
         if getattr(k, bits_name) is not None and getattr(k, type_name):
             raise FieldError(bits_name, f"give {{{bits_name}}} or {{{type_name}}}, not both", lead=None,
-                             mentions=(type_name,), by_name=(bits_name, type_name))
+                             mentions=(type_name,))
     if k.kv_group_size is not None and k.kv_group_size < 1:
-        raise FieldError("kv_group_size", f"must be at least 1, got {k.kv_group_size}", by_name=("kv_group_size",))
+        raise FieldError("kv_group_size", f"must be at least 1, got {k.kv_group_size}")
     if k.kv_group_size and all(b is None for b in (k.kv_bits, k.k_bits, k.v_bits)):
         raise FieldError("kv_group_size", "{kv_group_size} needs {kv_bits} (or {k_bits} / {v_bits})", lead=None,
-                         mentions=_BITS, by_name=("kv_group_size",) + _BITS)
+                         mentions=_BITS)
 
-    def one(bits, type_name):
+    def one(bits, type_name, field):
         if type_name:
-            return format_from_name(type_name)
+            try:
+                return format_from_name(type_name)
+            except UsageError as exc:  # the engine knows the names, not which knob gave this one
+                raise FieldError(field, str(exc)) from None
         if bits is not None:
             return format_from_bits(bits, k.kv_group_size or 0)
         return None
 
-    return one(k.k_bits, k.k_type) or one(k.kv_bits, k.kv_type), one(k.v_bits, k.v_type) or one(k.kv_bits, k.kv_type)
+    return (one(k.k_bits, k.k_type, "k_type") or one(k.kv_bits, k.kv_type, "kv_type"),
+            one(k.v_bits, k.v_type, "v_type") or one(k.kv_bits, k.kv_type, "kv_type"))
 
 
 def build_scenario(device: Device, model: Model, ctx: int, knobs: Knobs = Knobs()) -> Scenario:
     """Check the knobs against the profiles and assemble the Scenario."""
     if knobs.weight_bits is not None and not 0 < knobs.weight_bits <= 32:
-        raise FieldError("weight_bits", f"must be above 0 and at most 32, got {knobs.weight_bits:g}",
-                         by_name=("weight_bits",))
+        raise FieldError("weight_bits", f"must be above 0 and at most 32, got {knobs.weight_bits:g}")
     if knobs.sequences < 1:
-        raise FieldError("sequences", f"must be at least 1, got {knobs.sequences}", by_name=("sequences",))
+        raise FieldError("sequences", f"must be at least 1, got {knobs.sequences}")
     if knobs.os_reserve_bytes is not None and knobs.os_reserve_bytes >= device.ram:
-        raise FieldError("os_reserve", f"must be less than the device's RAM ({device.ram:,} bytes)",
-                         by_name=("os_reserve",))
+        raise FieldError("os_reserve", f"must be less than the device's RAM ({device.ram:,} bytes)")
     if not 0 <= knobs.margin_fraction < 1:
-        raise FieldError("margin", f"must be at least 0 and below 100 %, got {knobs.margin_fraction}",
-                         by_name=("margin",))
+        raise FieldError("margin", f"must be at least 0 and below 100 %, got {knobs.margin_fraction}")
     k_format, v_format = element_formats(knobs)
     policy = _policy(knobs.kv_policy)
     runtime, sequences, from_profile = _runtime(knobs, model, policy)

@@ -11,31 +11,22 @@ if TYPE_CHECKING:
 
 
 def device_warnings(d: Device) -> list[str]:
-    from kvplan.plan import warnings as w
+    from kvplan.plan.warnings import implausible_device
 
-    out = []
-    if d.ram < w.MIN_PLAUSIBLE_RAM_BYTES:
-        out.append(f"device {d.name}: ram {d.ram:,} B is under 256 MB — is a unit missing?")
-    if d.memory_bandwidth < w.MIN_PLAUSIBLE_BANDWIDTH_BYTES_PER_S:
-        out.append(f"device {d.name}: memory_bandwidth {d.memory_bandwidth:,.0f} B/s is under 1 GB/s — "
-                   "is a unit missing?")
-    if d.flash_read < w.MIN_PLAUSIBLE_FLASH_READ_BYTES_PER_S:
-        out.append(f"device {d.name}: flash_read {d.flash_read:,.0f} B/s is under 10 MB/s — is a unit missing?")
-    return out
+    return implausible_device(d)
 
 
 def model_warnings(m: Model) -> list[str]:
     """A window the ideal formula honours but llama.cpp ignores (it then keeps the whole context on every layer)."""
     if not m.sliding_window:
         return []
-    from kvplan.caches.llamacpp import SWA_ARCHITECTURES
+    from kvplan.caches.llamacpp import window_ignored_because
 
-    arch = (m.architecture or "").lower()
-    if arch in SWA_ARCHITECTURES:
+    why = window_ignored_because(m.architecture)
+    if why is None:
         return []
-    return [f"model {m.name}: llama.cpp ignores its {m.sliding_window:,}-token sliding window (architecture "
-            f"{arch or 'unknown'}) and caches the whole context on every layer; 'kvplan check … --runtime "
-            "llama.cpp' prices that"]
+    return [f"model {m.name}: llama.cpp ignores its {m.sliding_window:,}-token sliding window ({why}) and caches "
+            "the whole context on every layer; the runtime llama.cpp prices that"]
 
 
 def profile_warnings(kind: str, profile) -> list[str]:

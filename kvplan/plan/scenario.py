@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import operator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kvplan import engine
 from kvplan.engine.formats import ElementFormat, format_from_name
-from kvplan.errors import UsageError
+from kvplan.errors import FieldError, UsageError
 
 if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain records
     from kvplan.profiles.spec import Device, Model
@@ -40,14 +42,17 @@ class Scenario:
         # The library is the CLI's engine: the same inputs are refused here as on the command line.
         for name, needed in (("device", ("ram", "memory_bandwidth")), ("model", ("layers", "head_dim"))):
             if not all(hasattr(getattr(self, name), attr) for attr in needed):
-                raise UsageError(f"{name}: expected a {name} profile (kvplan.Catalog().{name}(name).profile), "
+                raise FieldError(name, f"expected a {name} profile (kvplan.Catalog().{name}(name).profile), "
                                  f"got {type(getattr(self, name)).__name__}")
         for name in ("k_format", "v_format"):  # a runtime type name or bit width is accepted, as on the CLI
             value = getattr(self, name)
             if isinstance(value, (str, int)) and not isinstance(value, bool):
-                object.__setattr__(self, name, format_from_name(str(value)))
+                try:
+                    object.__setattr__(self, name, format_from_name(str(value)))
+                except UsageError as exc:  # the engine knows the names, not the field that gave this one
+                    raise FieldError(name, str(exc)) from None
             elif value is not None and not isinstance(value, ElementFormat):
-                raise UsageError(f"{name}: expected a cache type such as 'q8_0' or an ElementFormat, got {value!r}")
+                raise FieldError(name, f"expected a cache type such as 'q8_0' or an ElementFormat, got {value!r}")
         if self.runtime is not None:  # a runtime name or mapping, as a gate file writes it, or a spec
             from kvplan.profiles.runtime import parse_runtime, resolve_sequences
 
@@ -56,8 +61,8 @@ class Scenario:
             object.__setattr__(self, "runtime", spec)
             object.__setattr__(self, "sequences", sequences)
         if isinstance(self.kv_policy, str):
-            raise UsageError("kv_policy: pass a policy (kvplan.profiles.policy.load_policy_file(path)), not a path: "
-                             "the library reads no files on its own")
+            raise FieldError("kv_policy", "pass a policy (kvplan.profiles.policy.load_policy_file(path)), not a "
+                             "path: the library reads no files on its own")
         _check_count("ctx", self.ctx, minimum=0)
         _check_count("sequences", self.sequences, minimum=1)
         _check_count("pinned_prefix_tokens", self.pinned_prefix_tokens, minimum=0)
@@ -65,7 +70,6 @@ class Scenario:
             _check_count("sliding_window", self.sliding_window, minimum=1)
         if self.weight_type is not None:
             from kvplan.engine.weight_formats import weight_format_key
-            from kvplan.errors import FieldError
 
             if self.weight_bits is not None:
                 raise FieldError(("weight_bits", "weight_type"), "give one of them: bits for a uniform width, a "
@@ -77,22 +81,20 @@ class Scenario:
         if self.weight_group_size is not None:
             _check_count("weight_group_size", self.weight_group_size, minimum=1)
             if self.weight_type is None and getattr(self.model, "weight_type", None) is None:
-                from kvplan.errors import FieldError
-
                 raise FieldError(("weight_group_size", "weight_type"), "a group size applies to a named weight "
                                  "format (mlx-4bit, gptq-4bit …); give the format too", lead=" without ")
         if self.weight_bits is not None and not (isinstance(self.weight_bits, (int, float))
                                                  and 0 < self.weight_bits <= 32):
-            raise UsageError(f"weight_bits: must be above 0 and at most 32, got {self.weight_bits!r}")
+            raise FieldError("weight_bits", f"must be above 0 and at most 32, got {self.weight_bits!r}")
         if not (isinstance(self.margin_fraction, (int, float)) and 0 <= self.margin_fraction < 1):
-            raise UsageError(f"margin: must be at least 0 and below 1, got {self.margin_fraction!r}")
+            raise FieldError("margin", f"must be at least 0 and below 1, got {self.margin_fraction!r}")
         if self.os_reserve_bytes is not None:
             _check_count("os_reserve_bytes", self.os_reserve_bytes, minimum=0)
             if self.os_reserve_bytes >= self.device.ram:
-                raise UsageError(f"os_reserve: must be less than the device's RAM ({self.device.ram:,} bytes)")
+                raise FieldError("os_reserve", f"must be less than the device's RAM ({self.device.ram:,} bytes)")
         if self.target_tokens_per_s is not None and not (isinstance(self.target_tokens_per_s, (int, float))
-                                                         and self.target_tokens_per_s > 0):
-            raise UsageError(f"target_tokens_per_s: must be positive, got {self.target_tokens_per_s!r}")
+                                                         and 0 < self.target_tokens_per_s < math.inf):
+            raise FieldError("target_tokens_per_s", f"must be a positive, finite rate, got {self.target_tokens_per_s!r}")
 
     @property
     def os_reserve_in_force_bytes(self) -> int:
@@ -120,4 +122,4 @@ def _check_count(name: str, value, *, minimum: int) -> None:
     except TypeError:
         whole = None
     if isinstance(value, bool) or whole is None or whole < minimum:
-        raise UsageError(f"{name}: must be a whole number ≥ {minimum}, got {value!r}")
+        raise FieldError(name, f"must be a whole number ≥ {minimum}, got {value!r}")

@@ -13,6 +13,7 @@ from kvplan.errors import KvplanError
 
 if TYPE_CHECKING:
     from kvplan.plan.evaluation import Evaluation
+    from kvplan.profiles.spec import Device
     from kvplan.plan.scenario import Scenario
 
 #: below these a figure is almost surely a unit slip (bytes for GB, B/s for GB/s), not a device
@@ -22,20 +23,12 @@ MIN_PLAUSIBLE_FLASH_READ_BYTES_PER_S = 10 * 10**6
 #: a context this many times the trained one is far past what any context extension was shown to reach
 MAX_PLAUSIBLE_CTX_OVER_TRAINED = 8
 
-_WINDOW_IGNORED_WHY = {
-    "mistral": "Mistral is converted to GGUF as architecture llama, which has no window",
-    "llama": "architecture llama has no window",
-    "phi3": "llama.cpp disables Phi-3's window on purpose, ggml-org/llama.cpp#13676",
-}
-
-
 def _size(n: int) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 10**9 else f"{n / 1e6:.2f} MB"
 
 
-def implausible_inputs(s: Scenario, ctx_per_sequence: int) -> list[str]:
-    """Figures that validate but are almost surely a slip (a unit left out, a context typed with extra zeros)."""
-    d, m = s.device, s.model
+def implausible_device(d: Device) -> list[str]:
+    """A device's figures that validate but are almost surely a unit left out."""
     out = []
     if d.ram < MIN_PLAUSIBLE_RAM_BYTES:
         out.append(f"device {d.name}: ram {d.ram:,} B is under 256 MB — is a unit missing?")
@@ -44,11 +37,18 @@ def implausible_inputs(s: Scenario, ctx_per_sequence: int) -> list[str]:
                    "is a unit missing?")
     if d.flash_read < MIN_PLAUSIBLE_FLASH_READ_BYTES_PER_S:
         out.append(f"device {d.name}: flash_read {d.flash_read:,.0f} B/s is under 10 MB/s — is a unit missing?")
+    return out
+
+
+def implausible_inputs(s: Scenario, ctx_per_sequence: int) -> list[str]:
+    """Figures that validate but are almost surely a slip (a unit left out, a context typed with extra zeros)."""
+    m = s.model
+    out = implausible_device(s.device)
     trained = m.max_context or 0
     if trained and ctx_per_sequence > MAX_PLAUSIBLE_CTX_OVER_TRAINED * trained:
-        out.append(f"context {ctx_per_sequence:,} tokens is {ctx_per_sequence / trained:,.0f}× {m.name}'s trained "
-                   f"{trained:,} (more than {MAX_PLAUSIBLE_CTX_OVER_TRAINED}×): no published context extension "
-                   "reaches that; the figures are arithmetic only")
+        out.append(f"context {s.ctx:,} tokens: {ctx_per_sequence / trained:,.1f}× {m.name}'s trained {trained:,} "
+                   f"per sequence (more than {MAX_PLAUSIBLE_CTX_OVER_TRAINED}×) — is that the context you meant? "
+                   "Quality there depends on a context extension (RoPE scaling) the model may not support")
     return out
 
 
@@ -60,13 +60,12 @@ def ignored_window(ev: Evaluation) -> str | None:
         return None
     if getattr(ev.layout, "policy", None) is not None or ev.ctx_per_sequence_tokens <= m.sliding_window:
         return None
-    from kvplan.caches.llamacpp import SWA_ARCHITECTURES, llamacpp_cache
+    from kvplan.caches.llamacpp import llamacpp_cache, window_ignored_because
     from kvplan.profiles.runtime import runtime_spec
 
-    arch = (m.architecture or "").lower()
-    if arch in SWA_ARCHITECTURES:
+    why = window_ignored_because(m.architecture)
+    if why is None:
         return None
-    why = _WINDOW_IGNORED_WHY.get(arch, "llama.cpp sets no window for this architecture")
     try:  # llama.cpp's -c is the total of its -np sequences
         cache = llamacpp_cache(runtime_spec("llama.cpp"), m, s.k_format, s.v_format)
         llama_kv = cache.kv_bytes(s.ctx * s.sequences, s.sequences)
@@ -85,7 +84,9 @@ def warnings_of(ev: Evaluation) -> tuple[str, ...]:
     window = ignored_window(ev)
     if window:
         out.append(window)
-    out += implausible_inputs(ev.scenario, ev.ctx_per_sequence_tokens)
+    s = ev.scenario  # the tokens one sequence attends as requested (llama.cpp's padded cells would overstate it)
+    shared = getattr(ev.layout, "name", None) == "llama.cpp" and not getattr(s.runtime, "kv_unified", False)
+    out += implausible_inputs(s, -(-s.ctx // s.sequences) if shared else s.ctx)
     return tuple(out)
 
 
@@ -98,7 +99,7 @@ def llamacpp_buffers_if_ideal(s: Scenario):
     from kvplan.caches.llamacpp import llamacpp_cache
     from kvplan.profiles.runtime import runtime_spec
 
-    if missing_shape_fields(s.model):
+    if missing_shape_fields(s.model) or s.sliding_window is not None:  # llama.cpp cannot put a window on a model
         return None
     spec = runtime_spec("llama.cpp")
     if s.k_format is not None or s.v_format is not None:  # the profile's own cache types always load

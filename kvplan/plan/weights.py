@@ -55,6 +55,12 @@ def priced_weights(model: Model, weight_type: str, group_size: int = 0) -> Weigh
     if group_size and weight_type.lower().removeprefix("gguf-") in FILE_TYPES:  # GGUF blocks are fixed by type
         raise FieldError(("weight_group_size", "weight_type"), f"a GGUF type ({weight_type}) has fixed block sizes; "
                          "a group size applies to the mlx, gptq, awq and executorch formats", lead=" with ")
+    from kvplan.engine.group_quant import GROUP_FORMATS, GROUP_SIZES
+
+    family = GROUP_FORMATS.get(weight_type, (None,))[0]
+    if group_size and family in GROUP_SIZES and group_size not in GROUP_SIZES[family]:
+        raise FieldError("weight_group_size", f"{weight_type} takes a group size of "
+                         f"{', '.join(map(str, GROUP_SIZES[family]))}, got {group_size}")
     try:
         return _priced(model_shape(model), weight_type, group_size)
     except ValueError as exc:  # an architecture without a tensor layout, a row that fits no block

@@ -78,8 +78,7 @@ def runtime_spec(name: str | None, *, parallel: int | None = None, kv_unified: b
                   "batch": batch is not None, "swa_full": swa_full, "flash_attn": flash_attn is not None}
     hf_opts = {"cache": cache is not None, "max_cache_len": max_cache_len is not None}
     if key not in RUNTIME_NAMES:
-        raise FieldError("runtime", f"unknown runtime {name!r}; known: {', '.join(RUNTIME_NAMES)}",
-                         by_name=("runtime",))
+        raise FieldError("runtime", f"unknown runtime {name!r}; known: {', '.join(RUNTIME_NAMES)}")
     for runtime, options in (("llama.cpp", llama_opts), ("transformers", hf_opts)):
         if key != runtime and any(options.values()):
             used = tuple(f"runtime.{k}" for k, v in options.items() if v)
@@ -117,14 +116,13 @@ def parse_runtime(value: object) -> RuntimeSpec | None:
     if value is None or isinstance(value, str):
         return runtime_spec(value)
     if not isinstance(value, dict):
-        raise FieldError("runtime", f"expected a name or a mapping, got {type(value).__name__}", by_name=("runtime",))
+        raise FieldError("runtime", f"expected a name or a mapping, got {type(value).__name__}")
     options = dict(value)
     name = options.pop("name", None)
     known = {f.name for f in fields(LlamaCppSpec)} | {f.name for f in fields(TransformersSpec)}
     unknown = sorted(set(options) - known)
     if unknown:
-        raise FieldError("runtime", f"unknown option {unknown[0]!r}; known: name, {', '.join(sorted(known))}",
-                         by_name=("runtime",))
+        raise FieldError("runtime", f"unknown option {unknown[0]!r}; known: name, {', '.join(sorted(known))}")
     return runtime_spec(_text(name, "name"), **{key: _option_value(key, v) for key, v in options.items()})
 
 
@@ -205,8 +203,7 @@ def resolve_sequences(spec: RuntimeSpec | None, sequences: int, pinned_prefix_to
                          mentions=("runtime",))
     if spec.parallel is None:
         if sequences > LLAMA_MAX_SEQ:
-            raise FieldError("sequences", f"llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {sequences}",
-                             by_name=("sequences",))
+            raise FieldError("sequences", f"llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {sequences}")
         from dataclasses import replace
 
         return replace(spec, parallel=sequences), sequences

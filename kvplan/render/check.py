@@ -265,7 +265,8 @@ def flash_table(ev: Evaluation, units: str = "si") -> Table:
         t.add("overflow at the steady state (decode)", fmt.bytes_(f.steady_overflow_bytes, units))
     else:
         t.add("overflow beyond the budget", fmt.bytes_(f.overflow_bytes, units))
-    t.add(f"read the overflow back from flash at {rate}", fmt.seconds(f.overflow_swap_in_s))
+    if not f.transient:  # a transient peak is never swapped back: it is freed by the first decode step
+        t.add(f"read the overflow back from flash at {rate}", fmt.seconds(f.overflow_swap_in_s))
     t.add(f"read the whole KV cache ({fmt.bytes_(ev.kv_bytes + ev.pinned_prefix_bytes, units)}) back at {rate}",
           fmt.seconds(f.swap_in_s))
     if f.transient:

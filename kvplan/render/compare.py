@@ -19,13 +19,23 @@ CSV_COLUMNS = ["device", "model", "ctx", "sequences", "pinned_prefix_tokens", "w
                "total_bytes", "budget_bytes", "headroom_bytes", "verdict", "decode_tokens_per_s", "max_ctx",
                "max_ctx_limited_by", "max_ctx_trained", "max_ctx_at_target",
                # added later, at the end so columns read by position keep their place
-               "kv_peak_bytes", "runtime", "kv_policy", "aggregate_decode_tokens_per_s"]
+               "kv_peak_bytes", "runtime", "kv_policy", "aggregate_decode_tokens_per_s", "buffers_bytes",
+               "weight_type"]
+
+
+def weight_type_of(ev: Evaluation) -> str:
+    """The named weight format priced tensor by tensor, as the user or the profile wrote it (as sweep's
+    ``weight_type``); empty for params × bits or a size the profile states."""
+    if ev.weights_pricing is None:
+        return ""
+    s = ev.scenario
+    return s.weight_type or getattr(s.model, "weight_type", None) or ""
 
 
 def _row(ev: Evaluation) -> dict:
     s = ev.scenario
     return {
-        "device": s.device.name, "model": s.model.name, "runtime": runtime_label(s.runtime, s.sequences),
+        "device": s.device.name, "model": s.model.name, "runtime": runtime_label(s.runtime),
         "kv_policy": policy_label(ev.layout), "ctx": s.ctx, "sequences": s.sequences,
         "pinned_prefix_tokens": s.pinned_prefix_tokens, "weight_bits": ev.weight_bits,
         "k_format": ev.layout.k_format.name, "v_format": ev.layout.v_format.name,
@@ -37,6 +47,7 @@ def _row(ev: Evaluation) -> dict:
         "aggregate_decode_tokens_per_s": ev.aggregate_decode_tokens_per_s, "max_ctx": ev.max_ctx,
         "max_ctx_limited_by": ev.max_ctx_limited_by, "max_ctx_trained": ev.max_ctx_trained,
         "ctx_beyond_trained": ev.ctx_beyond_trained, "max_ctx_at_target": ev.max_ctx_at_target,
+        "buffers_bytes": ev.buffers_bytes, "weight_type": weight_type_of(ev),
     }
 
 
@@ -70,16 +81,18 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
         return [Table("nothing to compare", ["device", "model"])]
     s = cells[0].scenario
     target = s.target_tokens_per_s
-    runtimes = [runtime_label(ev.scenario.runtime, ev.scenario.sequences) for ev in cells]
+    runtimes = [runtime_label(ev.scenario.runtime) for ev in cells]
     policies = [policy_label(ev.layout) for ev in cells]
     # One runtime / policy for every cell: named in the title (the ideal formula and no policy go unsaid);
-    # else a column. The KV peak is a column only where some cell's peak differs from its steady cache.
+    # else a column. The KV peak is a column only where some cell's peak differs from its steady cache, the
+    # buffers only where some cell has them (as in sweep's table).
     runtime_column, policy_column = len(set(runtimes)) > 1, len(set(policies)) > 1
     peak_column = any(ev.kv_peak_bytes != ev.kv_bytes for ev in cells)
+    buffers_column = any(ev.buffers_bytes for ev in cells)
     several = s.sequences > 1  # one --sequences for every cell
     columns = ["device", "model"] + ["runtime"] * runtime_column + ["KV policy"] * policy_column + \
-        ["verdict", "KV cache"] + ["KV peak"] * peak_column + ["total", "headroom", rates.decode_heading(several)] + \
-        [rates.AGGREGATE] * several + ["max ctx"]
+        ["verdict", "KV cache"] + ["KV peak"] * peak_column + ["buffers"] * buffers_column + \
+        ["total", "headroom", rates.decode_heading(several)] + [rates.AGGREGATE] * several + ["max ctx"]
     if target:
         columns.append(f"max ctx ≥ {target:g} tok/s")
     extra = (f", {s.sequences} sequences" if s.sequences > 1 else "") + \
@@ -94,6 +107,7 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
         cells_text = [ev.scenario.device.name, ev.scenario.model.name] + [runtime] * runtime_column + \
             [policy] * policy_column + [ev.verdict.value, fmt.bytes_(ev.kv_bytes, units)] + \
             [fmt.bytes_(ev.kv_peak_bytes, units)] * peak_column + \
+            [fmt.bytes_(ev.buffers_bytes, units)] * buffers_column + \
             [fmt.bytes_(ev.total_bytes, units), fmt.bytes_(ev.headroom_bytes, units),
              fmt.per_s(ev.decode_tokens_per_s)] + [fmt.per_s(ev.aggregate_decode_tokens_per_s)] * several + \
             [_max_ctx(ev)]
@@ -106,6 +120,8 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
     if peak_column:
         t.notes.append("total = weights + KV peak + pinned prefix + runtime overhead (the peak: right after a "
                        "one-shot prefill, or before an eviction)")
+    if buffers_column:
+        t.notes.append("buffers: llama.cpp's compute and output buffers, counted in the total")
     t.notes.extend(rates.warning_notes(rates.warnings_of(cells)))
     tables = [t]
     if len(evaluations) > 1 and len(evaluations[0]) > 1:

@@ -100,8 +100,10 @@ CASES = load_cases()
 
 
 def test_failing_cases_parse():
-    """failing.txt is not run (kvplan does not do those yet) but stays in the format, ready to move here."""
-    assert load_cases(HERE / "failing.txt")
+    """failing.txt (when there is one) is not run — kvplan does not do those yet — but stays in the format."""
+    path = HERE / "failing.txt"
+    if path.exists():
+        load_cases(path)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"line{c.line}-{' '.join(c.argv[:1])}" for c in CASES])

@@ -109,7 +109,7 @@ def test_iec_units(run):
     (["--ctx", "0"], "--ctx: a token count must be positive"),
     (["--kv-bits", "40"], "from 1 to 32"),
     (["--kv-type", "q3_k"], "unknown cache type"),
-    (["--os-reserve", "9 GB"], "os_reserve: must be less than"),
+    (["--os-reserve", "9 GB"], "--os-reserve: must be less than"),
     (["--margin", "150%"], "--margin"),
 ])
 def test_bad_options_exit_2(run, args, fragment):

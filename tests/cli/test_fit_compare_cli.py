@@ -105,18 +105,18 @@ def test_compare_takes_cache_types_and_group_size(run_json):
 
 @pytest.mark.parametrize("extra, runtime, policy", [
     ([], "ideal", "none"), (["--runtime", "transformers"], "transformers", "none"),
-    (["--runtime", "llama.cpp", "-n", "2", "--kv-unified"], "llama.cpp -np 2 unified", "none"),
+    (["--runtime", "llama.cpp", "-n", "2", "--kv-unified"], "llama.cpp unified", "none"),  # -np: the sequences
     (["--kv-policy", POLICY], "ideal", "window4k-fp16-history20-k4v3")])
 def test_compare_rows_add_up_with_the_peak_and_name_runtime_and_policy(run_json, run, extra, runtime, policy):
     _, doc = run_json("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, "-m", REF_7B, *extra)
     for row in doc["rows"]:
         assert row["total_bytes"] == (row["weights_bytes"] + row["kv_peak_bytes"] + row["pinned_prefix_bytes"]
-                                      + row["overhead_bytes"])
+                                      + row["overhead_bytes"] + row["buffers_bytes"])
         assert row["runtime"] == runtime and row["kv_policy"] == policy
     csv_text = run("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, *extra, "-f", "csv").stdout
     # the new columns come last, so columns read by position keep their place
     assert csv_text.splitlines()[0].endswith(",max_ctx_at_target,kv_peak_bytes,runtime,kv_policy,"
-                                             "aggregate_decode_tokens_per_s")
+                                             "aggregate_decode_tokens_per_s,buffers_bytes,weight_type")
     assert f",{runtime},{policy}," in csv_text.splitlines()[1]
     table = run("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, *extra).stdout
     assert (f"runtime {runtime}" in table) == (runtime != "ideal")
@@ -132,3 +132,55 @@ def test_compare_transformers_windowed_peak_is_in_the_table(run, run_json):
     assert row["kv_peak_bytes"] > row["kv_bytes"]
     assert "KV peak" in run("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, "--runtime",
                             "transformers").stdout
+
+
+# --- compare's buffers column, fit -o --------------------------------------------------------------------------
+
+def test_compare_table_shows_llamacpp_buffers_only_when_there_are_some(run, run_json):
+    args = ("compare", "-c", "4k", "-d", "pixel8", "-m", "7b", "--runtime", "llama.cpp")
+    _, doc = run_json(*args)
+    (row,) = doc["rows"]
+    # 4,096 cells × 524,288 B = 2,147,483,648 B of cache; 6.74e9 × 4 / 8 = 3,370,000,000 B of weights; the buffers
+    # are the rest of the total
+    assert row["buffers_bytes"] == row["total_bytes"] - 3_370_000_000 - 2_147_483_648 > 0
+    assert row["weight_type"] == "" and row["runtime"] == "llama.cpp"
+    table = run(*args).stdout
+    assert "buffers" in table.splitlines()[1] and "counted in the total" in table
+    assert "buffers" not in run("compare", "-c", "4k", "-d", "pixel8", "-m", "7b").stdout
+
+
+FIT_8K = ("fit", "-d", "pixel8", "-m", "7b", "-c", "8k")
+
+
+@pytest.mark.parametrize("name, fmt", [("fit.json", "json"), ("fit.csv", "csv"), ("fit.md", "markdown"),
+                                       ("fit.txt", "table"), ("fit", "table")])
+def test_fit_output_file_takes_its_format_from_the_extension(run, tmp_path, name, fmt):
+    target = tmp_path / name
+    target.write_text("an older, longer file " * 100)  # replaced whole, not written over in place
+    result = run(*FIT_8K, "-o", target)
+    # 8k of llama-2-7b on pixel8: 3.37e9 + 8,192 × 524,288 = 7,664,967,296 B > the 6e9 budget, exit 1 as on stdout
+    assert result.exit_code == 1 and result.stdout == "" and f"wrote {target}" in result.stderr
+    printed = run(*FIT_8K, "-f", fmt).stdout
+    assert target.read_text() == printed  # the table: the plain one a pipe gets (the runner is no terminal)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no temporary file left behind
+    if fmt == "json":
+        assert json.loads(target.read_text())["memory"]["total_bytes"] == 7_664_967_296
+
+
+def test_fit_output_format_overrides_the_extension(run, tmp_path):
+    target = tmp_path / "fit.dat"
+    assert run(*FIT_8K, "-f", "json", "-o", target).exit_code == 1
+    assert json.loads(target.read_text())["schema_version"] == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    # the extension is judged before the (unknown) model is looked up: no work is done
+    (("fit", "-d", "pixel8", "-m", "no-such-model", "-o", "fit.xlsx"), "unknown extension '.xlsx'"),
+    (("fit", "-d", "pixel8", "-m", "7b", "-o", "fit.csv"), "--output fit.csv (CSV by its extension)"),
+    (("fit", "-d", "pixel8", "-m", "7b", "-o", "no-such-folder/fit.json"), "folder 'no-such-folder' does not exist"),
+])
+def test_fit_bad_output_is_a_usage_error_before_any_work(run, tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    result = run(*args)
+    assert result.exit_code == 2 and message in result.stderr and "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []

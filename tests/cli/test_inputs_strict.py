@@ -76,10 +76,10 @@ def test_token_options_refuse_exponents_and_sizes(run, args, message):
 
 
 def test_sweep_list_keeps_thousands_separators(run):
-    result = run("sweep", *REF, "--ctx", "1k,8,192", "--ctx", "256, 512", "-f", "csv")
+    result = run("sweep", *REF, "--ctx", "1k, 8,192", "--ctx", "256, 512", "-f", "csv")
     assert result.exit_code == 0, result.stderr
     rows = result.stdout.splitlines()[1:]
-    # 1k = 1,024; "8,192" one value; "256, 512" two (a comma and a space always separates)
+    # 1k = 1,024; "8,192" one value (the values are separated by ", "); "256, 512" two
     assert [int(row.split(",")[2]) for row in rows] == [1024, 8192, 256, 512]
 
 
@@ -177,3 +177,9 @@ def test_history_ratio_bare_above_one(run):
     err = _error(run("check", *REF, "-c", "4k", "--kv-recent-window", "1k", "--kv-history-ratio", "20"))
     assert "--kv-history-ratio: must be between 0 and 1 (or 0–100 %), got 20: did you mean 20%?" in err
 
+
+
+def test_sweep_list_that_reads_two_ways_is_refused(run):
+    result = run("sweep", *REF, "--ctx", "256,512", "-f", "csv")
+    assert result.exit_code == 2
+    assert "--ctx: '256,512' is ambiguous in a list" in result.stderr and "'256, 512'" in result.stderr

@@ -1,6 +1,6 @@
 """One surface across fit, compare, sweep, gate and report: schema_version and warnings in every JSON document,
-the same CSV columns and number formats in sweep and compare, per-sequence rates labelled and the aggregate
-beside them."""
+the same CSV and JSON columns and number formats in sweep and compare (under every runtime), per-sequence rates
+labelled and the aggregate beside them."""
 
 from __future__ import annotations
 
@@ -104,19 +104,64 @@ def test_sweep_json_uses_check_key_names(run):
     assert memory and all(v == check["memory"][k] for k, v in memory.items())
 
 
-def test_sweep_and_compare_csv_agree_column_by_column(run):
-    common = ("-d", REF_PHONE, "-m", REF_7B, "-n", "2")
-    compare = _csv(run("compare", "-c", "4k", *common, "-f", "csv").stdout)
-    sweep = _csv(run("sweep", "-c", "4k", *common, "-f", "csv").stdout)
-    (c,), (s,) = compare, sweep
+# The same point under each cache model: the contract's formula, llama.cpp (its buffers and a named weight format
+# in the total) and transformers. (compare's -c, sweep's -c list, the rest shared.)
+POINTS = {
+    "ideal": ("-d", REF_PHONE, "-m", REF_7B, "-n", "2"),
+    "llama.cpp": ("-d", "pixel8", "-m", "7b", "-n", "4", "--weight-type", "q4_k_m", "--runtime", "llama.cpp"),
+    "transformers": ("-d", "pixel8", "-m", "7b", "-n", "2", "--runtime", "transformers"),
+}
+
+
+@pytest.mark.parametrize("point", list(POINTS))
+def test_sweep_and_compare_agree_column_by_column(run, point):
+    common = POINTS[point]
+    (c,) = _csv(run("compare", "-c", "4k", *common, "-f", "csv").stdout)
+    (s,) = _csv(run("sweep", "-c", "4k", *common, "-f", "csv").stdout)
     shared = [k for k in c if k in s]
-    # the first 19 columns are the same, in the same order, and so are the aggregate and the labels
+    # the first 19 columns are the same, in the same order, and so are the aggregate, the labels, the buffers
+    # and the weight format
     assert list(c)[:19] == list(s)[:19] == shared[:19]
-    assert {"aggregate_decode_tokens_per_s", "kv_peak_bytes", "runtime", "kv_policy"} <= set(shared)
+    assert {"aggregate_decode_tokens_per_s", "kv_peak_bytes", "runtime", "kv_policy", "buffers_bytes",
+            "weight_type"} <= set(shared)
     assert {k: c[k] for k in shared} == {k: s[k] for k in shared}
+    # JSON rows: the same keys hold the same values (full precision)
+    (cj,) = json.loads(run("compare", "-c", "4k", *common, "-f", "json").stdout)["rows"]
+    (sj,) = json.loads(run("sweep", "-c", "4k", *common, "-f", "json").stdout)["rows"]
+    shared_json = [k for k in cj if k in sj]
+    assert set(shared) <= set(shared_json)
+    assert {k: cj[k] for k in shared_json} == {k: sj[k] for k in shared_json}
+    # every row adds up, the buffers included
+    assert int(c["total_bytes"]) == sum(int(c[k]) for k in ("weights_bytes", "kv_peak_bytes", "pinned_prefix_bytes",
+                                                            "overhead_bytes", "buffers_bytes"))
+
+
+def test_ideal_row_figures_and_number_formats(run):
+    (c,) = _csv(run("compare", "-c", "4k", *POINTS["ideal"], "-f", "csv").stdout)
     # one number format: whole bits as integers, rates with 6 decimals
     assert c["weight_bits"] == "4" and c["decode_tokens_per_s"] == f"{PER_SEQUENCE_2:.6f}" == "8.271343"
     assert c["aggregate_decode_tokens_per_s"] == f"{2 * PER_SEQUENCE_2:.6f}" == "16.542687"
+    assert (c["runtime"], c["buffers_bytes"], c["weight_type"]) == ("ideal", "0", "")
+
+
+def test_llamacpp_row_carries_its_buffers_and_weight_format(run):
+    (c,) = _csv(run("compare", "-c", "4k", *POINTS["llama.cpp"], "-f", "csv").stdout)
+    check = json.loads(run("check", "-c", "4k", *POINTS["llama.cpp"], "-f", "json").stdout)["memory"]
+    # -c 4096 over -np 4 streams: 1,024 cells each (a multiple of 256), 4,096 cells × 524,288 B = 2,147,483,648 B
+    assert c["kv_bytes"] == c["kv_peak_bytes"] == "2147483648"
+    # the output buffer alone is 4 sequences × 32,000 logits × 4 B = 512,000 B; the compute buffer adds the rest
+    assert int(c["buffers_bytes"]) == check["buffers_bytes"] > 512_000
+    assert int(c["weights_bytes"]) == check["weights_bytes"] and int(c["total_bytes"]) == check["total_bytes"]
+    # -np is the sequences column, not part of the label
+    assert (c["runtime"], c["sequences"], c["weight_type"]) == ("llama.cpp", "4", "q4_k_m")
+
+
+def test_transformers_row_figures(run):
+    (c,) = _csv(run("compare", "-c", "4k", *POINTS["transformers"], "-f", "csv").stdout)
+    # two 4k sequences: 2 × 4,096 × 524,288 = 4,294,967,296 B of cache; 6.74e9 × 4 / 8 = 3,370,000,000 B of weights;
+    # no buffers: 7,664,967,296 B
+    assert (c["kv_bytes"], c["weights_bytes"], c["buffers_bytes"]) == ("4294967296", "3370000000", "0")
+    assert c["total_bytes"] == "7664967296" and (c["runtime"], c["weight_type"]) == ("transformers", "")
 
 
 def test_fractional_weight_bits_read_back_exactly(run):

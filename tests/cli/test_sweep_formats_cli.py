@@ -89,7 +89,7 @@ def test_bits_types_group_size_and_window_together(run, run_json):
 
 @pytest.mark.parametrize("args, message", [(["--kv-type", "q9"], "--kv-type: unknown cache type 'q9'"),
                                            (["--k-type", "f16,"], "--k-type: empty value"),
-                                           (["--kv-type", "q8_0", "--kv-group-size", "32"], "kv_group_size"),
+                                           (["--kv-type", "q8_0", "--kv-group-size", "32"], "--kv-group-size"),
                                            (["--sliding-window", "lots"], "--sliding-window")])
 def test_bad_format_options_are_usage_errors(run, args, message):
     result = run("sweep", "-d", REF_PHONE, "-m", REF_7B, "-c", "4k", *args)
