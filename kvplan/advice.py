@@ -119,15 +119,31 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
 
 
 def _rank(change: Change) -> tuple:
-    """Fewest caveats first, then most headroom, then fastest decode."""
+    """Fewest caveats first, then most headroom, then fastest decode (then :func:`_least_loss_first` within a kind)."""
     return len(change.caveats), -change.evaluation.headroom_bytes, -change.evaluation.decode_tokens_per_s
+
+
+def _least_loss_first(ranked: list[Change]) -> list[Change]:
+    """Within one kind of change with the same caveats, the one that gives up least comes first (8-bit KV before
+    4-bit, the larger window or context first), in the places that kind holds in ``ranked``: more headroom is
+    no reason to quantize harder when both fit."""
+    groups: dict[tuple, list[int]] = {}
+    for i, change in enumerate(ranked):
+        groups.setdefault((change.kind, len(change.caveats)), []).append(i)
+    out = list(ranked)
+    for positions in groups.values():
+        members = sorted((ranked[i] for i in positions), key=lambda c: -c.value if isinstance(c.value, (int, float))
+                         else 0)
+        for i, change in zip(positions, members):
+            out[i] = change
+    return out
 
 
 def judge(ev: Evaluation, smaller_models: Iterable = ()) -> Advice:
     """The changes that make ``ev`` fit: those keeping the model ranked by :func:`_rank`; the smaller
     models that fit apart, fewest caveats first and otherwise in the order given (largest first)."""
     fitting = [c for c in candidate_changes(ev, smaller_models) if c.fits]
-    keep = sorted((c for c in fitting if c.keeps_model), key=_rank)
+    keep = _least_loss_first(sorted((c for c in fitting if c.keeps_model), key=_rank))
     others = sorted((c for c in fitting if not c.keeps_model), key=lambda c: len(c.caveats))
     return Advice(tuple(keep), tuple(others))
 

@@ -107,7 +107,7 @@ def parse_int_list(values: str | Iterable[str], option: str, lo: int = 1, hi: in
             raise FieldError(option, f"more than {MAX_GRID_POINTS:,} values")
     bad = [v for v in out if not lo <= v <= hi]
     if bad:
-        raise FieldError(option, f"{bad[0]} is out of range ({lo}-{hi})")
+        raise FieldError(option, f"must be a whole number from {lo} to {hi}, got {bad[0]}")  # check's wording
     return _first_of_each(out)
 
 
@@ -120,6 +120,6 @@ def parse_float_list(values: str | Iterable[str], option: str, lo: float = 0.0, 
         except ValueError:
             raise FieldError(option, f"expected numbers like 4,8 or 4.5, got {item!r}") from None
         if not lo < value <= hi:
-            raise FieldError(option, f"{item} is out of range (above {lo:g}, at most {hi:g})")
+            raise FieldError(option, f"must be above {lo:g} and at most {hi:g}, got {item}")
         out.append(value)
     return _first_of_each(out)

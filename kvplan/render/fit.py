@@ -125,7 +125,7 @@ def changes_table(changes: list[Change], commands: list[list[str]], units: str =
     numbered list."""
     keep = f" keeping {model_name}" if model_name else ""
     return _changes_table(changes, units, f"ranked changes{keep} that make it fit (fewest caveats, then most "
-                          "headroom first)", numbered=True, commands=commands)
+                          "headroom; of one kind, the least lossy first)", numbered=True, commands=commands)
 
 
 def other_models_table(changes: list[Change], commands: list[list[str]], units: str = "si") -> Table:

@@ -49,7 +49,7 @@ def _fit(run_json, models, *extra):
     return run_json("fit", "-d", REF_PHONE, "-m", "big-7b", "-c", "8k", "--profiles-dir", models, *extra)
 
 
-def test_changes_keeping_the_model_come_first_ranked_by_caveats_then_headroom(run_json, models):
+def test_changes_keeping_the_model_come_first_ranked_by_caveats_then_headroom_least_lossy_first(run_json, models):
     code, doc = _fit(run_json, models)
     # 1.75e9 + 8,192 × 524,288 (4,294,967,296) = 6,044,967,296 > the 6e9 budget
     assert code == 1 and doc["memory"]["total_bytes"] == 6_044_967_296
@@ -57,10 +57,11 @@ def test_changes_keeping_the_model_come_first_ranked_by_caveats_then_headroom(ru
     assert ranked == [
         # the trained 4,096: 6e9 − (1.75e9 + 4,096 × 524,288) = 2,102,516,352, no caveat
         ("ctx", 4096, [], 2_102_516_352),
-        # 8,192 tokens past the trained 4,096 (one caveat each); KV at 4 bits: 8,192 × 131,072 = 1,073,741,824
-        ("kv_bits", 4, ["ctx_beyond_trained"], 6_000_000_000 - 1_750_000_000 - 1_073_741_824),
-        # KV at 8 bits: 8,192 × 262,144 = 2,147,483,648
+        # 8,192 tokens past the trained 4,096 (one caveat each). Both KV widths fit: the one that gives up less
+        # comes first though the other leaves more headroom. KV at 8 bits: 8,192 × 262,144 = 2,147,483,648
         ("kv_bits", 8, ["ctx_beyond_trained"], 2_102_516_352),
+        # KV at 4 bits: 8,192 × 131,072 = 1,073,741,824
+        ("kv_bits", 4, ["ctx_beyond_trained"], 6_000_000_000 - 1_750_000_000 - 1_073_741_824),
         # the largest that fits, ⌊4.25e9 / 524,288⌋ = 8,106: 6e9 − 1.75e9 − 4,249,878,528 = 121,472 (tight)
         ("ctx", 8106, ["ctx_beyond_trained"], 121_472),
         # a 4,096 window on every layer: as the trained cut, but past the trained context and never trained

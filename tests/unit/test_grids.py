@@ -47,7 +47,7 @@ def test_int_and_float_lists():
     assert parse_int_list("16,8,4", "--kv-bits", 1, 32) == [16, 8, 4]
     assert parse_int_list(["1..4", "8"], "--sequences") == [1, 2, 3, 4, 8]
     assert parse_float_list("4.5,8", "--weight-bits") == [4.5, 8.0]
-    with pytest.raises(UsageError, match="^--kv-bits: 64 is out of range"):
+    with pytest.raises(UsageError, match="^--kv-bits: must be a whole number from 1 to 32, got 64"):
         parse_int_list("16,64", "--kv-bits", 1, 32)
     with pytest.raises(UsageError, match="^--sequences: expected whole numbers"):
         parse_int_list("two", "--sequences")

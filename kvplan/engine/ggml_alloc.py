@@ -1,0 +1,211 @@
+"""A replay of ggml's graph allocator over a tensor sequence.
+
+llama.cpp sizes its compute buffer by running ``ggml_gallocr_reserve`` on the
+worst-case graph: ``ggml/src/ggml-alloc.c`` (``ggml_gallocr_alloc_graph_impl``,
+``ggml_gallocr_allocate_node``, ``ggml_gallocr_free_node`` and the dynamic
+allocator ``ggml_dyn_tallocr_alloc`` / ``ggml_dyn_tallocr_free_bytes``) places
+every tensor the graph owns into one buffer and reports the highest address
+reached. The placement depends on the whole history of allocations and frees
+(best fit over the free blocks, in-place reuse, frees at last use), so it is
+replayed here rather than written in closed form. Checked against
+``0c1e57098`` (llama-cpp-python 0.3.36).
+
+A :class:`Graph` holds only what the allocator looks at: each tensor's byte
+size, its sources *that the graph owns* (weights and KV-cache tensors live in
+other buffers and are left out), whether it is a view (and of which tensor),
+whether its op may run in place, a layout key (``ggml_are_same_layout``) and
+the input/output flags. :func:`peak_bytes` runs the allocator over it.
+
+Pure: no I/O; deterministic.
+"""
+
+from __future__ import annotations
+
+#: ``TENSOR_ALIGNMENT`` of the CPU buffer type (``ggml/src/ggml-impl.h``)
+CPU_ALIGNMENT = 32
+#: the first chunk's tail block: "unbounded" (``max_chunk_size`` is SIZE_MAX/2 on CPU)
+_UNBOUNDED = 1 << 62
+
+
+class Graph:
+    """Tensors and nodes of a ggml graph as the allocator sees them.
+
+    Ids are indices. Inputs (``GGML_TENSOR_FLAG_INPUT``) are placed first, in
+    the order given; nodes are placed in graph order.
+    """
+
+    __slots__ = ("size", "srcs", "view_src", "inplace", "layout", "output", "inputs", "nodes")
+
+    def __init__(self):
+        self.size: list[int] = []
+        self.srcs: list[tuple[int, ...]] = []
+        self.view_src: list[int] = []  # -1: not a view
+        self.inplace: list[bool] = []
+        self.layout: list[object] = []
+        self.output: list[bool] = []
+        self.inputs: list[int] = []
+        self.nodes: list[int] = []
+
+    def _new(self, size, srcs, view_src, inplace, layout, output):
+        self.size.append(int(size))
+        self.srcs.append(tuple(s for s in srcs if s is not None))
+        self.view_src.append(view_src)
+        self.inplace.append(inplace)
+        self.layout.append(layout)
+        self.output.append(output)
+        return len(self.size) - 1
+
+    def input(self, size, layout=None):
+        """A graph input (token ids, positions, KV indices, masks …) [bytes]."""
+        t = self._new(size, (), -1, False, layout, False)
+        self.inputs.append(t)
+        return t
+
+    def op(self, size, *srcs, inplace=False, layout=None, output=False):
+        """A computed tensor of ``size`` bytes from ``srcs`` (owned sources only).
+
+        ``inplace``: the op is one ``ggml_op_can_inplace`` accepts (ADD, MUL,
+        SCALE, ROPE, RMS_NORM, SOFT_MAX, UNARY …); ``layout``: tensors of equal
+        layout key have the same type, shape and strides.
+        """
+        t = self._new(size, srcs, -1, inplace, layout if layout is not None else ("x", size), output)
+        self.nodes.append(t)
+        return t
+
+    def view(self, src, *other_srcs):
+        """A view node (VIEW, RESHAPE, PERMUTE, TRANSPOSE) of ``src``; ``src`` None = a view of a tensor the graph does not own."""
+        base = -1
+        if src is not None:
+            base = self.view_src[src] if self.view_src[src] >= 0 else src
+        t = self._new(0, (src, *other_srcs), base, False, None, False)
+        self.nodes.append(t)
+        return t
+
+
+class _Allocator:
+    """``ggml_dyn_tallocr`` with one chunk: free blocks sorted by offset, the last one unbounded."""
+
+    __slots__ = ("blocks", "max_size", "align")
+
+    def __init__(self, align):
+        self.blocks = [[0, _UNBOUNDED]]
+        self.max_size = 0
+        self.align = align
+
+    def alloc(self, size):
+        a = self.align
+        size = (size + a - 1) // a * a
+        blocks = self.blocks
+        best = -1
+        best_size = _UNBOUNDED + 1
+        # best fit among all blocks but the last; on a tie the later block wins (`<=`)
+        for i in range(len(blocks) - 1):
+            bs = blocks[i][1]
+            if size <= bs <= best_size:
+                best, best_size = i, bs
+        if best < 0:
+            best = len(blocks) - 1
+        block = blocks[best]
+        offset = block[0]
+        block[0] += size
+        block[1] -= size
+        if block[1] == 0:
+            del blocks[best]
+        if offset + size > self.max_size:
+            self.max_size = offset + size
+        return offset
+
+    def free(self, offset, size):
+        a = self.align
+        size = (size + a - 1) // a * a
+        blocks = self.blocks
+        for i, block in enumerate(blocks):
+            if block[0] + block[1] == offset:
+                block[1] += size
+                if i < len(blocks) - 1 and block[0] + block[1] == blocks[i + 1][0]:
+                    block[1] += blocks[i + 1][1]
+                    del blocks[i + 1]
+                return
+            if offset + size == block[0]:
+                block[0] = offset
+                block[1] += size
+                if i > 0 and blocks[i - 1][0] + blocks[i - 1][1] == block[0]:
+                    blocks[i - 1][1] += block[1]
+                    del blocks[i]
+                return
+        i = 0
+        while i < len(blocks) and blocks[i][0] < offset:
+            i += 1
+        blocks.insert(i, [offset, size])
+
+
+def peak_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT, trace: list | None = None) -> int:
+    """Buffer size ``ggml_gallocr_reserve`` gives ``graph`` [bytes].
+
+    ``trace``, when a list, receives ``("A", tensor, offset)`` / ``("F", tensor,
+    offset)`` events in the allocator's order (to compare with a
+    ``GGML_ALLOCATOR_DEBUG`` log).
+    """
+    g = graph
+    n = len(g.size)
+    size, srcs, view_src, layout, output = g.size, g.srcs, g.view_src, g.layout, g.output
+    children = [0] * n
+    views = [0] * n
+    own = [False] * n  # hash_node.allocated
+    addr = [0] * n
+    done = [False] * n
+    alloc = _Allocator(alignment)
+
+    def place(t):
+        done[t] = True
+        own[t] = True
+        addr[t] = alloc.alloc(size[t])
+        if trace is not None:
+            trace.append(("A", t, addr[t]))
+
+    def free(t):
+        if output[t]:
+            return
+        alloc.free(addr[t], size[t])
+        own[t] = False
+        if trace is not None:
+            trace.append(("F", t, addr[t]))
+
+    for t in g.inputs:
+        place(t)
+    for t in g.nodes:
+        if view_src[t] >= 0:
+            views[view_src[t]] += 1
+        for s in srcs[t]:
+            children[s] += 1
+
+    for t in g.nodes:
+        if view_src[t] < 0 and not done[t]:
+            reused = False
+            if g.inplace[t]:
+                for p in srcs[t]:
+                    if not own[p] or output[p] or layout[p] != layout[t]:
+                        continue
+                    if children[p] == 1 and views[p] == 0:
+                        done[t] = own[t] = True
+                        addr[t] = addr[p]
+                        own[p] = False
+                        a = alignment
+                        ps, ns = (size[p] + a - 1) // a * a, (size[t] + a - 1) // a * a
+                        if ps > ns:
+                            alloc.free(addr[p] + ns, ps - ns)
+                        reused = True
+                        break
+            if not reused:
+                place(t)
+        for p in srcs[t]:
+            children[p] -= 1
+            if children[p] == 0 and views[p] == 0:
+                b = view_src[p]
+                if b >= 0:
+                    views[b] -= 1
+                    if views[b] == 0 and children[b] == 0 and own[b]:
+                        free(b)
+                elif own[p]:
+                    free(p)
+    return alloc.max_size
