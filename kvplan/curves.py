@@ -99,6 +99,24 @@ def default_ctx_max(ev: Evaluation, show_ctx: bool = True) -> int:
     return nice_ctx_ceil(want)
 
 
+def warnings_at(scenario: Scenario, ev: Evaluation, ctx_tokens: int | None) -> tuple[str, ...]:
+    """The warnings of ``scenario`` at the context a plot quotes its figures at: ``ev``'s own when that is the
+    scenario's context (word for word what ``kvplan check`` prints there), else those of an evaluation at
+    ``ctx_tokens`` — a window llama.cpp ignores matters only past the window, so a plot without ``--ctx`` is
+    judged at the largest context it draws, as ``sweep`` judges each group at its largest point."""
+    if ctx_tokens is None or int(ctx_tokens) == scenario.ctx:
+        return ev.warnings
+    trained = scenario.model.max_context or 0
+    if trained:  # an axis the plot chose is no context the user typed: judge it no further than 8× the trained
+        from kvplan.plan.warnings import MAX_PLAUSIBLE_CTX_OVER_TRAINED
+
+        ctx_tokens = min(int(ctx_tokens), MAX_PLAUSIBLE_CTX_OVER_TRAINED * trained)
+    try:
+        return evaluate(scenario.with_changes(ctx=int(ctx_tokens))).warnings
+    except KvplanError:  # a context the configuration refuses: the plot drew none past it
+        return ev.warnings
+
+
 # --- memory -----------------------------------------------------------------------------------
 
 
@@ -113,6 +131,7 @@ class MemoryCurves:
     show_ctx: bool  # mark the scenario's own ctx
     ctx_limit: tuple[int, str] | None = None  # (tokens, option): the cache holds no more; the axis ends there
     buffers_bytes: object = 0  # ndarray [bytes]: the runtime's buffers (llama.cpp compute + output) at each ctx
+    warnings: tuple[str, ...] = ()  # :func:`warnings_at` --ctx, else the axis end
 
 
 def buffers_bytes(scenario: Scenario, ev: Evaluation, ctx_tokens):
@@ -142,7 +161,9 @@ def memory_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
     kv = cache_bytes(ev.layout, ctx, scenario.sequences, peak=True)
     buffers = buffers_bytes(scenario, ev, ctx)
     total = engine.total_bytes(ev.weights_bytes, kv, 1, ev.pinned_prefix_bytes, ev.overhead_bytes) + buffers
-    return MemoryCurves(ev, ctx, kv, total, show_ctx, ctx_limit_of(ev.layout), buffers)
+    quoted = scenario.ctx if show_ctx else int(ctx[-1])
+    return MemoryCurves(ev, ctx, kv, total, show_ctx, ctx_limit_of(ev.layout), buffers,
+                        warnings_at(scenario, ev, quoted))
 
 
 # --- decode -----------------------------------------------------------------------------------
@@ -164,6 +185,9 @@ class DecodeCurves:
     verdict_codes: object = None  # ndarray int8 per context: 0 fit, 1 tight, 2 over (engine.VERDICTS)
     fit_ctx: int | None = None  # the largest grid context that is "fit" (the tight zone starts past it)
     latency_s: float = 0.0  # the device's fixed time per step in the rate (0: unknown, the bandwidth model)
+    # ndarray [tokens/s] over all sequences: a step reads the weights once and emits one token per sequence
+    aggregate_tokens_per_s: object = None
+    warnings: tuple[str, ...] = ()  # :func:`warnings_at` --ctx, else the axis end
 
 
 def decode_rate(step_bytes, device):
@@ -213,8 +237,11 @@ def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
     fits = np.flatnonzero(codes == 0)
     fit_ctx = int(ctx[fits[-1]]) if fits.size and fits[-1] + 1 < len(ctx) else None
     target = target_tokens_per_s if target_tokens_per_s is not None else scenario.target_tokens_per_s
+    quoted = scenario.ctx if show_ctx else int(ctx[-1])
+    # Evaluation.aggregate_decode_tokens_per_s over the grid: the per-sequence rate × sequences
     return DecodeCurves(ev, ctx, rate, roofline, streamed, target or None, show_ctx, ctx_limit_of(ev.layout),
-                        codes, fit_ctx, _latency_s(device))
+                        codes, fit_ctx, _latency_s(device), rate * scenario.sequences,
+                        warnings_at(scenario, ev, quoted))
 
 
 # --- attention variants -----------------------------------------------------------------------
@@ -244,6 +271,7 @@ class AttentionCurves:
     ctx_tokens: object  # ndarray [tokens]
     ref_ctx: int  # context at which the legend quotes each variant's size [tokens]
     variants: tuple[AttentionVariant, ...]
+    warnings: tuple[str, ...] = ()  # the configuration's at ``ref_ctx``, the context the legend quotes
 
 
 def attention_curves(scenario: Scenario, ctx_max_tokens: int | None = None,
@@ -304,7 +332,15 @@ def attention_curves(scenario: Scenario, ctx_max_tokens: int | None = None,
         variants.insert(0, AttentionVariant("own", own_heads, None, own_k, own_cache.v_format.name,
                                             int(own_cache.bytes_per_token), own_kv, True))
     return AttentionCurves(model.name, heads, own_heads, model.mla is not None, seq, ctx, int(ref_ctx),
-                           tuple(variants))
+                           tuple(variants), _attention_warnings(scenario, int(ref_ctx)))
+
+
+def _attention_warnings(scenario: Scenario, ref_ctx: int) -> tuple[str, ...]:
+    try:
+        ev = evaluate(scenario.with_changes(ctx=ref_ctx))
+    except KvplanError:  # the variants are drawn without an evaluation (a neutral device may not hold them)
+        return ()
+    return ev.warnings
 
 
 # --- fit map ----------------------------------------------------------------------------------
@@ -321,6 +357,7 @@ class FitMap:
     verdict_codes: object  # ndarray int: 0 fit, 1 tight, 2 over (at ``ctx``)
     ctx: int | None  # None: the map shows max context
     evaluations: tuple[tuple[Evaluation, ...], ...]
+    warnings: tuple[str, ...] = ()  # every cell's, at ``ctx``, else at the cell's max context (each once)
 
 
 def fit_map(scenarios: list[list[Scenario]], ctx: int | None = None) -> FitMap:
@@ -342,4 +379,16 @@ def fit_map(scenarios: list[list[Scenario]], ctx: int | None = None) -> FitMap:
             codes[i, j] = engine.VERDICTS.index(ev.verdict)
     devices = tuple(row[0].scenario.device.name for row in evs)
     models = tuple(ev.scenario.model.name for ev in evs[0]) if evs else ()
-    return FitMap(devices, models, max_ctx, headroom, codes, ctx, evs)
+    return FitMap(devices, models, max_ctx, headroom, codes, ctx, evs, _fit_map_warnings(evs, ctx))
+
+
+def _fit_map_warnings(evs, ctx: int | None) -> tuple[str, ...]:
+    """At ``ctx``; without it, at the context each cell shows: its max context, or (unbounded: every layer
+    windowed) the model's trained context, where a window llama.cpp ignores would be kept whole."""
+    found: dict[str, None] = {}
+    for row in evs:
+        for ev in row:
+            at = ctx if ctx is not None else (ev.max_ctx if ev.max_ctx is not None
+                                              else ev.scenario.model.max_context)
+            found.update(dict.fromkeys(warnings_at(ev.scenario, ev, at)))
+    return tuple(found)

@@ -22,7 +22,7 @@ from kvplan import engine
 from kvplan.engine import VERDICTS  # noqa: F401  (render reads verdict names by code from here)
 from kvplan.caches.labels import policy_label, runtime_label
 from kvplan.caches.ideal import CacheLayout
-from kvplan.plan import Scenario, cache_model_for
+from kvplan.plan import Scenario, cache_model_for, max_ctx_limited_by
 from kvplan.plan.evaluation import (max_ctx_with_buffers, prefill_n_ubatch, prefill_seconds_of, runtime_buffers,
                                     weights_in_force)
 
@@ -40,6 +40,8 @@ class SweepColumns:
     says None; ``prefill_s`` (the time to first token of a ``ctx``-token prompt) is NaN where the
     device gives no ``compute``; ``decode_tokens_per_s`` is the per-sequence rate with the device's
     ``decode_latency``. ``runtime`` and ``kv_policy`` are the labels of :mod:`kvplan.caches.labels`.
+    ``max_ctx_limited_by`` says what stopped ``max_ctx`` (as :func:`kvplan.plan.max_ctx_limited_by`);
+    ``max_ctx_trained`` is the model's trained context, :data:`NO_MAX_CTX` where its profile gives none.
     ``max_ctx_at_target`` is None (not a column at all, see :meth:`columns`) unless the sweep has a
     decode target.
 
@@ -76,6 +78,9 @@ class SweepColumns:
     v_format: object  # str array
     buffers_bytes: object  # int64 [bytes] llama.cpp's compute + output buffers (0 under other cache models)
     weight_type: object  # str array: the named weight format priced tensor by tensor, "" for params × bits
+    # compare's columns, so both commands write the same ones (kvplan.plan.max_ctx_limited_by; profile max_context)
+    max_ctx_limited_by: object  # str array: memory | weights | unbounded
+    max_ctx_trained: object  # int64 [tokens], NO_MAX_CTX where the profile gives no max_context
     max_ctx_at_target: object = None  # int64 [tokens], only with a decode target
 
     def __len__(self) -> int:
@@ -168,6 +173,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
 
     solved = solve(budget - weights - overhead - pinned)
     max_ctx = tokens_or_none(solved)
+    limited_by = _limited_by(solved)
     at_target = None
     if base.target_tokens_per_s:  # as kvplan.plan.evaluation: min(max_ctx, the largest ctx decoding at the target)
         step_allowance = (math.floor(engine.step_bytes_at_rate(base.target_tokens_per_s, device.memory_bandwidth,
@@ -196,9 +202,23 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
         budget_bytes=const(budget, dtype=np.int64), headroom_bytes=np.asarray(headroom, dtype=np.int64),
         buffers_bytes=np.asarray(buffers, dtype=np.int64),
         weight_type=const(base.weight_type or getattr(model, "weight_type", None) or "" if pricing else ""),
+        max_ctx_limited_by=limited_by if limited_by.ndim else const(str(limited_by)),
+        max_ctx_trained=const(model.max_context or NO_MAX_CTX, dtype=np.int64),
         verdict=verdict, decode_tokens_per_s=np.asarray(rate, dtype=np.float64), max_ctx=max_ctx,
         prefill_s=np.broadcast_to(np.asarray(prefill, dtype=np.float64), (n,)), max_ctx_at_target=at_target,
     )
+
+
+def _limited_by(solved):
+    """:func:`kvplan.plan.max_ctx_limited_by` of every solved max context (float64: -1 none fits, inf unbounded):
+    one label (a 0-d array, the usual case: max_ctx depends on the sequences only) or one per row."""
+    import numpy as np
+
+    codes = np.where(solved == engine.NO_CONTEXT_FITS, 0, np.where(solved == math.inf, 1, 2))
+    labels = np.array([max_ctx_limited_by(engine.NO_CONTEXT_FITS), max_ctx_limited_by(math.inf),
+                       max_ctx_limited_by(0)])
+    distinct = np.unique(codes)
+    return labels[distinct[0]] if len(distinct) == 1 else labels[codes]
 
 
 def _buffers(base: Scenario, cache, ctx, sequences):

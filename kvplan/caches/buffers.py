@@ -59,9 +59,11 @@ def flash_attn_on(spec) -> bool:
     return spec.flash_attn != "off"
 
 
-def llamacpp_buffers(spec, model, ctx: int, sequences: int) -> LlamaCppBuffers | None:
-    """The compute and output buffers of ``-c ctx -np sequences`` under ``spec``; None when the profile lacks
-    a shape field (:data:`SHAPE_FIELDS`)."""
+def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
+                     type_v: str = "f16") -> LlamaCppBuffers | None:
+    """The compute and output buffers of ``-c ctx -np sequences`` under ``spec`` with llama.cpp cache types
+    ``type_k``/``type_v`` (a quantized cache adds rotation inputs to the graph); None when the profile lacks a
+    shape field (:data:`SHAPE_FIELDS`)."""
     if missing_shape_fields(model):
         return None
     fa = flash_attn_on(spec)
@@ -70,7 +72,7 @@ def llamacpp_buffers(spec, model, ctx: int, sequences: int) -> LlamaCppBuffers |
     requested = int(ctx)
     compute = lb.compute_buffer_bytes_from_profile(
         _ProfileView(model), n_ctx=requested, n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa,
-        n_seq_max=int(sequences), kv_unified=spec.kv_unified)
+        n_seq_max=int(sequences), kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v)
     output = lb.output_buffer_bytes(model.vocab_size, n_seq_max=int(sequences))
     ubatch = min(spec.ubatch, spec.batch, max(requested, 1))
     return LlamaCppBuffers(int(compute), int(output), fa, ubatch)

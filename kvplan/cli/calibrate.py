@@ -83,8 +83,11 @@ def calibrate(
         check_plot_path(plot)
     # Each option is read here, as typed, so its error names the option and not the field of the profile
     # it would fill; RAM, reserve and flash go into that profile as the user wrote them (with their units).
+    from kvplan.profiles.field_rules import check_profile_name
     from kvplan.units import parse_size_bytes
 
+    if name is not None:
+        check_profile_name(name)
     peak_bw = o.parse_option("--bandwidth", parse_rate_bytes_per_s, bandwidth) if bandwidth is not None else None
     latency_s = o.parse_option("--latency", parse_duration_s, latency) if latency is not None else None
     for option, text, parse, how in (("--ram", ram, parse_size_bytes, {"positive": True}),
@@ -144,11 +147,18 @@ def calibrate(
         sources["memory_bandwidth"] = "peak given to kvplan calibrate (no tg rows to fit)"
     text = _validated_yaml(device, sources, output)
 
+    from kvplan.plan.profile_warnings import device_warnings
+    from kvplan.profiles.spec import Device
+
+    profile = Device.model_validate({**device, "sources": sources})  # valid: _validated_yaml checked it
+    warnings = device_warnings(profile)  # what 'profiles show' would say of the written profile
     if output_format is CalibrateFormat.json:
-        terminal.display_json(render.calibrate_json(calibration, {**device, "sources": sources}, output, notes))
+        terminal.display_json(render.calibrate_json(calibration, profile, output, notes, warnings))
     else:
         for note in notes:
             terminal.display_note(note)
+        for warning in warnings:
+            terminal.display_warning(warning)
         terminal.display_tables([render.rows_table(calibration), render.fields_table(device, sources)])
     if plot:
         _plot(calibration, plot, profile_name)

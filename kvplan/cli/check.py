@@ -53,8 +53,13 @@ def check(
     scenario = build_scenario(dev.profile, mod.profile, ctx_tokens, knobs)
     ev = evaluate(scenario)
     changes = changes_to_fit(ev) if not ev.fits else None
+    runtime_command = None
+    if ev.llamacpp_buffers_bytes is not None:  # llama.cpp accepts this request: the command that prices it
+        from kvplan.cli.check_argv import check_argv
+
+        runtime_command = " ".join(check_argv(scenario, device, model, profiles_dir) + ["--runtime", "llama.cpp"])
     if output_format is o.OutputFormat.json:
-        document = render.format_json(ev)
+        document = render.format_json(ev, runtime_command)
         document["changes_to_fit"] = [render.change_json(c) for c in changes or []]
         if output:
             import json
@@ -63,11 +68,6 @@ def check(
         else:
             terminal.display_json(document)
     else:
-        runtime_command = None
-        if ev.llamacpp_buffers_bytes is not None:  # llama.cpp accepts this request: the command that prices it
-            from kvplan.cli.check_argv import check_argv
-
-            runtime_command = " ".join(check_argv(scenario, device, model, profiles_dir) + ["--runtime", "llama.cpp"])
         tables = render.check_tables(ev, changes, units.value, runtime_command)
         if output:
             from kvplan.render.tables import to_markdown, to_plain

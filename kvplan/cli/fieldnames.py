@@ -11,6 +11,7 @@ from __future__ import annotations
 from kvplan.errors import FieldError
 
 FLAGS = {
+    "name": "--name",  # a profile's name: import, calibrate, profiles probe
     "ctx": "--ctx",
     "sequences": "--sequences",
     "pinned_prefix_tokens": "--pinned-prefix",

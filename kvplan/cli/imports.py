@@ -30,7 +30,10 @@ WeightTypeOpt = Annotated[str | None, typer.Option("--weight-type", help="Weight
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")]
 
 HF_HELP = """Model profile from a Hugging Face config.json (llama, mistral, qwen2, qwen3, gemma2, gemma3,
-phi3, deepseek_v2 and alike; a multimodal config's text_config is used).
+phi3, deepseek_v2 and alike; a multimodal config's text_config is used). Mixtures of experts of
+deepseek_v2/v3, mixtral, qwen2_moe and qwen3_moe get their experts; a recurrent, state-space or
+hybrid model (rwkv, mamba, jamba, recurrent_gemma, …), another mixture of experts, or a config
+lacking keys is refused (exit 2, naming the architecture or every missing key).
 
 SOURCE is a local config.json (or a folder holding one), else a Hub id ORG/NAME[@REV][:QUANT]
 (or hf:ORG/NAME…): kvplan reads config.json and the exact parameter count from the safetensors
@@ -64,12 +67,13 @@ def hf(
     from kvplan.importers.hf import profile_from_hf_file
 
     _check_output(output, force)  # before any work or request
+    count = _check_options(name, params, weight_bits, weight_type)
     path = Path(source)
     if not path.exists() and _looks_like_hub_id(source):
-        _emit(_from_hub(source, name=name, params=_params(params), weight_bits=weight_bits,
+        _emit(_from_hub(source, name=name, params=count, weight_bits=weight_bits,
                         weight_type=weight_type), output, weight_type)
         return
-    _emit(profile_from_hf_file(path, name=name, params=_params(params), weight_bits=weight_bits,
+    _emit(profile_from_hf_file(path, name=name, params=count, weight_bits=weight_bits,
                                weight_type=weight_type), output, weight_type)
 
 
@@ -148,7 +152,8 @@ def gguf(
     from kvplan.importers.gguf import profile_from_gguf_file
 
     _check_output(output, force)
-    imported = profile_from_gguf_file(model_file, name=name, params=_params(params), weight_bits=weight_bits,
+    count = _check_options(name, params, weight_bits, weight_type)
+    imported = profile_from_gguf_file(model_file, name=name, params=count, weight_bits=weight_bits,
                                       weight_type=weight_type)
     _emit(imported, output, weight_type)
 
@@ -189,16 +194,22 @@ def _pricing_notes(imported, weight_type_given: str | None) -> list[str]:
             f"{pricing.total_bytes:,} ({diff:+,}): the profile keeps the file's bytes, --weight-type {weight_type} "
             "gives kvplan's"]
 
-def _params(text: str | None) -> int | None:
-    from kvplan.errors import QuantityError, UsageError
+def _check_options(name: str | None, params: str | None, weight_bits: float | None,
+                   weight_type: str | None) -> int | None:
+    """The options that fill profile fields, checked as typed before any file or request is read (an error
+    names the option, not the line of a profile the user never wrote); the parameter count they give."""
+    from kvplan.cli.options import parse_option
+    from kvplan.importers.common import weight_format_name
+    from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
     from kvplan.units import parse_count
 
-    if text is None:
-        return None
-    try:
-        return parse_count(text)
-    except QuantityError as exc:
-        raise UsageError(f"--params: {exc}") from None
+    if name is not None:
+        check_profile_name(name)
+    if weight_bits is not None:
+        check_weight_bits(weight_bits)
+    if weight_type is not None:
+        weight_format_name(weight_type)
+    return None if params is None else parse_option("--params", parse_count, params)
 
 
 def _emit(imported, output: Path | None, weight_type_given: str | None = None) -> None:

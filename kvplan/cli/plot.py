@@ -17,7 +17,9 @@ from kvplan.cli.groups import Given, with_groups
 HELP = """Draw a plot: memory, attention, decode or fitmap (PNG, SVG or PDF by the file's extension).
 
 Each kind writes one file (-o/--output, default kvplan-KIND.png) and exits 0; a bad
-path or extension is an error (exit 2) reported before anything is computed."""
+path or extension is an error (exit 2) reported before anything is computed. What check
+would warn about the configurations drawn goes to stderr, each warning once (at --ctx;
+without it at the end of the context axis)."""
 
 DevicesOpt = Annotated[list[str], typer.Option(
     "--device", "-d", callback=p.split_devices, help="Device: built-in name, alias, YAML path, or 'this' "
@@ -97,6 +99,15 @@ def _first_series(kind: str, scenarios: list, what: str):
     return scenarios[:count.shown], count
 
 
+def _warn(*groups) -> None:
+    """Each distinct warning of the configurations drawn, once, on stderr (as ``sweep`` does; never in the
+    image): what ``check`` would print at the context the plot quotes (``--ctx``, else the axis end)."""
+    from kvplan.cli import terminal
+
+    for warning in dict.fromkeys(w for group in groups for w in group):
+        terminal.display_warning(warning)
+
+
 def _done(path) -> None:
     from kvplan.cli import terminal
 
@@ -131,6 +142,7 @@ def memory(
     columns = len(model) if len(device) > 1 and len(model) > 1 else None
     if columns and count.left_out:  # the grid is cut: rows of devices no longer line up, fill rows of 4
         columns = min(count.shown, 4)
+    _warn(*(c.warnings for c in curves))
     _done(save_figure(memory_figure(curves, units.value, columns, count), output))
 
 
@@ -152,6 +164,7 @@ def attention(
 ) -> None:
     ctx_tokens, ctx_max_tokens = _start(output, ctx, ctx_max)
     knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
+    stand_in: set[str] = set()  # the neutral device's own warnings: about no device the user named
     if device is None:
         from kvplan.hub.catalog import user_catalog
         from kvplan.plan import build_scenario
@@ -162,6 +175,9 @@ def attention(
                          flash_read="1 GB/s")
         mod = user_catalog(profiles_dir).model(model)
         scenario = build_scenario(neutral, mod.profile, ctx_tokens or 0, knobs)
+        from kvplan.plan.profile_warnings import device_warnings
+
+        stand_in = set(device_warnings(neutral))
     else:
         scenario = _scenarios([device], [model], ctx_tokens or 0, profiles_dir, knobs)[0][0]
     from kvplan import curves as data
@@ -169,6 +185,7 @@ def attention(
     from kvplan.plots.save import save_figure
 
     curves = data.attention_curves(scenario, ctx_max_tokens, ctx_tokens)
+    _warn([w for w in curves.warnings if w not in stand_in])
     _done(save_figure(attention_figure(curves, units.value), output))
 
 
@@ -201,6 +218,7 @@ def decode(
     if ctx_max_tokens is None and len(scenarios) > 1:  # one axis for all: the widest default
         ctx_max_tokens = max(data.default_ctx_max(evaluate(s), ctx_tokens is not None) for s in scenarios)
     curves = [data.decode_curves(s, ctx_max_tokens, show_ctx=ctx_tokens is not None) for s in scenarios]
+    _warn(*(c.warnings for c in curves))
     _done(save_figure(decode_figure(curves, units.value, count), output))
 
 
@@ -226,4 +244,6 @@ def fitmap(
     from kvplan.plots.fitmap import fitmap_figure
     from kvplan.plots.save import save_figure
 
-    _done(save_figure(fitmap_figure(data.fit_map(grid, ctx_tokens), units.value), output))
+    fits = data.fit_map(grid, ctx_tokens)
+    _warn(fits.warnings)
+    _done(save_figure(fitmap_figure(fits, units.value), output))

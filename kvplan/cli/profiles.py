@@ -180,7 +180,10 @@ VALIDATE_HELP = """Validate profile files: every problem in every file, as file:
 
 The kind (device or model) is told by the keys (ram / memory_bandwidth → device;
 layers / attention_heads → model) unless --kind is given.
-Exit code 0 when every file is valid, 2 when any is not."""
+A valid profile can still carry a warning (a figure that is almost surely a unit left out, a
+window llama.cpp ignores), as 'profiles show' prints it: on stderr, and in JSON under
+'warnings' (each file's own, and all of them once at the top). Warnings never change the exit
+code: 0 when every file is valid, 2 when any is not."""
 
 
 class ValidateFormat(str, Enum):  # problems are lines, not a table: no markdown form
@@ -198,12 +201,18 @@ def validate(
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
     from kvplan.profiles.check import validate_file
+    from kvplan.render.profiles import JSON_SCHEMA_VERSION
 
     results = [validate_file(path, kind.value if kind else None) for path in files]
     bad = [r for r in results if r.problems]
+    found = [_valid_profile_warnings(r) for r in results]
+    every = list(dict.fromkeys(w for warnings in found for w in warnings))
     if output_format is ValidateFormat.json:
-        terminal.display_json({"ok": not bad, "files": [r.as_json() for r in results]})
+        terminal.display_json({"schema_version": JSON_SCHEMA_VERSION, "warnings": every, "ok": not bad,
+                               "files": [{**r.as_json(), "warnings": w} for r, w in zip(results, found)]})
     else:
+        for warning in every:
+            terminal.display_warning(warning)
         lines = []
         for r in results:
             lines.extend(r.problems if r.problems else [f"{r.path}: ok ({r.kind} {r.name})"])
@@ -213,6 +222,18 @@ def validate(
                         if bad else "all valid"))
         terminal.display_text("\n".join(lines))
     raise typer.Exit(ExitCode.BAD_INPUT if bad else ExitCode.OK)
+
+
+def _valid_profile_warnings(result) -> list[str]:
+    """What ``profiles show`` warns about a valid file's profile (an invalid one has its problems instead)."""
+    if result.problems:
+        return []
+    from kvplan.plan.profile_warnings import profile_warnings
+    from kvplan.profiles.loading import load_model_file
+    from kvplan.profiles.spec import Device, Model
+
+    cls = Device if result.kind == "device" else Model
+    return profile_warnings(result.kind, load_model_file(cls, Path(result.path), what=f"{result.kind} profile"))
 
 
 SCHEMA_HELP = """Print the JSON Schema (draft 2020-12) of a device or model profile file.
@@ -256,11 +277,14 @@ def probe(
     from kvplan.errors import UsageError
     from kvplan.files.outfiles import check_writable, write_text_atomic
     from kvplan.hub.catalog import probed_profile
+    from kvplan.profiles.field_rules import check_profile_name
 
     if output is not None:  # refused before a measurement, not after
         if output.exists() and not force:
             raise UsageError(f"{output} exists; add --force to overwrite it")
         check_writable(output)
+    if name is not None:
+        check_profile_name(name)
     text, mapping = probed_profile(quick=quick, progress=lambda step: terminal.display_note(f"probe: {step}"),
                                    name=name)
     from kvplan.probe import cache as probe_cache

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvplan.engine.names import did_you_mean
 from kvplan.errors import UsageError
 
 
@@ -79,4 +80,7 @@ def format_from_name(name: str) -> ElementFormat:
     if key.isdigit():
         return format_from_bits(int(key))
     known = ", ".join(NAMED_FORMATS)
+    hint = did_you_mean(key, {**{n: n for n in NAMED_FORMATS}, **_SYNONYMS})
+    if hint:  # a near miss: the guesses first, the whole list after them
+        raise UsageError(f"unknown cache type {name!r}{hint} (known: {known}, or a bit width 1-32)")
     raise UsageError(f"unknown cache type {name!r}; known: {known}, or a bit width 1-32")

@@ -25,6 +25,8 @@ from __future__ import annotations
 CPU_ALIGNMENT = 32
 #: the first chunk's tail block: "unbounded" (``max_chunk_size`` is SIZE_MAX/2 on CPU)
 _UNBOUNDED = 1 << 62
+#: view_src of a view whose base lives outside the graph's buffer
+_EXTERNAL = -2
 
 
 class Graph:
@@ -34,17 +36,22 @@ class Graph:
     the order given; nodes are placed in graph order.
     """
 
-    __slots__ = ("size", "srcs", "view_src", "inplace", "layout", "output", "inputs", "nodes")
+    __slots__ = ("size", "srcs", "view_src", "inplace", "layout", "output", "inputs", "nodes", "marks")
 
     def __init__(self):
         self.size: list[int] = []
         self.srcs: list[tuple[int, ...]] = []
-        self.view_src: list[int] = []  # -1: not a view
+        self.view_src: list[int] = []  # -1: not a view, _EXTERNAL: a view of a tensor not owned
         self.inplace: list[bool] = []
         self.layout: list[object] = []
         self.output: list[bool] = []
         self.inputs: list[int] = []
         self.nodes: list[int] = []
+        self.marks: list[int] = []  # node positions where a repeating block (a layer) starts
+
+    def mark(self):
+        """Note that a layer starts here: :func:`peak_bytes` can snapshot the allocator at each mark."""
+        self.marks.append(len(self.nodes))
 
     def _new(self, size, srcs, view_src, inplace, layout, output):
         self.size.append(int(size))
@@ -66,18 +73,24 @@ class Graph:
 
         ``inplace``: the op is one ``ggml_op_can_inplace`` accepts (ADD, MUL,
         SCALE, ROPE, RMS_NORM, SOFT_MAX, UNARY …); ``layout``: tensors of equal
-        layout key have the same type, shape and strides.
+        layout key have the same type, shape and strides (``ggml_are_same_layout``);
+        by default the byte size, enough where every in-place candidate of equal
+        size is a contiguous f32 tensor of equal shape (llama.cpp's graphs here).
         """
-        t = self._new(size, srcs, -1, inplace, layout if layout is not None else ("x", size), output)
+        t = self._new(size, srcs, -1, inplace, layout if layout is not None else size, output)
         self.nodes.append(t)
         return t
 
     def view(self, src, *other_srcs):
-        """A view node (VIEW, RESHAPE, PERMUTE, TRANSPOSE) of ``src``; ``src`` None = a view of a tensor the graph does not own."""
-        base = -1
-        if src is not None:
-            base = self.view_src[src] if self.view_src[src] >= 0 else src
+        """A view node (VIEW, RESHAPE, PERMUTE, TRANSPOSE) of the owned tensor ``src``."""
+        base = self.view_src[src] if self.view_src[src] >= 0 else src
         t = self._new(0, (src, *other_srcs), base, False, None, False)
+        self.nodes.append(t)
+        return t
+
+    def external_view(self, *srcs):
+        """A node that writes into, or views, a tensor the graph does not own (SET_ROWS into the KV cache)."""
+        t = self._new(0, srcs, _EXTERNAL, False, None, False)
         self.nodes.append(t)
         return t
 
@@ -139,12 +152,17 @@ class _Allocator:
         blocks.insert(i, [offset, size])
 
 
-def peak_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT, trace: list | None = None) -> int:
+def peak_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT, trace: list | None = None,
+               snapshots: list | None = None) -> int:
     """Buffer size ``ggml_gallocr_reserve`` gives ``graph`` [bytes].
 
     ``trace``, when a list, receives ``("A", tensor, offset)`` / ``("F", tensor,
     offset)`` events in the allocator's order (to compare with a
-    ``GGML_ALLOCATOR_DEBUG`` log).
+    ``GGML_ALLOCATOR_DEBUG`` log). ``snapshots``, when a list, receives the
+    allocator state at each of ``graph.marks``: the free blocks, the high-water
+    mark and the (offset, size) of every live tensor that is not a graph input.
+    Two equal snapshots mean the blocks between them leave the allocator as
+    they found it.
     """
     g = graph
     n = len(g.size)
@@ -179,8 +197,13 @@ def peak_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT, trace: list | None 
         for s in srcs[t]:
             children[s] += 1
 
-    for t in g.nodes:
-        if view_src[t] < 0 and not done[t]:
+    is_input = set(g.inputs)
+    marks = set(g.marks) if snapshots is not None else ()
+    for i, t in enumerate(g.nodes):
+        if i in marks:
+            live = sorted((addr[u], size[u]) for u in range(n) if own[u] and u not in is_input)
+            snapshots.append((tuple(map(tuple, alloc.blocks)), alloc.max_size, tuple(live)))
+        if view_src[t] == -1 and not done[t]:
             reused = False
             if g.inplace[t]:
                 for p in srcs[t]:
@@ -206,6 +229,6 @@ def peak_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT, trace: list | None 
                     views[b] -= 1
                     if views[b] == 0 and children[b] == 0 and own[b]:
                         free(b)
-                elif own[p]:
+                elif b == -1 and own[p]:
                     free(p)
     return alloc.max_size

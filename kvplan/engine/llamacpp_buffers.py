@@ -1,4 +1,4 @@
-"""llama.cpp's CPU compute buffer and output buffer in closed form.
+"""llama.cpp's CPU compute buffer and output buffer.
 
 llama.cpp (checked against ``0c1e57098``, the copy vendored in
 llama-cpp-python 0.3.36) allocates, besides the weights and the KV cache:
@@ -8,54 +8,27 @@ llama-cpp-python 0.3.36) allocates, besides the weights and the KV cache:
   embeddings are requested, ``n_embd`` floats per row. At context creation it is
   sized for ``max(n_outputs, n_seq_max)`` rows with ``n_outputs = n_seq_max``
   (``output_reserve(params.n_seq_max)`` in the constructor), i.e. one row per
-  sequence. It grows later if a batch asks for more outputs.
+  sequence. It grows later if a batch asks for more outputs. Closed form.
 * a **compute buffer** (``llama_context::sched_reserve`` →
   ``graph_reserve(n_tokens = n_ubatch, n_seqs, n_outputs = n_ubatch)``): the
   ggml graph allocator (``ggml/src/ggml-alloc.c``, ``ggml_gallocr_alloc_graph_impl``)
   places every tensor of the worst-case prompt-processing graph in one buffer,
   in graph order, best-fit into the free blocks, and frees a tensor's block as
   soon as its last consumer has been placed. The buffer is the highest address
-  ever reached: the live tensors at the peak *plus the free holes below them*.
+  ever reached: the live tensors at the peak *plus the free holes below them*,
+  which depend on the whole history of placements. So it is not written in
+  closed form but replayed: :mod:`kvplan.engine.llamacpp_graph` writes the
+  graph's tensor sequence (sizes in closed form, order and lifetimes as
+  llama.cpp builds them) and :mod:`kvplan.engine.ggml_alloc` runs the
+  allocator over it. The repeating layer loop is cut short (:func:`_peak`), so
+  a call costs well under a millisecond whatever the depth.
 
-The closed form (``compute_buffer_phases``) writes that high-water mark as the
-largest of three phases stacked on the graph inputs, in f32 activations of
-``T = n_ubatch`` tokens (``hid = n_embd·T·4``, ``q = n_head·head_dim·T·4``):
-
-* **inputs**, allocated first and live until their last consumer
-  (``llm_graph_input_*`` in ``src/llama-graph.cpp``; the KV indices in
-  ``llama_kv_cache::build_input_k_idxs``/``build_input_v_idxs``,
-  ``src/llama-kv-cache.cpp``): the token ids' slot ``T·4``, ``inp_embd``
-  ``hid`` (never consumed for a token batch, so live to the end), positions
-  ``T·4``, per KV cache the K row indices ``T·8`` and the V indices ``T·8`` with
-  flash attention or, without it (the V cache is stored transposed), one I64 per
-  V element ``n_head_kv·v_head_dim·T·8``; the KQ mask ``n_kv·T`` (f32 without
-  flash attention, f16 with it, ``build_attn_inp_kq_mask``), and the output ids
-  ``T·4``. MLA has no V cache, hence no V indices.
-* **attention** of one layer (``build_attn_mha``): ``2·hid + 2·q`` (residual,
-  normed input, Q before and after RoPE) plus the scores
-  ``kq = n_head·n_kv·T·4`` without flash attention (``ggml_soft_max_ext`` works
-  in place) or one K-sized tensor with it; Phi-3's fused QKV and MLA's absorbed
-  query change the count (see ``compute_buffer_phases``).
-* **feed-forward** (``build_ffn`` / ``build_moe_ffn``): gate, up and the
-  activated product ``3·n_ff·T·4`` plus ``2.5·hid`` (2 or 3 hidden-sized
-  tensors, depending on where earlier frees left holes); MoE layers hold
-  ``3·n_ff_exp·n_expert_used·T·4`` plus the per-expert down projections
-  ``n_embd·n_expert_used·T·4`` instead.
-* **output head**: ``inp_embd`` + the final norm + the logits
-  ``n_vocab·T·4`` (``n_outputs = T`` in the reserve graph) + the hole the
-  final norm lands above (:data:`OUTPUT_HOLE_HIDDEN`).
-
-Counts marked *measured* were read off allocator traces of this llama.cpp
-(``GGML_ALLOCATOR_DEBUG`` build of ``ggml-alloc.c``) and are checked against
-every run in ``tests/data/llamacpp/buffers``. Where the best-fit allocator puts
-the final norm (or an FFN tensor) into a hole high up in the layer's region,
-the peak jumps by several ``hid``; which hole it picks depends on the whole
-history of frees, so a closed form cannot follow it: those runs are listed in
-``tests/unit/test_llamacpp_buffers.py`` (``KNOWN_MISSES``).
+Checked against every run in ``tests/data/llamacpp/buffers`` (410 CPU runs):
+all reproduced to the byte.
 
 Not modelled: GPU backends (split buffers, host-pinned buffers,
 pipeline-parallel copies), CPU weight repacking (``CPU_REPACK`` buffers for
-Q4_0/IQ4_NL etc.), the 16 KiB/64 KiB K/V rotation inputs of quantized caches.
+Q4_0/IQ4_NL etc.).
 
 All sizes are in bytes; arguments are plain scalars (ints / bools / str).
 """
@@ -63,6 +36,8 @@ All sizes are in bytes; arguments are plain scalars (ints / bools / str).
 from __future__ import annotations
 
 from typing import Any, Mapping
+
+from kvplan.engine import ggml_alloc, llamacpp_graph
 
 #: bytes of one f32 activation element (ggml graph activations are F32)
 F32 = 4
@@ -76,28 +51,12 @@ I64 = 8
 #: ``src/llama-kv-cache.cpp``; ``llama_context`` pads ``n_ctx`` with it)
 KV_PAD = 256
 
+#: cache types stored as plain floats; any other (q8_0, q4_0 …) is quantized and rotated
+UNQUANTIZED = ("f32", "f16", "bf16")
+
 #: graph families: how llama.cpp's build function for an architecture lays out
 #: attention (``src/models/<arch>.cpp``, ``llm_build_*``)
 GRAPHS = ("llama", "gemma", "phi3", "mla")
-
-#: hidden-sized tensors besides gate/up/activation at the feed-forward peak:
-#: the residual, the FFN input and, depending on the holes earlier frees left,
-#: the attention output (measured 2 without and 3 with flash attention on
-#: llama/mistral/qwen2/qwen3/phi3; the midpoint keeps both within 0.5·hid)
-FFN_HIDDEN = 2.5
-
-#: hidden-sized free space below the final norm at the output-head peak,
-#: (without, with) flash attention. The norm goes best-fit into the smallest
-#: free block it fits; measured: right above ``inp_embd`` on llama/mistral/
-#: qwen2/qwen3/gemma; Phi-3 (0.65 and 2.04–2.67 in most runs) and DeepSeek-V2
-#: (8.07–8.5 without flash attention, 1.0 with it in most runs) leave holes.
-OUTPUT_HOLE_HIDDEN = {
-    "llama": (0.0, 0.0),
-    "gemma": (0.0, 0.0),
-    "phi3": (0.5, 2.0),
-    "mla": (8.0, 1.0),
-}
-
 
 def _pad(x, n):
     return ((x + n - 1) // n) * n
@@ -147,96 +106,46 @@ def swa_cache_cells(n_swa, n_ubatch, n_ctx_seq, n_seq_max=1, kv_unified=False):
     return min(n_ctx_seq, _pad(per, KV_PAD))
 
 
-def compute_buffer_phases(
-    n_ctx,
-    n_ubatch,
-    n_batch,
-    flash_attn: bool,
-    n_seq_max,
-    kv_unified: bool,
-    layers,
-    n_head,
-    n_head_kv,
-    head_dim,
-    v_head_dim,
-    hidden,
-    n_ff,
-    n_vocab,
-    n_swa=0,
-    has_full_layers: bool = True,
-    *,
-    graph: str = "llama",
-    kv_lora_rank=0,
-    rope_head_dim=0,
-    n_ff_expert=0,
-    n_expert_used=0,
-    dense_layers=0,
-):
-    """The phases of the worst-case graph whose largest is the compute buffer [bytes].
+def _rotation_sizes(type_k, type_v, head_dim, v_head_dim):
+    """Sides of the Hadamard rotations a quantized cache adds (0: none).
 
-    Parameters are those of :func:`compute_buffer_bytes`.
-
-    Returns
-    -------
-    dict
-        ``inputs`` (the graph inputs, the floor of the layer phases),
-        ``attention`` and ``ffn`` (inputs + the layer's tensors and holes above
-        them), ``output`` (the output head, after the inputs but ``inp_embd``
-        were freed).
+    ``src/llama-kv-cache.cpp`` (constructor, ``build_input_k_rot`` /
+    ``build_input_v_rot``): K is rotated when ``type_k`` is quantized and the
+    head width is a multiple of 64, by the largest power of two (at least 64)
+    dividing it; V likewise by a 64×64 matrix.
     """
-    if graph not in GRAPHS:
-        raise ValueError(f"graph must be one of {', '.join(GRAPHS)}, not {graph!r}")
-    e = effective_sizes(n_ctx, n_batch, n_ubatch, n_seq_max, kv_unified)
-    T = e["n_ubatch"]
-    n_kv_full = e["n_ctx_seq"]
-    kinds = []  # cells one stream of each KV cache holds (iSWA: two caches)
-    if n_swa:
-        kinds.append(swa_cache_cells(n_swa, T, n_kv_full, n_seq_max, kv_unified))
-        if has_full_layers:
-            kinds.append(n_kv_full)
-    else:
-        kinds.append(n_kv_full)
-    n_kv_max = max(kinds)
-    mla = graph == "mla"
-    hid = hidden * T * F32
-    q = n_head * head_dim * T * F32
-    kv = n_head_kv * head_dim * T * F32
+    k_rot = 0
+    if type_k not in UNQUANTIZED and head_dim % 64 == 0:
+        k_rot = 64
+        while head_dim % (2 * k_rot) == 0:
+            k_rot *= 2
+    v_rot = 64 if type_v not in UNQUANTIZED and v_head_dim % 64 == 0 else 0
+    return k_rot, v_rot
 
-    # ids slot (freed after the embedding lookup, the hole stays at the bottom) + inp_embd + positions
-    inputs = T * I32 + hid + T * I32
-    for cells in kinds:
-        inputs += T * I64  # K row indices
-        if not mla:  # V indices: one per V element when V is stored transposed (no flash attention)
-            inputs += T * I64 if flash_attn else n_head_kv * v_head_dim * T * I64
-        inputs += cells * T * (F16 if flash_attn else F32)  # KQ mask
-    inputs += T * I32  # output ids
 
-    kq = 0 if flash_attn else n_head * n_kv_max * T * F32
-    if graph == "phi3":
-        # fused QKV [3·n_embd, T]; Q and K are roped out of its views
-        attn = 2 * hid + kq if not flash_attn else 3 * hid + q + 2 * kv
-    elif mla:
-        # absorbed query [n_head·(kv_lora_rank + rope), T] built by concat: both parts and the result live
-        qa = n_head * (kv_lora_rank + rope_head_dim) * T * F32
-        attn = 2 * hid + q + 2 * qa + kq
-    else:
-        attn = 2 * hid + 2 * q + (kq if not flash_attn else kv)
+def _peak(shape, fa, period, head):
+    """The allocator's peak for ``shape``, simulating a shorter graph when the layer loop repeats exactly.
 
-    ffn = FFN_HIDDEN * hid + 3 * n_ff * T * F32
-    if graph == "gemma":  # the post-attention norm's output is still live
-        ffn += q
-    if n_expert_used and layers > dense_layers:
-        moe = (FFN_HIDDEN * hid + 3 * n_ff_expert * n_expert_used * T * F32
-               + hidden * n_expert_used * T * F32)
-        ffn = moe if dense_layers == 0 else max(ffn, moe)
-
-    output = T * I32 + hid + OUTPUT_HOLE_HIDDEN[graph][bool(flash_attn)] * hid + hid + n_vocab * T * F32
-    return {
-        "inputs": int(inputs),
-        "attention": int(inputs + attn),
-        "ffn": int(inputs + ffn),
-        "output": int(output),
-    }
+    After a few layers the allocator state at a layer boundary (free blocks, high-water mark, the
+    offsets of the live tensors) cycles, with a cycle of one or two layer-pattern periods (the residual
+    alternates between two slots). Once a state recurs, every further cycle replays the previous one and
+    reaches nothing higher. So the graph is first built with whole cycles left out of the middle, keeping
+    the ``head`` leading layers (DeepSeek's dense ones), three cycles to settle and compare, then a period
+    and the last layer; if a boundary state within it recurs one cycle later before that closing part, the
+    full graph peaks exactly as the short one. Otherwise the full graph is simulated.
+    """
+    L = shape["layers"]
+    cycle = 2 * period
+    keep = head + 3 * cycle + period + 1
+    dropped = (L - keep) // cycle * cycle if L > keep else 0
+    if dropped:
+        snaps = []
+        short = dict(shape, layers=L - dropped)
+        peak = ggml_alloc.peak_bytes(llamacpp_graph.reserve_graph(short, fa), snapshots=snaps)
+        for i in range(head, head + 2 * cycle + 1):
+            if snaps[i] == snaps[i + cycle]:
+                return peak
+    return ggml_alloc.peak_bytes(llamacpp_graph.reserve_graph(shape, fa))
 
 
 def compute_buffer_bytes(
@@ -263,6 +172,11 @@ def compute_buffer_bytes(
     n_ff_expert=0,
     n_expert_used=0,
     dense_layers=0,
+    n_expert=0,
+    n_ff_shared=0,
+    swa_period=2,
+    type_k="f16",
+    type_v="f16",
 ):
     """CPU compute buffer of a llama.cpp context [bytes].
 
@@ -281,7 +195,7 @@ def compute_buffer_bytes(
         ``n_kv = n_ctx_seq`` (``build_attn_inp_kq_mask`` in
         ``src/llama-graph.cpp``: mask ``[n_kv, n_tokens/n_stream, 1, n_stream]``).
     layers : int
-        Layers (with ``dense_layers``: whether any MoE layer exists).
+        Layers.
     n_head, n_head_kv, head_dim, v_head_dim : int
         Attention shape; ``head_dim`` is the query/key width per head.
     hidden : int
@@ -301,8 +215,16 @@ def compute_buffer_bytes(
         ``gemma``, ``phi3`` (fused QKV), ``mla`` (DeepSeek-V2/V3 latent attention).
     kv_lora_rank, rope_head_dim : int
         MLA latent width and decoupled RoPE width (``graph="mla"``).
-    n_ff_expert, n_expert_used, dense_layers : int
-        MoE: FFN width of one expert, experts per token, leading dense layers.
+    n_ff_expert, n_expert_used, dense_layers, n_expert, n_ff_shared : int
+        MoE (``graph="mla"``): FFN width of one expert, experts per token,
+        leading dense layers, routed experts, total FFN width of the shared
+        experts.
+    swa_period : int
+        With ``n_swa``: layer ``il`` uses the window when
+        ``il % swa_period < swa_period - 1`` (llama.cpp: 2 for gemma2, 6 for gemma3).
+    type_k, type_v : str
+        KV cache element types (``-ctk``/``-ctv``); quantized ones add Hadamard
+        rotations (:func:`_rotation_sizes`).
 
     Returns
     -------
@@ -312,15 +234,44 @@ def compute_buffer_bytes(
 
     Notes
     -----
-    The largest of :func:`compute_buffer_phases` (see the module docstring for
-    every term and its source).
+    The worst-case graph (:mod:`kvplan.engine.llamacpp_graph`) replayed
+    through ggml's allocator (:mod:`kvplan.engine.ggml_alloc`).
     """
-    return max(compute_buffer_phases(
-        n_ctx, n_ubatch, n_batch, flash_attn, n_seq_max, kv_unified, layers, n_head, n_head_kv,
-        head_dim, v_head_dim, hidden, n_ff, n_vocab, n_swa, has_full_layers, graph=graph,
-        kv_lora_rank=kv_lora_rank, rope_head_dim=rope_head_dim, n_ff_expert=n_ff_expert,
-        n_expert_used=n_expert_used, dense_layers=dense_layers,
-    ).values())
+    if graph not in GRAPHS:
+        raise ValueError(f"graph must be one of {', '.join(GRAPHS)}, not {graph!r}")
+    e = effective_sizes(n_ctx, n_batch, n_ubatch, n_seq_max, kv_unified)
+    T = e["n_ubatch"]
+    n_kv = e["n_ctx_seq"]
+    period = 1
+    if n_swa:
+        swa = swa_cache_cells(n_swa, T, n_kv, n_seq_max, kv_unified)
+        if has_full_layers:  # sliding-window cache first (llama_kv_cache_iswa), then the full one
+            caches = (swa, n_kv)
+            period = swa_period
+
+            def cache_of_layer(il):
+                return 0 if il % swa_period < swa_period - 1 else 1
+        else:
+            caches = (swa,)
+    else:
+        caches = (n_kv,)
+    if len(caches) == 1:
+        def cache_of_layer(il):
+            return 0
+    mla = graph == "mla"
+    k_rot, v_rot = (0, 0) if mla else _rotation_sizes(type_k, type_v, head_dim, v_head_dim)
+    shape = {
+        "graph": graph, "T": T, "E": hidden, "F": n_ff, "V": n_vocab, "layers": layers,
+        "H": n_head, "Hk": n_head_kv, "Dk": head_dim, "Dv": v_head_dim,
+        "caches": caches, "cache_of_layer": cache_of_layer, "n_stream": e["n_stream"],
+        # llama builds Q, V, K (build_attn expands them in that order); Gemma computes Q, K, V; Phi-3 fuses them
+        "qkv_order": {"gemma": "QKV", "phi3": "fused"}.get(graph, "QVK"),
+        "k_rot": k_rot, "v_rot": v_rot,
+        "kv_lora_rank": kv_lora_rank, "rope_dim": rope_head_dim,
+        "n_expert": n_expert, "n_expert_used": n_expert_used, "F_expert": n_ff_expert,
+        "F_shared": n_ff_shared, "dense_layers": dense_layers if n_expert_used else layers,
+    }
+    return _peak(shape, bool(flash_attn), period, dense_layers if (mla and n_expert_used) else 0)
 
 
 def output_buffer_bytes(n_vocab, n_seq_max=1, n_outputs=None, n_embd=0, embeddings=False):
@@ -355,6 +306,8 @@ def output_buffer_bytes(n_vocab, n_seq_max=1, n_outputs=None, n_embd=0, embeddin
 
 #: interleaved sliding-window architectures whose window llama.cpp keeps
 _SWA_ARCHS = {"gemma2", "gemma3", "gemma3_text"}
+#: their layer pattern as llama.cpp sets it (``llama_hparams::set_swa_pattern``, ``src/llama-hparams.cpp``)
+_SWA_PERIOD = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6}
 #: profile ``architecture`` (Hugging Face model_type) → graph family; anything else builds like llama
 _GRAPH_OF_ARCH = {
     "gemma2": "gemma", "gemma3": "gemma", "gemma3_text": "gemma",
@@ -393,7 +346,7 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
         Parsed ``model_profiles/<model>.yaml`` (or an object with ``get``).
     **kw
         ``n_ctx``, ``n_batch``, ``n_ubatch``, ``flash_attn``, ``n_seq_max``,
-        ``kv_unified``.
+        ``kv_unified`` and optionally ``type_k``/``type_v``.
 
     Returns
     -------
@@ -420,5 +373,8 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
         n_ff_expert=int(_field(profile, "expert_intermediate_size", 0)),
         n_expert_used=int(_field(profile, "experts_per_token", 0)),
         dense_layers=int(_field(profile, "dense_layers", 0)),
+        n_expert=int(_field(profile, "experts", 0)),
+        n_ff_shared=int(_field(profile, "shared_experts", 0)) * int(_field(profile, "expert_intermediate_size", 0)),
+        swa_period=_SWA_PERIOD.get(arch, 2),
         **kw,
     )

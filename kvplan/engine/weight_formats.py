@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kvplan.engine.names import did_you_mean
 from kvplan.engine.group_quant import GROUP_FORMATS, price_group_format
 from kvplan.engine.quantize import FILE_TYPES, WeightPricing, price_gguf
 from kvplan.engine.tensors import ModelShape
@@ -15,7 +16,11 @@ def weight_format_key(name: str) -> str:
     Raises ``ValueError`` naming the known formats (pydantic reports it at the field's line)."""
     key = str(name).strip().lower().removeprefix("gguf-")
     if key not in WEIGHT_FORMATS:
-        raise ValueError(f"unknown weight format {name!r}; known: {', '.join(WEIGHT_FORMATS)}")
+        known = ", ".join(WEIGHT_FORMATS)
+        hint = did_you_mean(key, WEIGHT_FORMATS)
+        if hint:  # a near miss: the guesses first, the whole list after them
+            raise ValueError(f"unknown weight format {name!r}{hint} (known: {known})")
+        raise ValueError(f"unknown weight format {name!r}; known: {known}")
     return key
 
 

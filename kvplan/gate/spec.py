@@ -22,6 +22,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Fiel
 from kvplan.hub.catalog import user_catalog
 from kvplan.profiles.catalog import Catalog, Resolved, _looks_like_path
 from kvplan.plan import Knobs, build_scenario
+from kvplan.plan.knobs import check_bit_width
+from kvplan.profiles.field_rules import check_weight_bits
 from kvplan.errors import FieldError, KvplanError, ProfileError
 from kvplan.engine.formats import format_from_name
 from kvplan.profiles.loading import validate_document
@@ -50,6 +52,28 @@ def _real_at_least_zero(value: object) -> object:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"expected a finite number, got {value!r}")
     return value
+
+
+def _in_kvplans_words(check):
+    """A BeforeValidator running kvplan's rule for a knob (``check(value)``, a FieldError) on a number, before
+    the schema's own bounds, so an out-of-range value reads as on the command line (``must be a whole number
+    from 1 to 32, got 64``), not in pydantic's words; the file places it at the key, so the field's name is
+    left out. Anything else (text, a fraction for a bit width) is left to the schema's checks."""
+    def validate(value: object) -> object:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                check(value)
+            except FieldError as exc:
+                raise ValueError(exc.worded(lead=False)) from None
+        return value
+    return BeforeValidator(validate)
+
+
+def _bit_width(field: str):
+    def check(value: float) -> None:
+        if isinstance(value, int) or value.is_integer():  # 4.0 is 4, as the schema reads it
+            check_bit_width(field, int(value))
+    return check
 
 
 def _known_cache_type(value: object) -> object:
@@ -120,12 +144,12 @@ class KnobSpec(_Strict):
 
     sequences: PositiveInt | None = None
     pinned_prefix: TokensOrZero | None = None
-    weight_bits: WeightBits | None = None
+    weight_bits: Annotated[WeightBits, _in_kvplans_words(check_weight_bits)] | None = None
     weight_type: str | None = None
     weight_group_size: PositiveInt | None = None
-    kv_bits: Bits | None = None
-    k_bits: Bits | None = None
-    v_bits: Bits | None = None
+    kv_bits: Annotated[Bits, _in_kvplans_words(_bit_width("kv_bits"))] | None = None
+    k_bits: Annotated[Bits, _in_kvplans_words(_bit_width("k_bits"))] | None = None
+    v_bits: Annotated[Bits, _in_kvplans_words(_bit_width("v_bits"))] | None = None
     kv_group_size: PositiveInt | None = None
     kv_type: CacheType | None = None
     k_type: CacheType | None = None

@@ -145,7 +145,7 @@ def _profile_from_config(spec: HubSpec, config: dict, commit: str, params, notes
     from kvplan.importers.hf import profile_from_hf_config
 
     where = _url(spec.repo_id, commit, "config.json")
-    imported = profile_from_hf_config(config, name=slug(spec.repo_id), where=where)
+    imported = profile_from_hf_config(config, name=slug(spec.repo_id), where=where, label=str(spec))
     mapping = yaml.safe_load(imported.yaml_text)
     notes = [*notes, *imported.notes]
     mapping["description"] = f"{spec.repo_id} from the Hugging Face Hub (config.json, commit {commit[:12]})"
@@ -170,7 +170,7 @@ def _profile_from_config(spec: HubSpec, config: dict, commit: str, params, notes
     file_key = "config.json" + ("#offline" if notes and notes[0].startswith("offline") else "")
     return _finished(spec, mapping, commit, file_key, notes,
                      [f"Model profile resolved by kvplan from hf:{spec.repo_id} (commit {commit}).",
-                      "Check every figure against the model card."], where)
+                      "Check every figure against the model card."])
 
 
 def _from_gguf(spec: HubSpec, commit: str, choice, token) -> HubProfile:
@@ -193,17 +193,17 @@ def _from_gguf(spec: HubSpec, commit: str, choice, token) -> HubProfile:
     mapping["sources"] = sources
     return _finished(spec, mapping, commit, choice.first, notes,
                      [f"Model profile resolved by kvplan from hf:{spec.repo_id} {choice.first} (commit {commit}).",
-                      "Check every figure against the model card."], where)
+                      "Check every figure against the model card."])
 
 
-def _finished(spec: HubSpec, mapping: dict, commit: str, file_key: str, notes: list[str], header: list[str],
-              where: str) -> HubProfile:
+def _finished(spec: HubSpec, mapping: dict, commit: str, file_key: str, notes: list[str],
+              header: list[str]) -> HubProfile:
     """Render the (edited) mapping as YAML and validate it as a model, as the importers do."""
     import yaml
 
     from kvplan.importers.common import finish
 
-    imported = finish([(k, v, "") for k, v in mapping.items()], header, where, notes)
+    imported = finish([(k, v, "") for k, v in mapping.items()], header, str(spec), notes)  # errors: as typed
     origin = f"hf:{spec.repo_id}@{commit}/{file_key.split('#')[0]}"
     return HubProfile(yaml.safe_load(imported.yaml_text), origin, imported.model.model_dump(mode="json"),
                       imported.yaml_text, commit, tuple(notes), cache_file=file_key)

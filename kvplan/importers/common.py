@@ -25,9 +25,9 @@ class ImportedProfile:
 
 def slug(text: str) -> str:
     """A profile name from free text: ``Qwen/Qwen3-0.6B`` → ``qwen3-0.6b``."""
-    text = str(text).strip().rstrip("/").split("/")[-1].lower()
-    text = re.sub(r"[^a-z0-9._-]+", "-", text).strip("-._")
-    return text or "imported-model"
+    from kvplan.profiles.field_rules import suggested_name
+
+    return suggested_name(str(text).strip().rstrip("/").split("/")[-1]) or "imported-model"
 
 
 def window_pattern(local_layers: list[int], layers: int) -> str | list[int] | None:

@@ -162,6 +162,12 @@ def _active_params(meta: dict, tensors: list[tuple], arch: str, params: int, not
 def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
                                name: str | None = None, params: int | None = None,
                                weight_bits: float | None = None, weight_type: str | None = None) -> ImportedProfile:
+    from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
+
+    if name is not None:  # what the caller typed is checked before the header is read into a profile
+        check_profile_name(name)
+    if weight_bits is not None:
+        check_weight_bits(weight_bits)
     weight_type_given = weight_type
     arch = meta.get("general.architecture")
     if not isinstance(arch, str) or not arch:

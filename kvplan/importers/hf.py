@@ -14,7 +14,11 @@ transformers config class of its ``model_type`` (``_DEFAULTS`` below, e.g. a Gem
 
 A MoE config also gives ``params_active``, the parameters one token uses, counted the same way
 (embeddings included) with each MoE layer's MLP replaced by the experts a token runs through:
-(k + E_shared)·3·H·I_moe + E_routed·H, k = num_experts_per_tok.
+(k + E_shared)·3·H·I_moe + E_routed·H, k = num_experts_per_tok. Which configs are MoE, and their
+layout (Mixtral's experts are ``intermediate_size`` wide; Qwen2-MoE's shared expert counts as
+``shared_expert_intermediate_size / moe_intermediate_size`` experts plus an H-wide gate; DeepSeek-V3's
+``noaux_tc`` router adds E_routed bias terms), is :mod:`kvplan.importers.hf_arch`, which also refuses the
+configs kvplan cannot price (recurrent and hybrid models, other MoE layouts).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from pathlib import Path
 from kvplan.errors import ProfileError
 from kvplan.importers.common import (ImportedProfile, finish, slug, swa_pattern_layers, weight_fields,
                                      window_pattern)
+from kvplan.importers.hf_arch import MoeLayout, moe_layout, refuse_unpriceable
+from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
 
 # Defaults of the transformers config classes for keys a config.json may omit.
 _DEFAULTS: dict[str, dict] = {
@@ -42,10 +48,16 @@ _DEFAULTS: dict[str, dict] = {
                     "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
                     "sliding_window": 4096, "sliding_window_pattern": 6},
     "deepseek_v2": {"tie_word_embeddings": False},
+    "deepseek_v3": {"tie_word_embeddings": False},
+    "mixtral": {"tie_word_embeddings": False},
+    "qwen2_moe": {"tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
+                  "max_window_layers": 28, "decoder_sparse_step": 1, "mlp_only_layers": []},
+    "qwen3_moe": {"tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
+                  "max_window_layers": 28, "decoder_sparse_step": 1, "mlp_only_layers": []},
 }
 _FOUR_NORMS = {"gemma2", "gemma3_text", "gemma3"}  # input, post-attention, pre- and post-feedforward norms
-_QK_NORM = {"qwen3", "gemma3_text", "gemma3"}  # per-head RMSNorm on queries and keys
-_QKV_BIAS = {"qwen2"}  # bias on q, k, v (not o)
+_QK_NORM = {"qwen3", "qwen3_moe", "gemma3_text", "gemma3"}  # per-head RMSNorm on queries and keys
+_QKV_BIAS = {"qwen2", "qwen2_moe"}  # bias on q, k, v (not o)
 
 
 def profile_from_hf_file(path: str | Path, *, name: str | None = None, params: int | None = None,
@@ -125,11 +137,13 @@ def text_config(config: dict) -> tuple[dict, str]:
     return {**_DEFAULTS.get(model_type, {}), **{k: v for k, v in raw.items()}}, model_type
 
 
-def _need(c: dict, key: str, where: str) -> int:
+def _count(c: dict, key: str, missing: list[str]) -> int | None:
+    """``c[key]`` when it is a positive whole number; else None, with the key (or ``(key, value)`` when the
+    value is wrong) in ``missing``."""
     value = c.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        shown = "missing" if value is None else f"{value!r} is not a positive whole number"
-        raise ProfileError([f"{where}: {key}: {shown} (needed for a model profile)"])
+        missing.append(key if value is None else (key, value))
+        return None
     return value
 
 
@@ -159,11 +173,12 @@ def local_layers(c: dict, model_type: str, layers: int, max_context: int | None)
 
 
 def derived_params(c: dict, model_type: str, layers: int, heads: int, kv_heads: int, head_dim: int,
-                   v_head_dim: int) -> tuple[int, int | None, str]:
-    """Parameter count from the shapes (module docstring), the active count of a MoE (else None), the arithmetic."""
-    hidden = _need(c, "hidden_size", "config")
-    vocab = _need(c, "vocab_size", "config")
-    inter = _need(c, "intermediate_size", "config")
+                   v_head_dim: int, moe: MoeLayout | None = None) -> tuple[int, int | None, str]:
+    """Parameter count from the shapes (module docstring), the active count of a MoE (else None), the arithmetic.
+
+    The keys it reads were checked by :func:`profile_from_hf_config` (positive whole numbers)."""
+    hidden, vocab = int(c["hidden_size"]), int(c["vocab_size"])
+    inter = int(c.get("intermediate_size") or 0)  # absent only in a MoE without dense layers
     tied = bool(c.get("tie_word_embeddings"))
     embed = vocab * hidden
     if c.get("kv_lora_rank"):
@@ -184,29 +199,27 @@ def derived_params(c: dict, model_type: str, layers: int, heads: int, kv_heads: 
         attn_text = f"attention {attn:,} (q {heads}×{head_dim}, k/v {kv_heads}×{head_dim}, o)"
     norms = (4 if model_type in _FOUR_NORMS else 2) * hidden
     dense_mlp = 3 * hidden * inter + (2 * inter + hidden if c.get("mlp_bias") else 0)
-    experts = int(c.get("n_routed_experts") or 0)
-    if experts:
-        shared = int(c.get("n_shared_experts") or 0)
-        moe_inter = int(c["moe_intermediate_size"])
-        first_dense = int(c.get("first_k_dense_replace") or 0)
-        freq = int(c.get("moe_layer_freq") or 1)
-        moe_layers = sum(1 for i in range(layers) if i >= first_dense and i % freq == 0)
-        moe_mlp = (experts + shared) * 3 * hidden * moe_inter + experts * hidden
-        mlp_total = moe_layers * moe_mlp + (layers - moe_layers) * dense_mlp
-        mlp_text = (f"{layers - moe_layers} dense MLP layers × {dense_mlp:,} + {moe_layers} MoE layers × "
-                    f"({experts} routed + {shared} shared) experts × 3×{hidden}×{moe_inter} + router "
-                    f"{experts}×{hidden} = {moe_mlp:,}")
-        per_token = int(c["num_experts_per_tok"])
-        active_moe_mlp = (per_token + shared) * 3 * hidden * moe_inter + experts * hidden
-        active_mlp_total = moe_layers * active_moe_mlp + (layers - moe_layers) * dense_mlp
+    if moe is not None:
+        experts, shared, per_token = moe.experts, moe.shared_experts, moe.experts_per_token
+        width = moe.expert_intermediate_size
+        moe_layers = layers - moe.dense_layers
+        always = experts * hidden + moe.extra_per_layer  # router (and gate or bias terms): every token uses them
+        moe_mlp = (experts + shared) * 3 * hidden * width + always
+        mlp_total = moe_layers * moe_mlp + moe.dense_layers * dense_mlp
+        extra = f" + {moe.extra_what}" if moe.extra_what else ""
+        mlp_text = (f"{moe.dense_layers} dense MLP layers × {dense_mlp:,} + {moe_layers} MoE layers × "
+                    f"({experts} routed + {shared} shared) experts × 3×{hidden}×{width} + router "
+                    f"{experts}×{hidden}{extra} = {moe_mlp:,}")
+        active_moe_mlp = (per_token + shared) * 3 * hidden * width + always
+        active_mlp_total = moe_layers * active_moe_mlp + moe.dense_layers * dense_mlp
         mlp_text += (f"; active per token: ({per_token} routed (num_experts_per_tok) + {shared} shared) experts "
-                     f"+ router = {active_moe_mlp:,} per MoE layer")
+                     f"+ router{extra} = {active_moe_mlp:,} per MoE layer")
     else:
         mlp_total = active_mlp_total = layers * dense_mlp
         mlp_text = f"MLP 3×{hidden}×{inter} = {dense_mlp:,} per layer"
     rest = embed * (1 if tied else 2) + hidden + layers * (attn + norms)
     total = rest + mlp_total
-    active = rest + active_mlp_total if experts else None
+    active = rest + active_mlp_total if moe is not None else None
     text = (f"derived from config: embeddings {vocab}×{hidden} = {embed:,}"
             f"{' (tied output layer)' if tied else f' + untied lm_head {embed:,}'}; per layer {attn_text}, "
             f"norms {norms:,}; {mlp_text}; final norm {hidden:,}; total {total:,}"
@@ -214,12 +227,27 @@ def derived_params(c: dict, model_type: str, layers: int, heads: int, kv_heads: 
     return total, active, text
 
 
-def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json", params: int | None = None,
-                           weight_bits: float | None = None, weight_type: str | None = None) -> ImportedProfile:
-    """Build and validate a model profile from a parsed config.json (see the module docstring)."""
+def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json", label: str | None = None,
+                           params: int | None = None, weight_bits: float | None = None,
+                           weight_type: str | None = None) -> ImportedProfile:
+    """Build and validate a model profile from a parsed config.json (see the module docstring).
+
+    ``where`` is the config's place, written into the profile; ``label`` (default ``where``) the source as the
+    user gave it (``hf:ORG/NAME``, a file path), which errors name. A recurrent or hybrid model, a mixture of
+    experts whose layout the profile cannot hold (:mod:`kvplan.importers.hf_arch`) and a config lacking keys
+    are refused, the last naming every missing key at once."""
+    label = label or where
+    check_profile_name(name)
+    if weight_bits is not None:
+        check_weight_bits(weight_bits)
     c, model_type = text_config(config)
-    layers = _need(c, "num_hidden_layers", where)
-    heads = _need(c, "num_attention_heads", where)
+    refuse_unpriceable([config, c], [str(config.get("model_type") or ""), model_type], label)
+    try:
+        layers, heads, moe = _checked_shape(c, model_type, label, derive_params=params is None)
+    except ProfileError:
+        raise
+    except (TypeError, ValueError) as exc:  # a key of the wrong type among those the layout reads
+        raise ProfileError([f"{label}: cannot read this config ({exc})"]) from None
     kv_heads = c.get("num_key_value_heads") or heads
     hidden = c.get("hidden_size")
     mla = None
@@ -232,7 +260,7 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         head_dim = v_head_dim = int(c["head_dim"])
         head_note = "config head_dim"
     else:
-        head_dim = v_head_dim = _need(c, "hidden_size", where) // heads
+        head_dim = v_head_dim = int(hidden) // heads
         head_note = f"hidden_size / num_attention_heads = {hidden} / {heads}"
     max_context = c.get("max_position_embeddings")
     local, window_note = local_layers(c, model_type, layers, max_context)
@@ -243,13 +271,12 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     if params is None:
         try:
             params, params_active, params_note = derived_params(c, model_type, layers, heads, kv_heads, head_dim,
-                                                                v_head_dim)
-        except (ProfileError, KeyError, TypeError, ValueError) as exc:
-            raise ProfileError([f"{where}: cannot derive the parameter count from this config ({exc}); "
-                                "give --params"]) from None
+                                                                v_head_dim, moe)
+        except (TypeError, ValueError) as exc:  # an optional key of the wrong type (q_lora_rank: "x")
+            raise ProfileError([f"{label}: cannot derive the parameter count from this config ({exc})"]) from None
     else:
         params_note = "given on the command line (--params)"
-        if c.get("n_routed_experts"):
+        if moe is not None:
             notes.append("a mixture of experts: params_active is derived only when params is (no --params); "
                          "add it from the model card, or decode is priced as if every expert were read")
     source = config.get("_name_or_path") or where
@@ -272,6 +299,7 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         ("sliding_window", window, ""),
         ("sliding_window_pattern", pattern, ""),
         ("mla", mla, "multi-head latent attention"),
+        *_moe_fields(moe, model_type),
         *weight_fields(weight_bits, weight_type),
         ("kv_bits", 16, "fp16 KV cache"),
         ("sources", {"config": f"{source} (config.json, imported by kvplan)", "params": params_note,
@@ -279,4 +307,45 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     ]
     header = [f"Model profile imported by 'kvplan import hf' from {where}.",
               "Check every figure against the model card, then run 'kvplan profiles validate'."]
-    return finish(fields, header, where, notes)
+    return finish(fields, header, label, notes)
+
+
+def _checked_shape(c: dict, model_type: str, label: str, *, derive_params: bool
+                   ) -> tuple[int, int, MoeLayout | None]:
+    """(layers, attention heads, MoE layout or None) once every key the profile needs is there; else one
+    ProfileError naming all the keys that are missing or wrong, not just the first."""
+    missing: list[str] = []
+    layers = _count(c, "num_hidden_layers", missing)
+    heads = _count(c, "num_attention_heads", missing)
+    if c.get("kv_lora_rank"):
+        _count(c, "qk_nope_head_dim", missing)
+        _count(c, "qk_rope_head_dim", missing)
+    elif not c.get("head_dim") or derive_params:
+        _count(c, "hidden_size", missing)
+    moe = moe_layout(c, model_type, layers or 0, label, missing)
+    if derive_params:
+        _count(c, "vocab_size", missing)
+        if moe is None or moe.dense_layers or model_type == "mixtral":
+            _count(c, "intermediate_size", missing)
+    if missing:
+        kind = f"model_type {model_type!r}" if model_type else "no model_type"
+        absent = list(dict.fromkeys(k for k in missing if isinstance(k, str)))
+        wrong = list(dict.fromkeys(f"{m[0]} {m[1]!r}" for m in missing if isinstance(m, tuple)))
+        said = ([f"missing {', '.join(absent)}"] if absent else []) + \
+            ([f"not a positive whole number: {', '.join(wrong)}"] if wrong else [])
+        raise ProfileError([f"{label}: cannot build a model profile from this config ({kind}): {'; '.join(said)}"])
+    return layers, heads, moe
+
+
+def _moe_fields(moe: MoeLayout | None, model_type: str) -> list[tuple[str, object, str]]:
+    """The profile rows of a mixture of experts (what weight pricing and the runtime buffers read)."""
+    if moe is None:
+        return []
+    width_key = "intermediate_size" if model_type == "mixtral" else "moe_intermediate_size"
+    dense_key = {"mixtral": "none: every layer has experts", "qwen2_moe": "decoder_sparse_step, mlp_only_layers",
+                 "qwen3_moe": "decoder_sparse_step, mlp_only_layers"}.get(model_type, "first_k_dense_replace")
+    return [("experts", moe.experts, "routed experts per MoE layer"),
+            ("experts_per_token", moe.experts_per_token, "num_experts_per_tok"),
+            ("expert_intermediate_size", moe.expert_intermediate_size, width_key),
+            ("shared_experts", moe.shared_experts, "always-on experts of that width"),
+            ("dense_layers", moe.dense_layers, f"leading layers with a dense MLP ({dense_key})")]

@@ -174,7 +174,8 @@ def runtime_buffers(s: Scenario, cache: CacheModel, ctx: int):
         return None
     from kvplan.caches.buffers import llamacpp_buffers
 
-    return llamacpp_buffers(cache.spec, s.model, ctx, s.sequences)
+    v_format = cache.v_format or cache.k_format  # MLA: one latent row, K's type
+    return llamacpp_buffers(cache.spec, s.model, ctx, s.sequences, cache.k_format.name, v_format.name)
 
 
 def max_ctx_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only_max_ctx):

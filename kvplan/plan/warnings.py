@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 MIN_PLAUSIBLE_RAM_BYTES = 256 * 10**6
 MIN_PLAUSIBLE_BANDWIDTH_BYTES_PER_S = 10**9
 MIN_PLAUSIBLE_FLASH_READ_BYTES_PER_S = 10 * 10**6
+#: an OS keeps at least this much for itself on a device of more than MIN_RAM_FOR_RESERVE_CHECK_BYTES: a smaller
+#: reserve is almost surely MB typed for GB (--os-reserve 2MB on an 8 GB phone)
+MIN_PLAUSIBLE_OS_RESERVE_BYTES = 100 * 10**6
+MIN_RAM_FOR_RESERVE_CHECK_BYTES = 10**9
 #: a context this many times the trained one is far past what any context extension was shown to reach
 MAX_PLAUSIBLE_CTX_OVER_TRAINED = 8
 
@@ -27,11 +31,16 @@ def _size(n: int) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 10**9 else f"{n / 1e6:.2f} MB"
 
 
-def implausible_device(d: Device) -> list[str]:
-    """A device's figures that validate but are almost surely a unit left out."""
+def implausible_device(d: Device, os_reserve_bytes: int | None = None) -> list[str]:
+    """A device's figures that validate but are almost surely a unit left out (``os_reserve_bytes``: the reserve in
+    force when it is not the profile's own)."""
     out = []
     if d.ram < MIN_PLAUSIBLE_RAM_BYTES:
         out.append(f"device {d.name}: ram {d.ram:,} B is under 256 MB — is a unit missing?")
+    reserve = d.os_reserve if os_reserve_bytes is None else os_reserve_bytes
+    if d.ram > MIN_RAM_FOR_RESERVE_CHECK_BYTES and reserve < MIN_PLAUSIBLE_OS_RESERVE_BYTES:
+        out.append(f"device {d.name}: os_reserve {reserve:,} B is under 100 MB on {_size(d.ram)} of RAM, less than "
+                   "any OS keeps for itself — is the unit right?")
     if d.memory_bandwidth < MIN_PLAUSIBLE_BANDWIDTH_BYTES_PER_S:
         out.append(f"device {d.name}: memory_bandwidth {d.memory_bandwidth:,.0f} B/s is under 1 GB/s — "
                    "is a unit missing?")
@@ -43,7 +52,7 @@ def implausible_device(d: Device) -> list[str]:
 def implausible_inputs(s: Scenario, ctx_per_sequence: int) -> list[str]:
     """Figures that validate but are almost surely a slip (a unit left out, a context typed with extra zeros)."""
     m = s.model
-    out = implausible_device(s.device)
+    out = implausible_device(s.device, s.os_reserve_in_force_bytes)
     trained = m.max_context or 0
     if trained and ctx_per_sequence > MAX_PLAUSIBLE_CTX_OVER_TRAINED * trained:
         out.append(f"context {s.ctx:,} tokens: {ctx_per_sequence / trained:,.1f}× {m.name}'s trained {trained:,} "
@@ -102,9 +111,9 @@ def llamacpp_buffers_if_ideal(s: Scenario):
     if missing_shape_fields(s.model) or s.sliding_window is not None:  # llama.cpp cannot put a window on a model
         return None
     spec = runtime_spec("llama.cpp")
-    if s.k_format is not None or s.v_format is not None:  # the profile's own cache types always load
-        try:  # the line names a --runtime llama.cpp command: say nothing where llama.cpp refuses the request
-            llamacpp_cache(spec, s.model, s.k_format, s.v_format)
-        except KvplanError:
-            return None
-    return llamacpp_buffers(spec, s.model, s.ctx * s.sequences, s.sequences)
+    try:  # the line names a --runtime llama.cpp command: say nothing where llama.cpp refuses the request
+        cache = llamacpp_cache(spec, s.model, s.k_format, s.v_format)
+    except KvplanError:
+        return None
+    v_format = cache.v_format or cache.k_format
+    return llamacpp_buffers(spec, s.model, s.ctx * s.sequences, s.sequences, cache.k_format.name, v_format.name)

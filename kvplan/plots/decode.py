@@ -12,8 +12,16 @@ from kvplan.plots.series import SERIES_COLORS, SeriesCount, count_series, title_
 from kvplan.curves import DecodeCurves
 
 
+AGGREGATE_COLOR = "#8172b3"
+AGGREGATE_STYLE = (0, (6, 2, 1, 2))  # dash-dot: told from the flash line's dashes
+
+
 def _rate(x: float) -> str:
     return f"{x:.1f}" if x < 100 else f"{x:,.0f}"
+
+
+def _sequences(n: int) -> str:
+    return f"{n} sequence" + ("s" if n != 1 else "")
 
 
 def _ram_label(s, latency_s: float) -> str:
@@ -44,6 +52,9 @@ def _mark_ctx(ax, c: DecodeCurves, k: int, color: str, single: bool, x_end: floa
     over = bool(ev.flash.steady_overflow_bytes)  # decode streams only a steady overflow (not a prefill peak)
     ax.plot([s.ctx], [ram], "s", color="#222222" if single else color, markersize=6, zorder=5,
             markeredgecolor="#222222", gid=f"ctx:{k}")
+    if s.sequences > 1:  # check's aggregate: one step emits a token for every sequence
+        ax.plot([s.ctx], [ev.aggregate_decode_tokens_per_s], "D", color=AGGREGATE_COLOR if single else color,
+                markersize=5, zorder=5, markeredgecolor="#222222", gid=f"ctx_aggregate:{k}")
     if over:
         ax.plot([s.ctx], [ev.flash.streamed_decode_tokens_per_s], "v", color=COLORS["flash"] if single else color,
                 markersize=7, zorder=5, markeredgecolor="#222222", gid=f"ctx_flash:{k}")
@@ -51,7 +62,14 @@ def _mark_ctx(ax, c: DecodeCurves, k: int, color: str, single: bool, x_end: floa
         return
     right = s.ctx > 0.6 * x_end  # labels to the left of a mark near the right edge, so they stay inside
     box = {"boxstyle": "round,pad=0.25", "fc": "white", "ec": "none", "alpha": 0.85}
-    ax.annotate(f"{ctx_label(s.ctx)}: {_rate(ram)} tok/s from RAM" + ("\n(as if it fit)" if over else ""),
+    if s.sequences > 1:
+        ax.annotate(f"{_rate(ev.aggregate_decode_tokens_per_s)} tok/s over {_sequences(s.sequences)}"
+                    + (" (as if it fit)" if over else ""), (s.ctx, ev.aggregate_decode_tokens_per_s),
+                    xytext=(-8 if right else 8, 8), textcoords="offset points", ha="right" if right else "left",
+                    va="bottom", fontsize=9, fontweight="bold", color=AGGREGATE_COLOR, gid=f"ctx_aggregate_label:{k}",
+                    bbox=box)
+    per = " per sequence" if s.sequences > 1 else ""
+    ax.annotate(f"{ctx_label(s.ctx)}: {_rate(ram)} tok/s{per} from RAM" + ("\n(as if it fit)" if over else ""),
                 (s.ctx, ram), xytext=(-8 if right else 8, 8), textcoords="offset points",
                 ha="right" if right else "left", va="bottom", fontsize=9, fontweight="bold", gid=f"ctx_label:{k}",
                 bbox=box)
@@ -66,9 +84,11 @@ def _mark_ctx(ax, c: DecodeCurves, k: int, color: str, single: bool, x_end: floa
 def _series_label(c: DecodeCurves) -> str:
     """``pixel8 × llama-2-7b — 1.7 tok/s from RAM at 32k, 0.1 streamed from flash``."""
     ev, s = c.evaluation, c.evaluation.scenario
-    label = f"{s.device.name} × {s.model.name}"
+    label = f"{s.device.name} × {s.model.name}" + (f", {_sequences(s.sequences)}" if s.sequences > 1 else "")
     if c.show_ctx and s.ctx:
         label += f" — {_rate(ev.decode_tokens_per_s)} tok/s from RAM at {ctx_label(s.ctx)}"
+        if s.sequences > 1:
+            label += f" ({_rate(ev.aggregate_decode_tokens_per_s)} over all)"
         if ev.flash.steady_overflow_bytes:
             label += f", {_rate(ev.flash.streamed_decode_tokens_per_s)} streamed from flash"
     return label
@@ -81,22 +101,31 @@ def draw_decode(ax, curves: list[DecodeCurves], max_ticks: int = 8, units: str =
     single = len(curves) == 1
     x_end = max(int(c.ctx_tokens[-1]) for c in curves)
     top = 0.0
-    any_flash = False
+    any_flash = any_aggregate = False
     limits: dict = {}  # (tokens, option) → [(curve index, colour)]
     for k, c in enumerate(curves):
         ev, s = c.evaluation, c.evaluation.scenario
         x = c.ctx_tokens
         color = COLORS["decode"] if single else SERIES_COLORS[k % len(SERIES_COLORS)]
-        label = _ram_label(s, c.latency_s) + " — check's decode rate" if single else _series_label(c)
+        per = " per sequence" if s.sequences > 1 else ""
+        label = (("one sequence's rate " if per else "") + _ram_label(s, c.latency_s) + " — check's decode rate"
+                 if single else _series_label(c))
         ax.plot(x, c.decode_tokens_per_s, color=color, linewidth=2, label=label, gid=f"decode:{k}")
         top = max(top, float(np.nanmax(c.decode_tokens_per_s)))
+        if s.sequences > 1 and c.aggregate_tokens_per_s is not None:
+            label = (f"all {_sequences(s.sequences)} together (the weights read once per step) — check's "
+                     "aggregate rate" if single else "_nolegend_")
+            ax.plot(x, c.aggregate_tokens_per_s, color=AGGREGATE_COLOR if single else color, linewidth=2,
+                    linestyle=AGGREGATE_STYLE, label=label, gid=f"aggregate:{k}")
+            top = max(top, float(np.nanmax(c.aggregate_tokens_per_s)))
+            any_aggregate = True
         if single:
             ax.plot(x, c.roofline_tokens_per_s, color=COLORS["roofline"], linewidth=1.2, linestyle="--",
-                    label="roofline (100 % of bandwidth, no latency)", gid="roofline")
+                    label=f"roofline{per} (100 % of bandwidth, no latency)", gid="roofline")
             top = max(top, float(np.nanmax(c.roofline_tokens_per_s)))
             _spans(ax, c, x_end)
         if np.any(np.isfinite(c.streamed_tokens_per_s)):
-            label = (f"past the budget: overflow streamed from flash ({s.device.flash_read / 1e9:.2f} GB/s)"
+            label = (f"past the budget{per}: overflow streamed from flash ({s.device.flash_read / 1e9:.2f} GB/s)"
                      if single else "_nolegend_")
             ax.plot(x, c.streamed_tokens_per_s, color=COLORS["flash"] if single else color, linewidth=2,
                     linestyle=(0, (4, 2)), label=label, gid=f"flash:{k}")
@@ -122,6 +151,9 @@ def draw_decode(ax, curves: list[DecodeCurves], max_ticks: int = 8, units: str =
         if any_flash:
             ax.plot([], [], color="#555555", linewidth=2, linestyle=(0, (4, 2)),
                     label="dashed: past the budget, the overflow streamed from flash")
+        if any_aggregate:
+            ax.plot([], [], color="#555555", linewidth=2, linestyle=AGGREGATE_STYLE,
+                    label="dash-dot: all the sequences together (aggregate; solid and dashed: per sequence)")
     targets = {c.target_tokens_per_s for c in curves if c.target_tokens_per_s}
     for target in sorted(targets):
         label = f"target {target:g} tok/s"
@@ -137,7 +169,8 @@ def draw_decode(ax, curves: list[DecodeCurves], max_ticks: int = 8, units: str =
     ax.set_ylim(0, top * 1.12)
     ctx_axis(ax.xaxis, max_ticks=max_ticks)
     sequences = {c.evaluation.scenario.sequences for c in curves}
-    ax.set_ylabel("decode [tokens/s per sequence]" if sequences != {1} else "decode [tokens/s]")
+    # with several sequences the axis holds both rates: the legend says which line is which
+    ax.set_ylabel("decode [tokens/s]" if sequences == {1} else "decode [tokens/s]: per sequence and aggregate")
     ax.grid(True, alpha=0.3, linewidth=0.6)
     ax.set_axisbelow(True)
 
@@ -153,10 +186,13 @@ def decode_figure(curves: list[DecodeCurves], units: str = "si", count: SeriesCo
     draw_decode(ax, curves, units=units)
     if len(curves) == 1:
         s = curves[0].evaluation.scenario
-        fig.suptitle(f"Decode speed against context — {s.device.name} × {s.model.name}", fontsize=12)
+        seqs = f", {_sequences(s.sequences)}" if s.sequences > 1 else ""
+        fig.suptitle(f"Decode speed against context — {s.device.name} × {s.model.name}{seqs}", fontsize=12)
     else:
         note = title_note(count)
-        fig.suptitle("Decode speed against context" + (f" ({note})" if note else ""), fontsize=12)
+        sequences = {c.evaluation.scenario.sequences for c in curves}
+        each = f", {_sequences(sequences.pop())} each" if len(sequences) == 1 and min(sequences) > 1 else ""
+        fig.suptitle("Decode speed against context" + each + (f" ({note})" if note else ""), fontsize=12)
     handles, labels = ax.get_legend_handles_labels()
     ncols = 1 if len(curves) > 1 else (2 if len(labels) > 2 else len(labels))
     fig.legend(handles, labels, loc="outside lower center", ncols=ncols,

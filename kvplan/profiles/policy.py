@@ -18,8 +18,9 @@ from typing import Annotated
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator,
                       model_validator)
 
-from kvplan.errors import KvplanError, ProfileError, UsageError
+from kvplan.errors import FieldError, KvplanError, ProfileError, UsageError
 from kvplan.engine.formats import ElementFormat, format_from_name
+from kvplan.engine.names import did_you_mean
 from kvplan.units import parse_fraction, parse_tokens
 
 # --- element formats with outlier channels ---------------------------------------------------
@@ -327,10 +328,41 @@ NO_POLICY = "none"
 
 
 def load_policy_file(path) -> PolicySpec:
-    """Read a policy YAML file; problems raise ProfileError as ``file:line: field: message``."""
+    """Read a policy YAML file; problems raise ProfileError as ``file:line: field: message``.
+
+    A path that is not there gets the close names a policy could be: ``none`` and the YAML files beside it."""
+    from pathlib import Path
+
     from kvplan.profiles.loading import load_model_file
 
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise ProfileError([f"{path}: no such file{_policy_hint(str(path))}"])
     return load_model_file(PolicySpec, path, what="kv policy")
+
+
+#: a folder of thousands of files is not searched for a near miss (the error must come at once)
+_MAX_SIBLINGS = 1000
+
+
+def _policy_hint(typed: str) -> str:
+    """``"; did you mean …?"`` for a misspelt policy: ``none``, or a YAML file in the folder it names, matched by
+    file name and written as the user wrote the folder (``examples/kv-polcy.yaml`` → ``examples/kv-policy.yaml``)."""
+    import os
+    from pathlib import Path
+
+    folder, name = os.path.split(typed)
+    candidates = {NO_POLICY: NO_POLICY}
+    try:
+        with os.scandir(Path(folder or ".").expanduser()) as entries:
+            for i, entry in enumerate(entries):
+                if i >= _MAX_SIBLINGS:
+                    break
+                if entry.name.endswith((".yaml", ".yml")) and entry.name not in candidates and entry.is_file():
+                    candidates[entry.name] = os.path.join(folder, entry.name)
+    except OSError:  # no such folder, or not readable: "none" is still a guess
+        pass
+    return did_you_mean(name, candidates)
 
 
 def resolve_policy(value) -> PolicySpec | None:
@@ -353,4 +385,8 @@ def resolve_policy(value) -> PolicySpec | None:
     text = str(value)
     if text.strip().lower() == NO_POLICY:
         return PolicySpec(name=NO_POLICY)
+    from pathlib import Path
+
+    if not Path(text).expanduser().exists():  # the field, so the CLI names its flag
+        raise FieldError("kv_policy", f"{text}: no such file{_policy_hint(text)}")
     return load_policy_file(text)

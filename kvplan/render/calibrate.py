@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kvplan.render.profiles import JSON_NAMES, JSON_SCHEMA_VERSION
 from kvplan.render.tables import Table
 
 # The device fields a calibration fits, in the order they are shown.
@@ -38,12 +39,26 @@ def _short(text: str, limit: int = 90) -> str:
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
-def calibrate_json(calibration, device: dict, output: str | None, notes: list[str]) -> dict:
+def _whole(x: float):
+    return int(x) if float(x).is_integer() else x
+
+
+def calibrate_json(calibration, device, output: str | None, notes: list[str], warnings: list[str]) -> dict:
+    """``device``: the validated profile written to ``output``, its figures under the keys and in the base units
+    of ``profiles show --format json`` (``ram_bytes``, ``memory_bandwidth_bytes_per_s`` …); ``notes``: how the
+    inputs were read (what was recognised, what was fixed), ``warnings``: what ``profiles show`` would warn about
+    the written profile. A row's work has its unit in its key: bytes read per token for decode rows, FLOPs for
+    prefill rows, the other one null."""
+    fields = {JSON_NAMES.get(k, k): v for k, v in device.model_dump(mode="json").items()}
     return {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "warnings": list(warnings),
         "output": output,
-        "device": device,
+        "device": fields,
         "rows": [{"source": r.source, "line": r.line, "model_type": r.model_type, "test": r.test, "kind": r.kind,
-                  "work": r.work, "measured_tokens_per_s": r.measured_tokens_per_s,
+                  "work_bytes_per_token": _whole(r.work) if r.kind == "decode" else None,
+                  "work_flops": _whole(r.work) if r.kind == "prefill" else None,
+                  "measured_tokens_per_s": r.measured_tokens_per_s,
                   "fitted_tokens_per_s": r.fitted_tokens_per_s, "residual": r.error} for r in calibration.table],
         "notes": notes,
     }

@@ -23,7 +23,9 @@ def _finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else x
 
 
-def format_json(ev: Evaluation) -> dict:
+def format_json(ev: Evaluation, runtime_command: str | None = None) -> dict:
+    """The JSON document; ``runtime_command`` is the ``kvplan check … --runtime llama.cpp`` line that prices
+    llama.cpp's allocation of the same request (null when llama.cpp would refuse it, or under a runtime)."""
     s = ev.scenario
     return {
         "schema_version": JSON_SCHEMA_VERSION,
@@ -61,6 +63,7 @@ def format_json(ev: Evaluation) -> dict:
         "kv_policy": policy_render.policy_json(ev),
         "runtime": runtime_render.runtime_json(ev),
         "warnings": list(ev.warnings),
+        "llamacpp_command": runtime_command,
         "flash": {
             "overflow_bytes": ev.flash.overflow_bytes,
             "steady_overflow_bytes": ev.flash.steady_overflow_bytes,

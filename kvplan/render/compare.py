@@ -9,18 +9,24 @@ from kvplan.render import fmt, rates
 from kvplan.render.check import JSON_SCHEMA_VERSION
 from kvplan.render.csvnum import bits as bits_text, fixed
 from kvplan.render.maxctx import beyond_trained_note, max_ctx_cell
+from kvplan.render.sweep import output_columns
 from kvplan.render.tables import Table, to_csv
+from kvplan.sweep import SweepColumns
 
 if TYPE_CHECKING:
     from kvplan.plan import Evaluation
 
-CSV_COLUMNS = ["device", "model", "ctx", "sequences", "pinned_prefix_tokens", "weight_bits", "k_format", "v_format",
-               "kv_bytes_per_token", "kv_bytes", "pinned_prefix_bytes", "weights_bytes", "overhead_bytes",
-               "total_bytes", "budget_bytes", "headroom_bytes", "verdict", "decode_tokens_per_s", "max_ctx",
-               "max_ctx_limited_by", "max_ctx_trained", "max_ctx_at_target",
-               # added later, at the end so columns read by position keep their place
-               "kv_peak_bytes", "runtime", "kv_policy", "aggregate_decode_tokens_per_s", "buffers_bytes",
-               "weight_type"]
+# sweep's columns, in sweep's order (one list for both commands: a row of each for the same point reads the same);
+# max_ctx_at_target, last, only with a decode target
+CSV_COLUMNS = output_columns(SweepColumns.names())
+_AT_TARGET = "max_ctx_at_target"
+
+
+def columns_of(evaluations: list[list[Evaluation]]) -> list[str]:
+    """The CSV columns (and the first keys of a JSON row): ``max_ctx_at_target`` only with a decode target."""
+    first = evaluations[0][0].scenario if evaluations and evaluations[0] else None
+    target = first is not None and first.target_tokens_per_s
+    return [c for c in CSV_COLUMNS if c != _AT_TARGET or target]
 
 
 def weight_type_of(ev: Evaluation) -> str:
@@ -47,6 +53,7 @@ def _row(ev: Evaluation) -> dict:
         "aggregate_decode_tokens_per_s": ev.aggregate_decode_tokens_per_s, "max_ctx": ev.max_ctx,
         "max_ctx_limited_by": ev.max_ctx_limited_by, "max_ctx_trained": ev.max_ctx_trained,
         "ctx_beyond_trained": ev.ctx_beyond_trained, "max_ctx_at_target": ev.max_ctx_at_target,
+        "prefill_s": ev.prefill_s,
         "buffers_bytes": ev.buffers_bytes, "weight_type": weight_type_of(ev),
     }
 
@@ -54,25 +61,34 @@ def _row(ev: Evaluation) -> dict:
 def compare_json(evaluations: list[list[Evaluation]]) -> dict:
     first = evaluations[0][0].scenario if evaluations and evaluations[0] else None
     cells = [ev for row in evaluations for ev in row]
+    columns = columns_of(evaluations)
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "ctx": first.ctx if first else None,
         "devices": [row[0].scenario.device.name for row in evaluations if row],
         "models": [ev.scenario.model.name for ev in evaluations[0]] if evaluations else [],
         "target_tokens_per_s": first.target_tokens_per_s if first else None,
-        "rows": [{**_row(ev), "warnings": list(ev.warnings)} for ev in cells],
+        "rows": [_json_row(ev, columns) for ev in cells],
         "warnings": rates.warnings_of(cells),
     }
 
 
+def _json_row(ev: Evaluation, columns: list[str]) -> dict:
+    """The CSV columns in their order, then what CSV has no place for (``ctx_beyond_trained``, ``warnings``)."""
+    row = _row(ev)
+    return {**{c: row[c] for c in columns}, "ctx_beyond_trained": row["ctx_beyond_trained"],
+            "warnings": list(ev.warnings)}
+
+
 def compare_csv(evaluations: list[list[Evaluation]]) -> str:
     """CSV rows in the number formats of every kvplan CSV (:mod:`kvplan.render.csvnum`)."""
+    columns = columns_of(evaluations)
     rows = [_row(ev) for row in evaluations for ev in row]
     for r in rows:
         r["weight_bits"] = bits_text(r["weight_bits"])
-        for rate in ("decode_tokens_per_s", "aggregate_decode_tokens_per_s"):
-            r[rate] = fixed(r[rate])
-    return to_csv(CSV_COLUMNS, [["" if r[c] is None else r[c] for c in CSV_COLUMNS] for r in rows])
+        for decimal in ("decode_tokens_per_s", "aggregate_decode_tokens_per_s", "prefill_s"):
+            r[decimal] = fixed(r[decimal])
+    return to_csv(columns, [["" if r[c] is None else r[c] for c in columns] for r in rows])
 
 
 def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> list[Table]:

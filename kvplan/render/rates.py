@@ -40,5 +40,10 @@ def warnings_of(evaluations: Iterable[Evaluation]) -> list[str]:
 
 
 def warning_notes(warnings: Iterable[str]) -> list[str]:
-    """Table notes for warnings (the JSON ``warnings`` list, worded for a reader)."""
-    return [f"warning: {w}" for w in warnings]
+    """Table notes for warnings (the JSON ``warnings`` list, worded for a reader), and how to see what a runtime the
+    warnings name would allocate."""
+    warnings = list(warnings)
+    notes = [f"warning: {w}" for w in warnings]
+    if any(w.startswith("llama.cpp ignores") for w in warnings):
+        notes.append("the same command with --runtime llama.cpp prices llama.cpp's own allocation")
+    return notes

@@ -42,7 +42,7 @@ def column(cols: SweepColumns, name: str):
 
 
 # Token columns where NO_MAX_CTX means "none": empty in CSV, null in JSON.
-_TOKENS_OR_NONE = ("max_ctx", "max_ctx_at_target")
+_TOKENS_OR_NONE = ("max_ctx", "max_ctx_trained", "max_ctx_at_target")
 
 
 def csv_header(columns: list[str]) -> str:

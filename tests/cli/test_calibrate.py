@@ -123,3 +123,39 @@ def test_prefill_only_needs_a_bandwidth(run, tmp_path):
     result = run("calibrate", BENCH / "m2_ultra_2023.md", "--ram", "192 GB", "--os-reserve", "30 GB",
                  "--flash-read", "6 GB/s", "-o", tmp_path / "x.yaml")
     assert result.exit_code == 2 and "--bandwidth" in result.stderr
+
+
+def test_json_has_schema_version_warnings_and_base_unit_keys(run, tmp_path):
+    result = run("calibrate", EXAMPLE, "--bandwidth", "100GB/s", "--base", "macbook-air-m2-8gb",
+                 "-o", tmp_path / "m2.yaml", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert list(doc)[:2] == ["schema_version", "warnings"] and doc["schema_version"] == 1
+    assert doc["warnings"] == [] and doc["notes"]  # notes: how the inputs were read, as on stderr
+    device = doc["device"]
+    # the keys and units of `profiles show --format json` of the written file: 8 GiB = 8 × 2^30 = 8,589,934,592 B
+    assert device["ram_bytes"] == 8_589_934_592 and "ram" not in device
+    assert device["memory_bandwidth_bytes_per_s"] == 100e9  # the peak given
+    assert device["decode_latency_s"] == pytest.approx(0.00469)  # the profile's "4.69 ms"
+    shown = json.loads(run("profiles", "show", tmp_path / "m2.yaml", "--format", "json").stdout)
+    assert {k: shown[k] for k in device} == device
+    decode = [r for r in doc["rows"] if r["kind"] == "decode"]
+    prefill = [r for r in doc["rows"] if r["kind"] == "prefill"]
+    assert len(decode) == len(prefill) == 3 and all("work" not in r for r in doc["rows"])
+    # the Q4_0 tg row reads 3,784,892,416 B per token (test_done_criterion_profile_validates_and_plans)
+    q4 = next(r for r in decode if r["model_type"] == "llama 7B Q4_0")
+    assert q4["work_bytes_per_token"] == 3_784_892_416 and q4["work_flops"] is None
+    assert all(r["work_bytes_per_token"] is None and r["work_flops"] > 0 for r in prefill)
+
+
+def test_implausible_figures_are_warnings(run, tmp_path):
+    args = (EXAMPLE, "--bandwidth", "100GB/s", "--ram", "200 MB", "--os-reserve", "0 GB", "--flash-read", "5 MB/s")
+    warnings = ["device tiny: ram 200,000,000 B is under 256 MB — is a unit missing?",
+                "device tiny: flash_read 5,000,000 B/s is under 10 MB/s — is a unit missing?"]
+    result = run("calibrate", *args, "-o", tmp_path / "tiny.yaml", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"] == warnings
+    table = run("calibrate", *args, "-o", tmp_path / "tiny.yaml", "--force")
+    assert table.exit_code == 0
+    assert [line for line in table.stderr.splitlines() if "warning" in line] == [f"kvplan: warning: {w}"
+                                                                                 for w in warnings]

@@ -116,9 +116,10 @@ def test_compare_rows_add_up_with_the_peak_and_name_runtime_and_policy(run_json,
                                       + row["overhead_bytes"] + row["buffers_bytes"])
         assert row["runtime"] == runtime and row["kv_policy"] == policy
     csv_text = run("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, *extra, "-f", "csv").stdout
-    # the new columns come last, so columns read by position keep their place
-    assert csv_text.splitlines()[0].endswith(",max_ctx_at_target,kv_peak_bytes,runtime,kv_policy,"
-                                             "aggregate_decode_tokens_per_s,buffers_bytes,weight_type")
+    # sweep's columns in sweep's order (tests/cli/test_one_surface.py), compare's own last
+    assert csv_text.splitlines()[0].endswith(",max_ctx,prefill_s,kv_peak_bytes,runtime,kv_policy,"
+                                             "aggregate_decode_tokens_per_s,buffers_bytes,weight_type,"
+                                             "max_ctx_limited_by,max_ctx_trained")
     assert f",{runtime},{policy}," in csv_text.splitlines()[1]
     table = run("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, *extra).stdout
     assert (f"runtime {runtime}" in table) == (runtime != "ideal")

@@ -113,27 +113,47 @@ POINTS = {
 }
 
 
+@pytest.mark.parametrize("target", [(), ("--target-tok-s", "5")])
 @pytest.mark.parametrize("point", list(POINTS))
-def test_sweep_and_compare_agree_column_by_column(run, point):
-    common = POINTS[point]
-    (c,) = _csv(run("compare", "-c", "4k", *common, "-f", "csv").stdout)
-    (s,) = _csv(run("sweep", "-c", "4k", *common, "-f", "csv").stdout)
-    shared = [k for k in c if k in s]
-    # the first 19 columns are the same, in the same order, and so are the aggregate, the labels, the buffers
-    # and the weight format
-    assert list(c)[:19] == list(s)[:19] == shared[:19]
-    assert {"aggregate_decode_tokens_per_s", "kv_peak_bytes", "runtime", "kv_policy", "buffers_bytes",
-            "weight_type"} <= set(shared)
-    assert {k: c[k] for k in shared} == {k: s[k] for k in shared}
-    # JSON rows: the same keys hold the same values (full precision)
-    (cj,) = json.loads(run("compare", "-c", "4k", *common, "-f", "json").stdout)["rows"]
-    (sj,) = json.loads(run("sweep", "-c", "4k", *common, "-f", "json").stdout)["rows"]
-    shared_json = [k for k in cj if k in sj]
-    assert set(shared) <= set(shared_json)
-    assert {k: cj[k] for k in shared_json} == {k: sj[k] for k in shared_json}
+def test_sweep_and_compare_write_the_same_columns_and_rows(run, point, target):
+    common = (*POINTS[point], *target)
+    compare_csv = run("compare", "-c", "4k", *common, "-f", "csv").stdout
+    sweep_csv = run("sweep", "-c", "4k", *common, "-f", "csv").stdout
+    # one header, one row: the same columns in the same order, every field written the same way
+    assert compare_csv == sweep_csv
+    (c,) = _csv(compare_csv)
+    last = ["weight_type", "max_ctx_limited_by", "max_ctx_trained"] + ["max_ctx_at_target"] * bool(target)
+    assert list(c)[-len(last):] == last
+    assert list(c)[18:20] == ["max_ctx", "prefill_s"]  # the positions sweep always had
+    # JSON rows: the same keys in the same order hold the same values (full precision); compare adds what CSV
+    # has no place for
+    cj = json.loads(run("compare", "-c", "4k", *common, "-f", "json").stdout)
+    sj = json.loads(run("sweep", "-c", "4k", *common, "-f", "json").stdout)
+    (crow,), (srow,) = cj["rows"], sj["rows"]
+    assert list(srow) == sj["columns"] == list(c)
+    assert list(crow) == list(c) + ["ctx_beyond_trained", "warnings"]
+    assert {k: crow[k] for k in srow} == srow
     # every row adds up, the buffers included
     assert int(c["total_bytes"]) == sum(int(c[k]) for k in ("weights_bytes", "kv_peak_bytes", "pinned_prefix_bytes",
                                                             "overhead_bytes", "buffers_bytes"))
+
+
+def test_compare_and_sweep_say_what_limits_max_ctx(run):
+    # pixel8 × llama-2-7b (max_context 4,096): 4-bit weights leave 6e9 − 3.37e9 = 2.63e9 B → ⌊2.63e9 / 524,288⌋ =
+    # 5,016 tokens, set by memory; 16-bit weights (13.48e9 B) exceed the 6e9 budget alone → none, set by the weights
+    for bits, limited_by, max_ctx in (("4", "memory", "5016"), ("16", "weights", "")):
+        args = ("-c", "4k", "-d", "pixel8", "-m", "7b", "--weight-bits", bits, "-f", "csv")
+        (c,) = _csv(run("compare", *args).stdout)
+        (s,) = _csv(run("sweep", *args).stdout)
+        assert (c["max_ctx"], c["max_ctx_limited_by"], c["max_ctx_trained"]) == (max_ctx, limited_by, "4096") == \
+            (s["max_ctx"], s["max_ctx_limited_by"], s["max_ctx_trained"])
+    # a profile without max_context: empty in CSV, null in JSON, in both commands
+    args = ("-c", "4k", "-d", REF_PHONE, "-m", REF_7B)
+    (c,) = _csv(run("compare", *args, "-f", "csv").stdout)
+    assert c["max_ctx_trained"] == "" and "max_ctx_at_target" not in c
+    for command in ("compare", "sweep"):
+        (row,) = json.loads(run(command, *args, "-f", "json").stdout)["rows"]
+        assert row["max_ctx_trained"] is None and "max_ctx_at_target" not in row
 
 
 def test_ideal_row_figures_and_number_formats(run):

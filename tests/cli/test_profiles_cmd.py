@@ -301,3 +301,47 @@ def test_show_weights_errors_are_one_line(run):
     assert result.exit_code == 2 and result.stderr.startswith("kvplan: error: --weight-group-size: ")
     result = run("profiles", "show", "7b", "--weights", "--weight-type", "q9")
     assert result.exit_code == 2 and "unknown weight format 'q9'" in result.stderr
+
+
+IMPLAUSIBLE = DATA / "acceptance" / "implausible.yaml"
+# ram 200 MB, memory_bandwidth 500 MB/s, flash_read 5 MB/s: each under kvplan.plan.warnings' threshold
+IMPLAUSIBLE_WARNINGS = [
+    "device tiny-board: ram 200,000,000 B is under 256 MB — is a unit missing?",
+    "device tiny-board: memory_bandwidth 500,000,000 B/s is under 1 GB/s — is a unit missing?",
+    "device tiny-board: flash_read 5,000,000 B/s is under 10 MB/s — is a unit missing?"]
+
+
+def test_validate_prints_the_warnings_of_a_valid_profile(run):
+    result = run("profiles", "validate", str(IMPLAUSIBLE), str(REF_PHONE))
+    assert result.exit_code == 0  # valid: warnings never change the exit code
+    assert f"{IMPLAUSIBLE}: ok (device tiny-board)" in result.stdout
+    assert result.stderr.splitlines() == [f"kvplan: warning: {w}" for w in IMPLAUSIBLE_WARNINGS]
+    # as `profiles show` prints them
+    assert run("profiles", "show", str(IMPLAUSIBLE)).stderr == result.stderr
+
+
+def test_validate_warns_of_a_window_llamacpp_ignores_and_keeps_exit_2(run):
+    mistral = Path(__file__).resolve().parents[2] / "model_profiles" / "mistral-7b-v0.1.yaml"  # the built-in
+    result = run("profiles", "validate", str(mistral), str(BROKEN))
+    assert result.exit_code == 2  # BROKEN is invalid, as without warnings
+    assert result.stderr.splitlines() == [
+        "kvplan: warning: model mistral-7b-v0.1: llama.cpp ignores its 4,096-token sliding window (Mistral is "
+        "converted to GGUF as architecture llama, which has no window) and caches the whole context on every "
+        "layer; the runtime llama.cpp prices that"]
+
+
+def test_validate_json_has_schema_version_and_warnings(run):
+    result = run("profiles", "validate", str(IMPLAUSIBLE), str(IMPLAUSIBLE), str(BROKEN), "--format", "json")
+    assert result.exit_code == 2
+    doc = json.loads(result.stdout)
+    assert list(doc) == ["schema_version", "warnings", "ok", "files"]
+    assert doc["schema_version"] == 1
+    assert doc["warnings"] == IMPLAUSIBLE_WARNINGS  # each once, though two files carry them
+    assert [f["warnings"] for f in doc["files"]] == [IMPLAUSIBLE_WARNINGS, IMPLAUSIBLE_WARNINGS, []]
+    assert [f["ok"] for f in doc["files"]] == [True, True, False]
+    assert result.stderr == ""  # JSON carries them; stderr stays quiet
+
+
+def test_validate_json_without_warnings(run):
+    doc = json.loads(run("profiles", "validate", str(REF_PHONE), "--format", "json").stdout)
+    assert doc["schema_version"] == 1 and doc["warnings"] == [] and doc["files"][0]["warnings"] == []

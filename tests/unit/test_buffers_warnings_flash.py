@@ -119,3 +119,34 @@ def test_aggregate_rate_is_per_sequence_times_sequences(catalog):
     ev = _ev(catalog, "pixel8", "llama-3.2-1b", 4096, sequences=4)
     assert ev.aggregate_decode_tokens_per_s == pytest.approx(4 * ev.decode_tokens_per_s)
     assert math.isfinite(ev.aggregate_decode_tokens_per_s)
+
+
+def _measured_runs():
+    import json
+    from pathlib import Path
+
+    out = []
+    for path in sorted((Path(__file__).parents[1] / "data" / "llamacpp" / "buffers").glob("*.json")):
+        doc = json.loads(path.read_text())
+        for run in doc.get("runs", ()):  # published.json holds log lines of other machines, not runs
+            if run.get("returncode") == 0 and not run["params"].get("swa_full"):
+                out.append((doc["model"], run["params"], run["breakdown_bytes"]["CPU"]["compute"]))
+    return out
+
+
+@pytest.mark.parametrize("model, params, measured", _measured_runs(),
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_check_prices_the_measured_compute_buffer_through_the_plan(catalog, model, params, measured):
+    # the whole path a user takes: --runtime llama.cpp options and the cache types of the scenario reach the
+    # allocator replay, which llama.cpp's own breakdown (llama_get_memory_breakdown, CPU compute) must equal
+    from kvplan.caches.buffers import llamacpp_buffers
+    from kvplan.caches.llamacpp import llamacpp_cache
+    from kvplan.engine.formats import format_from_name
+
+    spec = runtime_spec("llama.cpp", ubatch=params["n_ubatch"], batch=params["n_batch"],
+                        flash_attn="on" if params["flash_attn"] else "off", kv_unified=params["kv_unified"])
+    m = catalog.model(model).profile
+    cache = llamacpp_cache(spec, m, format_from_name(params["type_k"]), format_from_name(params["type_v"]))
+    v = cache.v_format or cache.k_format
+    got = llamacpp_buffers(spec, m, params["n_ctx"], params["n_seq_max"], cache.k_format.name, v.name)
+    assert got.compute_bytes == measured

@@ -121,7 +121,7 @@ def test_bad_config_is_a_profile_error(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ProfileError, match="not valid JSON"):
         profile_from_hf_file(bad)
-    with pytest.raises(ProfileError, match="num_hidden_layers: missing"):
+    with pytest.raises(ProfileError, match="missing num_hidden_layers, num_attention_heads, hidden_size"):
         profile_from_hf_config({"model_type": "llama"}, name="x")
 
 

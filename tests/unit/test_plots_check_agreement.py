@@ -177,7 +177,7 @@ def test_figures_draw_at_most_twelve_series(slow_phone, m7b):
     drawn = [a for a in fig.axes[0].get_children() if str(a.get_gid()).startswith("decode:")]
     assert len(drawn) == 12
     assert fig._suptitle.get_text() == "Decode speed against context (first 12 of 14 series shown, 2 left out)"
-    assert fig.axes[0].get_ylabel() == "decode [tokens/s per sequence]"
+    assert fig.axes[0].get_ylabel() == "decode [tokens/s]: per sequence and aggregate"
     fig = memory_figure([data.memory_curves(s, 4096) for s in scenarios], columns=4)
     assert sum(ax.get_visible() for ax in fig.axes) == 12
     assert fig._suptitle.get_text() == "Memory against context (first 12 of 14 series shown, 2 left out)"

@@ -26,14 +26,17 @@ def _profiles(device, model):
     return cat.device(device).profile, cat.model(model).profile
 
 
-@pytest.mark.parametrize("device, model", [(REF_PHONE, REF_7B), (COMPUTE_PHONE, WINDOWED), (COMPUTE_PHONE, REF_7B)])
+# pixel8 × 7b: a model with a trained context (max_context 4,096), and 16-bit weights that leave no room at all
+@pytest.mark.parametrize("device, model", [(REF_PHONE, REF_7B), (COMPUTE_PHONE, WINDOWED), (COMPUTE_PHONE, REF_7B),
+                                           ("pixel8", "7b")])
 @pytest.mark.parametrize("knobs", [Knobs(), Knobs(kv_bits=8, pinned_prefix_tokens=512),
                                    Knobs(k_bits=8, v_bits=4, weight_bits=3.5, margin_fraction=0.2),
                                    Knobs(sliding_window=1024, os_reserve_bytes=3_000_000_000),
                                    Knobs(kv_type="q8_0", target_tokens_per_s=20.0),
                                    Knobs(k_type="q4_0", v_bits=4, kv_group_size=32, target_tokens_per_s=3.0),
                                    Knobs(runtime="transformers", target_tokens_per_s=8.0),
-                                   Knobs(kv_policy=POLICY, target_tokens_per_s=8.0)])
+                                   Knobs(kv_policy=POLICY, target_tokens_per_s=8.0),
+                                   Knobs(weight_bits=16, target_tokens_per_s=1.0)])
 def test_every_column_equals_scalar_evaluate(device, model, knobs):
     d, m = _profiles(device, model)
     base = build_scenario(d, m, 1, knobs)
@@ -60,6 +63,8 @@ def test_every_column_equals_scalar_evaluate(device, model, knobs):
             "prefill_s": ev.prefill_s,
             "buffers_bytes": ev.buffers_bytes,
             "weight_type": (ev.weights_pricing and (s.weight_type or m.weight_type)) or "",
+            "max_ctx_limited_by": ev.max_ctx_limited_by,
+            "max_ctx_trained": sweep.NO_MAX_CTX if ev.max_ctx_trained is None else ev.max_ctx_trained,
         }
         if knobs.target_tokens_per_s:
             expected["max_ctx_at_target"] = sweep.NO_MAX_CTX if ev.max_ctx_at_target is None else ev.max_ctx_at_target
@@ -86,6 +91,23 @@ def test_reference_figures_in_the_grid():
     assert [VERDICTS[c].value for c in cols.verdict] == ["fit", "over", "over", "over"]
     # max ctx: ⌊4.25e9 / 524,288⌋ = 8,106 for one sequence; ⌊4.25e9 / 2 / 524,288⌋ = 4,053 for two
     assert cols.max_ctx.tolist() == [8106, 8106, 4053, 4053]
+
+
+def test_what_limits_max_ctx_and_the_trained_context():
+    # ref-7b under a 1,024-token window on every layer: one sequence's cache stops at 1,024 × 524,288 =
+    # 536,870,912 B, below the 6e9 − 1.75e9 = 4.25e9 B allowance → unbounded (no max_ctx); 10,000 sequences need
+    # 10,000 × 524,288 = 5,242,880,000 B for a single token each, more than 4.25e9 → max_ctx 0, set by memory
+    d, m = _profiles(REF_PHONE, REF_7B)
+    cols = sweep.evaluate_group(build_scenario(d, m, 1, Knobs(sliding_window=1024)), *sweep.grid([1, 4096], [1, 10_000]))
+    assert cols.max_ctx_limited_by.tolist() == ["unbounded", "unbounded", "memory", "memory"]
+    assert cols.max_ctx.tolist() == [sweep.NO_MAX_CTX, sweep.NO_MAX_CTX, 0, 0]
+    assert cols.max_ctx_trained.tolist() == [sweep.NO_MAX_CTX] * 4  # ref-7b gives no max_context
+    # llama-2-7b at 16 bits: 6.74e9 × 2 = 13,480,000,000 B of weights over pixel8's 6e9 budget → weights;
+    # its profile's max_context is 4,096
+    d, m = _profiles("pixel8", "7b")
+    cols = sweep.evaluate_group(build_scenario(d, m, 1, Knobs(weight_bits=16)), *sweep.grid([1, 4096], [1]))
+    assert cols.max_ctx_limited_by.tolist() == ["weights"] * 2 and cols.max_ctx.tolist() == [sweep.NO_MAX_CTX] * 2
+    assert cols.max_ctx_trained.tolist() == [4096, 4096]
 
 
 def test_concat_and_take_keep_columns_aligned():

@@ -27,7 +27,8 @@ def _parts():
     cat = Catalog()
     parts = []
     for device, model, knobs in [(REF_PHONE, REF_7B, Knobs()), (COMPUTE_PHONE, WINDOWED, Knobs(kv_bits=8)),
-                                 (REF_PHONE, REF_7B, Knobs(weight_bits=20))]:  # 20-bit weights: nothing fits
+                                 (REF_PHONE, REF_7B, Knobs(weight_bits=20)),  # 20-bit weights: nothing fits
+                                 ("pixel8", "7b", Knobs())]:  # llama-2-7b's trained context: 4,096
         base = build_scenario(cat.device(device).profile, cat.model(model).profile, 1, knobs)
         ctx, seq = sweep.grid([1, 511, 4096, 100_000, 10_000_000], [1, 3])
         parts.append(sweep.evaluate_group(base, ctx, seq))
@@ -53,6 +54,8 @@ def test_fast_json_equals_json_dumps(chunk_rows):
     assert any(r["max_ctx"] is None for r in doc["rows"]) and any(r["max_ctx"] for r in doc["rows"])
     assert any(r["prefill_s"] is None for r in doc["rows"]) and any(r["prefill_s"] for r in doc["rows"])
     assert any(r["headroom_bytes"] < 0 for r in doc["rows"])
+    assert {r["max_ctx_trained"] for r in doc["rows"]} == {None, 4096}
+    assert {r["max_ctx_limited_by"] for r in doc["rows"]} == {"memory", "weights"}
     assert "max_ctx_at_target" not in doc["columns"]  # only a sweep with a decode target has it
 
 

@@ -1,0 +1,151 @@
+"""What kind of model a Hugging Face config describes, before kvplan prices it as one.
+
+kvplan prices attention KV caches. A recurrent, state-space or hybrid model keeps (some of) its
+context in a fixed-size state instead, so pricing it as a transformer would invent a cache it does
+not have: :func:`refuse_unpriceable` says so and stops. A mixture of experts is priced only where
+kvplan's profile fields can express its layout (``experts``, ``experts_per_token``,
+``expert_intermediate_size``, ``shared_experts``, ``dense_layers``: routed experts on every layer
+after the leading dense ones); :func:`moe_layout` reads it or names what it lacks, so a MoE is never
+counted as a dense model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.errors import ProfileError
+
+# model_type → what the model is instead of a transformer with a KV cache on every layer.
+_RECURRENT = {
+    **dict.fromkeys(("rwkv", "rwkv5", "rwkv6", "rwkv7"), "a recurrent network (RWKV)"),
+    "xlstm": "a recurrent network (xLSTM)",
+    **dict.fromkeys(("mamba", "mamba2", "falcon_mamba"), "a state-space model (Mamba)"),
+    **dict.fromkeys(("jamba", "zamba", "zamba2", "bamba", "falcon_h1", "granitemoehybrid", "nemotron_h", "plamo2",
+                     "hymba"), "a hybrid of attention and state-space (Mamba) layers"),
+    "recurrent_gemma": "a hybrid of local attention and recurrent (RG-LRU) layers",
+    **dict.fromkeys(("lfm2", "lfm2_moe", "lfm2_vl"), "a hybrid of attention and short-convolution layers"),
+    **dict.fromkeys(("qwen3_next", "kimi_linear", "minimax"), "a hybrid of attention and linear-attention layers"),
+}
+# Keys only a state-space or hybrid config has: they catch a model_type the table above does not know.
+_STATE_KEYS = ("ssm_state_size", "mamba_d_state", "state_size", "ssm_cfg", "mamba_expand", "layers_block_type",
+               "attn_layer_period", "hybrid_override_pattern", "linear_attn_config")
+_ATTENTION_LAYER_TYPES = {"full_attention", "sliding_attention"}
+
+
+def refuse_unpriceable(configs: list[dict], model_types: list[str], label: str) -> None:
+    """A ProfileError naming the architecture when ``configs`` (the config, its text_config) is not attention
+    with a KV cache on every layer; nothing when it is."""
+    for model_type in model_types:
+        if model_type in _RECURRENT:
+            raise ProfileError([f"{label}: model_type {model_type!r} is {_RECURRENT[model_type]}: it keeps a "
+                                "fixed-size state instead of a KV cache on every layer, and kvplan prices "
+                                "attention KV caches only, so it cannot plan this model"])
+    for c in configs:
+        state_key = next((k for k in _STATE_KEYS if c.get(k) is not None), None)
+        types = c.get("layer_types")
+        others = sorted({str(t) for t in types} - _ATTENTION_LAYER_TYPES) if isinstance(types, list) else []
+        if state_key or others:
+            what = (f"its layer_types hold {', '.join(others)} layers" if others
+                    else f"it has {state_key} (a state-space or recurrent layer)")
+            kind = model_types[0] if model_types and model_types[0] else "unknown"
+            raise ProfileError([f"{label}: model_type {kind!r} is not a transformer with a KV cache on every "
+                                f"layer ({what}); kvplan prices attention KV caches only, so it cannot plan "
+                                "this model"])
+
+
+# Mixtures of experts whose layout kvplan knows: routed experts of one width on the MoE layers, shared
+# experts of that width (DeepSeek), or a shared expert a multiple of it with a sigmoid gate (Qwen2-MoE).
+PRICED_MOE = ("deepseek_v2", "deepseek_v3", "mixtral", "qwen2_moe", "qwen3_moe")
+_EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
+_PER_TOKEN_KEY = "num_experts_per_tok"
+
+
+@dataclass(frozen=True)
+class MoeLayout:
+    """A mixture of experts as kvplan's profile fields hold it, and the extra parameters of each MoE layer."""
+
+    experts: int  # routed experts per MoE layer
+    experts_per_token: int
+    expert_intermediate_size: int
+    shared_experts: int  # always-on experts, each expert_intermediate_size wide
+    dense_layers: int  # leading layers with a dense MLP
+    extra_per_layer: int = 0  # parameters of a MoE layer beyond experts and router, all used by every token
+    extra_what: str = ""  # what they are, for sources.params
+
+
+def expert_count(c: dict) -> tuple[str, int] | None:
+    """(key, routed experts) when the config is a mixture of experts, else None."""
+    for key in _EXPERT_KEYS:
+        value = c.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return key, value
+    return None
+
+
+def moe_layout(c: dict, model_type: str, layers: int, label: str, missing: list[str]) -> MoeLayout | None:
+    """The layout of a mixture of experts (None for a dense config). A key it needs and lacks is appended to
+    ``missing`` (``(key, value)`` when the value is wrong; the caller names them all at once); a layout the
+    profile cannot express is a ProfileError."""
+    found = expert_count(c)
+    if found is None:
+        return None
+    key, experts = found
+    if model_type not in PRICED_MOE:
+        raise ProfileError([f"{label}: a mixture of experts ({key} {experts}) of model_type {model_type or 'unknown'!r}, "
+                            f"whose expert layout kvplan does not know (it knows {', '.join(PRICED_MOE)}); write "
+                            "the profile by hand with experts, experts_per_token, expert_intermediate_size, "
+                            "shared_experts and dense_layers (docs/profiles.md)"])
+    per_token = _positive(c, _PER_TOKEN_KEY, missing)
+    width_key = "intermediate_size" if model_type == "mixtral" else "moe_intermediate_size"
+    width = _positive(c, width_key, missing)
+    shared, extra, extra_what = int(c.get("n_shared_experts") or 0), 0, ""
+    if model_type == "qwen2_moe":
+        shared_width = _whole_or_zero(c.get("shared_expert_intermediate_size"))
+        if shared_width and width:
+            if shared_width % width:
+                raise ProfileError([f"{label}: shared_expert_intermediate_size {shared_width} is not a multiple of "
+                                    f"moe_intermediate_size {width}: kvplan's profile counts shared experts "
+                                    "(shared_experts) of the routed experts' width"])
+            shared, extra = shared_width // width, _whole_or_zero(c.get("hidden_size"))
+            extra_what = f"shared-expert gate {extra:,}"
+    if model_type == "deepseek_v3" and c.get("topk_method") == "noaux_tc":
+        extra, extra_what = experts, f"e_score_correction_bias {experts}"  # one term per routed expert
+    if per_token and per_token > experts:
+        raise ProfileError([f"{label}: {_PER_TOKEN_KEY} {per_token} is more than {key} {experts}"])
+    moe = _moe_layers(c, model_type, layers)
+    dense = layers - len(moe)
+    if moe != list(range(dense, layers)):
+        shown = ", ".join(map(str, moe[:8])) + (", …" if len(moe) > 8 else "")
+        raise ProfileError([f"{label}: experts on layers {shown} only ({_layout_keys(c)}): kvplan's profile "
+                            "fields express leading dense layers (dense_layers) followed by MoE layers, not "
+                            "this layout"])
+    return MoeLayout(experts, per_token or 0, width or 0, shared, dense, extra, extra_what)
+
+
+def _whole_or_zero(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _positive(c: dict, key: str, missing: list[str]) -> int | None:
+    value = c.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        missing.append(key if value is None else (key, value))
+        return None
+    return value
+
+
+def _moe_layers(c: dict, model_type: str, layers: int) -> list[int]:
+    """The layers with experts, as the transformers model of ``model_type`` builds them."""
+    if model_type in ("qwen2_moe", "qwen3_moe"):
+        step = int(c.get("decoder_sparse_step") or 1)
+        dense_only = set(c.get("mlp_only_layers") or [])
+        return [i for i in range(layers) if i not in dense_only and (i + 1) % step == 0]
+    if model_type in ("deepseek_v2", "deepseek_v3"):
+        first, freq = int(c.get("first_k_dense_replace") or 0), int(c.get("moe_layer_freq") or 1)
+        return [i for i in range(layers) if i >= first and i % freq == 0]
+    return list(range(layers))
+
+
+def _layout_keys(c: dict) -> str:
+    keys = ("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers")
+    return ", ".join(f"{k} {c[k]}" for k in keys if c.get(k) not in (None, [], 0)) or "its layout keys"
