@@ -35,6 +35,7 @@ All sizes are in bytes; arguments are plain scalars (ints / bools / str).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Mapping
 
 from kvplan.engine import ggml_alloc, llamacpp_graph
@@ -148,6 +149,7 @@ def _peak(shape, fa, period, head):
     return ggml_alloc.peak_bytes(llamacpp_graph.reserve_graph(shape, fa))
 
 
+@lru_cache(maxsize=4096)  # pure: a gate file or a plot asks for the same graph many times; arguments are scalars
 def compute_buffer_bytes(
     n_ctx,
     n_ubatch,

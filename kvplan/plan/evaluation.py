@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from kvplan import engine
@@ -84,7 +85,16 @@ class Evaluation:
     compute_buffer_bytes: int = 0
     output_buffer_bytes: int = 0
     warnings: tuple[str, ...] = field(default=())  # what the user should know before trusting a figure
-    llamacpp_buffers_bytes: int | None = None  # ideal formula only: the buffers llama.cpp would add (None: unknown)
+
+    @cached_property
+    def llamacpp_buffers_bytes(self) -> int | None:
+        """Under the ideal formula, the compute + output buffers llama.cpp would add at its defaults [bytes]; None
+        under a runtime, where llama.cpp would refuse the request, or when the profile lacks the shape. Computed
+        when asked (an allocator replay): the gate and sweeps, which never show it, do not pay for it."""
+        from kvplan.plan.warnings import llamacpp_buffers_if_ideal
+
+        would_add = llamacpp_buffers_if_ideal(self.scenario)
+        return would_add.total_bytes if would_add is not None else None
 
     @property
     def buffers_bytes(self) -> int:
@@ -330,8 +340,6 @@ def evaluate(s: Scenario) -> Evaluation:
         compute_buffer_bytes=buffers.compute_bytes if buffers is not None else 0,
         output_buffer_bytes=buffers.output_bytes if buffers is not None else 0,
     )
-    from kvplan.plan.warnings import llamacpp_buffers_if_ideal, warnings_of
+    from kvplan.plan.warnings import warnings_of
 
-    would_add = llamacpp_buffers_if_ideal(s)
-    return replace(ev, warnings=warnings_of(ev),
-                   llamacpp_buffers_bytes=would_add.total_bytes if would_add is not None else None)
+    return replace(ev, warnings=warnings_of(ev))
