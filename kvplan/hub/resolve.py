@@ -17,12 +17,10 @@ Online, one model_info request finds the commit the reference points to now, so 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -257,27 +255,14 @@ class _Cache:
         return [_endpoint_no_import(), spec.repo_id, spec.revision_or_default, spec.selector, _fingerprint()]
 
     def _load(self, name: str, key: list):
-        try:
-            with open(self.folder / name, encoding="utf-8") as handle:
-                stored = json.load(handle)
-        except (OSError, ValueError):
-            return None
-        if not isinstance(stored, dict) or stored.get("key") != key:
-            return None
-        return stored.get("data")
+        from kvplan.files.keyed_json import load_entry
+
+        return load_entry(self.folder / name, key)
 
     def _save(self, name: str, key: list, data) -> None:
-        tmp = None
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"key": key, "data": data}, handle)
-            os.replace(tmp, self.folder / name)
-        except OSError:
-            if tmp:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+        from kvplan.files.keyed_json import store_entry
+
+        store_entry(self.folder / name, key, data)
 
     def read_entry(self, repo_id: str, commit: str, file_key: str) -> HubProfile | None:
         key = self._entry_key(repo_id, commit, file_key)

@@ -14,12 +14,11 @@ replaces it; deleting the file does too.
 
 from __future__ import annotations
 
-import contextlib
+from kvplan.files.keyed_json import load_entry, store_entry
+
 import hashlib
 import json
-import os
 import platform as _platform
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -72,14 +71,8 @@ def load(key: dict | None = None) -> dict | None:
     path = entry_path(key)
     if path is None:
         return None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            stored = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(stored, dict) or stored.get("key") != key or not isinstance(stored.get("data"), dict):
-        return None
-    return stored["data"]
+    data = load_entry(path, key)
+    return data if isinstance(data, dict) else None
 
 
 def store(data: dict, key: dict | None = None) -> Path | None:
@@ -88,16 +81,4 @@ def store(data: dict, key: dict | None = None) -> Path | None:
     path = entry_path(key)
     if path is None:
         return None
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({"key": key, "data": data}, handle)
-        os.replace(tmp, path)
-    except OSError:
-        if tmp:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        return None
-    return path
+    return path if store_entry(path, key, data) else None
