@@ -1,6 +1,7 @@
 """llama.cpp's buffers beside the KV cache for one model and runtime spec: the compute and output buffers.
 
-The closed forms live in :mod:`kvplan.engine.llamacpp_buffers` (CPU backend); this module feeds them a
+The figures come from :mod:`kvplan.engine.llamacpp_buffers` (CPU backend: the output buffer in closed form, the
+compute buffer by replaying ggml's allocator over the reserve graph); this module feeds them a
 model profile and a :class:`~kvplan.profiles.runtime.LlamaCppSpec`, deciding what llama.cpp decides:
 ``-fa auto`` resolves to on for the CPU backend (it supports flash attention for every cache type
 kvplan accepts), and only the interleaved-window architectures keep their window.
@@ -54,6 +55,18 @@ def missing_shape_fields(model) -> tuple[str, ...]:
     return tuple(f for f in SHAPE_FIELDS if not getattr(model, f, None))
 
 
+def unpriced_because(model) -> str | None:
+    """Why llama.cpp's buffers cannot be priced for ``model`` (None: they can)."""
+    missing = missing_shape_fields(model)
+    if missing:
+        return f"the model profile lacks {', '.join(missing)}, which llama.cpp's compute buffer depends on"
+    experts = getattr(model, "experts", None)
+    if experts and lb.graph_of(_ProfileView(model)) != "mla":  # only DeepSeek's MoE graph is replayed
+        return (f"llama.cpp's graph for a mixture of experts of architecture {model.architecture or 'unknown'} is "
+                "not modelled (only DeepSeek-V2/V3's is)")
+    return None
+
+
 def flash_attn_on(spec) -> bool:
     """``-fa``: on and auto are on (the CPU backend runs flash attention), off is off."""
     return spec.flash_attn != "off"
@@ -64,7 +77,7 @@ def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
     """The compute and output buffers of ``-c ctx -np sequences`` under ``spec`` with llama.cpp cache types
     ``type_k``/``type_v`` (a quantized cache adds rotation inputs to the graph); None when the profile lacks a
     shape field (:data:`SHAPE_FIELDS`)."""
-    if missing_shape_fields(model):
+    if unpriced_because(model):
         return None
     fa = flash_attn_on(spec)
     if not ctx:  # no context, no graph: as the cache, which holds nothing at ctx 0

@@ -57,7 +57,9 @@ def check(
     if ev.llamacpp_buffers_bytes is not None:  # llama.cpp accepts this request: the command that prices it
         from kvplan.cli.check_argv import check_argv
 
-        runtime_command = " ".join(check_argv(scenario, device, model, profiles_dir) + ["--runtime", "llama.cpp"])
+        # llama.cpp's -c is the total of its -np sequences: the same request is -c ctx × sequences
+        same_request = scenario.with_changes(ctx=scenario.ctx * scenario.sequences)
+        runtime_command = " ".join(check_argv(same_request, device, model, profiles_dir) + ["--runtime", "llama.cpp"])
     if output_format is o.OutputFormat.json:
         document = render.format_json(ev, runtime_command)
         document["changes_to_fit"] = [render.change_json(c) for c in changes or []]

@@ -40,13 +40,8 @@ from typing import Any, Mapping
 
 from kvplan.engine import ggml_alloc, llamacpp_graph
 
-#: bytes of one f32 activation element (ggml graph activations are F32)
-F32 = 4
-#: bytes of one f16 element (the KQ mask is F16 with flash attention)
-F16 = 2
-#: bytes of one I32 / I64 index (token ids, positions, output ids / KV row indices)
-I32 = 4
-I64 = 8
+#: bytes of one f32 value (the output buffer's logits; the graph's element sizes live in llamacpp_graph)
+F32 = llamacpp_graph.F32
 #: llama.cpp pads the KV cache size / n_ctx_seq to this many cells
 #: (``llama_kv_cache::get_padding`` / ``n_pad_cur = max(n_pad, 256)`` in
 #: ``src/llama-kv-cache.cpp``; ``llama_context`` pads ``n_ctx`` with it)

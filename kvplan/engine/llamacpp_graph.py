@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from kvplan.engine.ggml_alloc import Graph
 
+#: bytes of one element: f32 activations, the f16 KQ mask with flash attention, I32 token ids / positions /
+#: output ids, I64 KV row indices
 F32 = 4
 F16 = 2
 I32 = 4

@@ -30,7 +30,7 @@ from pathlib import Path
 from kvplan.errors import ProfileError
 from kvplan.importers.common import (ImportedProfile, finish, slug, swa_pattern_layers, weight_fields,
                                      window_pattern)
-from kvplan.importers.hf_arch import MoeLayout, moe_layout, refuse_unpriceable
+from kvplan.importers.hf_arch import MoeLayout, moe_layout, positive_count, refuse_unpriceable
 from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
 
 # Defaults of the transformers config classes for keys a config.json may omit.
@@ -135,16 +135,6 @@ def text_config(config: dict) -> tuple[dict, str]:
     if isinstance(nested, dict) and "tie_word_embeddings" not in raw and "tie_word_embeddings" in config:
         raw = {**raw, "tie_word_embeddings": config["tie_word_embeddings"]}
     return {**_DEFAULTS.get(model_type, {}), **{k: v for k, v in raw.items()}}, model_type
-
-
-def _count(c: dict, key: str, missing: list[str]) -> int | None:
-    """``c[key]`` when it is a positive whole number; else None, with the key (or ``(key, value)`` when the
-    value is wrong) in ``missing``."""
-    value = c.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        missing.append(key if value is None else (key, value))
-        return None
-    return value
 
 
 def local_layers(c: dict, model_type: str, layers: int, max_context: int | None) -> tuple[list[int], str]:
@@ -315,18 +305,18 @@ def _checked_shape(c: dict, model_type: str, label: str, *, derive_params: bool
     """(layers, attention heads, MoE layout or None) once every key the profile needs is there; else one
     ProfileError naming all the keys that are missing or wrong, not just the first."""
     missing: list[str] = []
-    layers = _count(c, "num_hidden_layers", missing)
-    heads = _count(c, "num_attention_heads", missing)
+    layers = positive_count(c, "num_hidden_layers", missing)
+    heads = positive_count(c, "num_attention_heads", missing)
     if c.get("kv_lora_rank"):
-        _count(c, "qk_nope_head_dim", missing)
-        _count(c, "qk_rope_head_dim", missing)
+        positive_count(c, "qk_nope_head_dim", missing)
+        positive_count(c, "qk_rope_head_dim", missing)
     elif not c.get("head_dim") or derive_params:
-        _count(c, "hidden_size", missing)
+        positive_count(c, "hidden_size", missing)
     moe = moe_layout(c, model_type, layers or 0, label, missing)
     if derive_params:
-        _count(c, "vocab_size", missing)
+        positive_count(c, "vocab_size", missing)
         if moe is None or moe.dense_layers or model_type == "mixtral":
-            _count(c, "intermediate_size", missing)
+            positive_count(c, "intermediate_size", missing)
     if missing:
         kind = f"model_type {model_type!r}" if model_type else "no model_type"
         absent = list(dict.fromkeys(k for k in missing if isinstance(k, str)))
@@ -338,7 +328,8 @@ def _checked_shape(c: dict, model_type: str, label: str, *, derive_params: bool
 
 
 def _moe_fields(moe: MoeLayout | None, model_type: str) -> list[tuple[str, object, str]]:
-    """The profile rows of a mixture of experts (what weight pricing and the runtime buffers read)."""
+    """The profile rows of a mixture of experts: the parameters a decode step reads; for DeepSeek-V2/V3 also the
+    expert tensors of a weight format and llama.cpp's compute buffer (other MoE layouts are not modelled there)."""
     if moe is None:
         return []
     width_key = "intermediate_size" if model_type == "mixtral" else "moe_intermediate_size"

@@ -48,9 +48,9 @@ def refuse_unpriceable(configs: list[dict], model_types: list[str], label: str) 
             what = (f"its layer_types hold {', '.join(others)} layers" if others
                     else f"it has {state_key} (a state-space or recurrent layer)")
             kind = model_types[0] if model_types and model_types[0] else "unknown"
-            raise ProfileError([f"{label}: model_type {kind!r} is not a transformer with a KV cache on every "
-                                f"layer ({what}); kvplan prices attention KV caches only, so it cannot plan "
-                                "this model"])
+            raise ProfileError([f"{label}: model_type {kind!r} has layers kvplan does not price ({what}); "
+                                "kvplan prices the KV caches of full and sliding-window attention only, so it "
+                                "cannot plan this model"])
 
 
 # Mixtures of experts whose layout kvplan knows: routed experts of one width on the MoE layers, shared
@@ -95,9 +95,9 @@ def moe_layout(c: dict, model_type: str, layers: int, label: str, missing: list[
                             f"whose expert layout kvplan does not know (it knows {', '.join(PRICED_MOE)}); write "
                             "the profile by hand with experts, experts_per_token, expert_intermediate_size, "
                             "shared_experts and dense_layers (docs/profiles.md)"])
-    per_token = _positive(c, _PER_TOKEN_KEY, missing)
+    per_token = positive_count(c, _PER_TOKEN_KEY, missing)
     width_key = "intermediate_size" if model_type == "mixtral" else "moe_intermediate_size"
-    width = _positive(c, width_key, missing)
+    width = positive_count(c, width_key, missing)
     shared, extra, extra_what = int(c.get("n_shared_experts") or 0), 0, ""
     if model_type == "qwen2_moe":
         shared_width = _whole_or_zero(c.get("shared_expert_intermediate_size"))
@@ -126,7 +126,9 @@ def _whole_or_zero(value) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _positive(c: dict, key: str, missing: list[str]) -> int | None:
+def positive_count(c: dict, key: str, missing: list[str]) -> int | None:
+    """``c[key]`` when it is a positive whole number; else None, with the key (or ``(key, value)`` when the
+    value is wrong) in ``missing``."""
     value = c.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         missing.append(key if value is None else (key, value))

@@ -191,8 +191,11 @@ def runtime_buffers(s: Scenario, cache: CacheModel, ctx: int):
 def max_ctx_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only_max_ctx):
     """Largest ``-c`` whose KV allocation plus buffers fit ``allowance_bytes``, exact to the token.
 
-    Both grow with ``-c`` (never shrink), so the answer is at most the KV-only one and bisection over the
-    integers below it finds it. ``engine.NO_CONTEXT_FITS`` when not even ``-c 1`` fits."""
+    The answer is at most the KV-only one, and bisection below it keeps an invariant: the result fits and one
+    token more does not. That is the largest fitting ``-c`` when cache + buffers never shrink as ``-c`` grows,
+    which holds for the library's models: the compute buffer can drop by a few MB from one 256-cell step to the
+    next (the allocator lands tensors in other holes), but the cache grows by more on every step.
+    ``engine.NO_CONTEXT_FITS`` when not even ``-c 1`` fits."""
     def fits(ctx: int) -> bool:
         return cache.kv_peak_bytes(ctx, s.sequences) + runtime_buffers(s, cache, ctx).total_bytes <= allowance_bytes
 

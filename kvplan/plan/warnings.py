@@ -87,12 +87,25 @@ def ignored_window(ev: Evaluation) -> str | None:
             + (", over the budget" if over else ""))
 
 
+def unpriced_buffers(ev: Evaluation) -> str | None:
+    """Under llama.cpp, why its compute and output buffers are left out of the total (None: they are in it)."""
+    if getattr(ev.layout, "name", None) != "llama.cpp" or ev.buffers_bytes:
+        return None
+    from kvplan.caches.buffers import unpriced_because
+
+    why = unpriced_because(ev.scenario.model)
+    return f"llama.cpp's compute and output buffers are not counted in the total: {why}" if why else None
+
+
 def warnings_of(ev: Evaluation) -> tuple[str, ...]:
     """Every warning about one evaluation, most important first."""
     out = []
     window = ignored_window(ev)
     if window:
         out.append(window)
+    unpriced = unpriced_buffers(ev)
+    if unpriced:
+        out.append(unpriced)
     s = ev.scenario  # the tokens one sequence attends as requested (llama.cpp's padded cells would overstate it)
     shared = getattr(ev.layout, "name", None) == "llama.cpp" and not getattr(s.runtime, "kv_unified", False)
     out += implausible_inputs(s, -(-s.ctx // s.sequences) if shared else s.ctx)
@@ -104,12 +117,12 @@ def llamacpp_buffers_if_ideal(s: Scenario):
     None under a runtime, or when the profile lacks the shape the buffers need."""
     if s.runtime is not None:
         return None
-    from kvplan.caches.buffers import llamacpp_buffers, missing_shape_fields
+    from kvplan.caches.buffers import llamacpp_buffers, unpriced_because
     from kvplan.caches.llamacpp import llamacpp_cache
     from kvplan.profiles.runtime import runtime_spec
 
-    if missing_shape_fields(s.model) or s.sliding_window is not None:  # llama.cpp cannot put a window on a model
-        return None
+    if unpriced_because(s.model) or s.sliding_window is not None or s.pinned_prefix_tokens:
+        return None  # llama.cpp cannot put a window on a model, nor keep a prefix outside its -c
     spec = runtime_spec("llama.cpp")
     try:  # the line names a --runtime llama.cpp command: say nothing where llama.cpp refuses the request
         cache = llamacpp_cache(spec, s.model, s.k_format, s.v_format)

@@ -10,11 +10,8 @@ missing, stale or unreadable cache entry is simply rebuilt. ``KVPLAN_NO_CACHE=1`
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -63,28 +60,15 @@ def _entry_path(kind: str, key_text: str) -> Path:
 
 
 def _read(kind: str, key: list) -> object | None:
-    entry = _entry_path(kind, key[0])
-    try:
-        with open(entry, encoding="utf-8") as handle:
-            stored = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(stored, dict) or stored.get("key") != key:
-        return None
-    return stored.get("data")
+    from kvplan.files.keyed_json import load_entry
+
+    return load_entry(_entry_path(kind, key[0]), key)
 
 
 def _write(kind: str, key: list, data: object) -> None:
-    folder = cache_dir()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({"key": key, "data": data}, handle)
-        os.replace(tmp, _entry_path(kind, key[0]))
-    except OSError:
-        with contextlib.suppress(Exception):
-            os.unlink(tmp)
+    from kvplan.files.keyed_json import store_entry
+
+    store_entry(_entry_path(kind, key[0]), key, data)
 
 
 def load_record(kind: str, path: Path):

@@ -73,10 +73,7 @@ def runtime_table(ev: Evaluation, units: str = "si") -> Table | None:
     if ev.output_buffer_bytes:
         t.add("output (logits) buffer (in the total)",
               f"{fmt.exact_bytes(ev.output_buffer_bytes)} ({fmt.bytes_(ev.output_buffer_bytes, units)})")
-    if "compute_buffer_bytes" in d and not ev.compute_buffer_bytes:
-        t.notes.append("buffers not counted: the model profile lacks hidden_size, intermediate_size or vocab_size, "
-                       "which llama.cpp's compute buffer depends on")
-    elif "compute_buffer_bytes" in d:
-        t.notes.append("compute buffer: llama.cpp's worst-case graph on the CPU backend, in closed form; GPU "
-                       "backends add their own buffers (see docs/runtimes.md)")
+    if "compute_buffer_bytes" in d and ev.compute_buffer_bytes:  # else a warning under the memory table says why
+        t.notes.append("compute buffer: llama.cpp's worst-case graph on the CPU backend, replayed through ggml's "
+                       "allocator; GPU backends add their own buffers (see docs/runtimes.md)")
     return t

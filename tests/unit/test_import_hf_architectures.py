@@ -60,8 +60,9 @@ def test_hybrid_model_types_are_refused(model_type):
 def test_an_unknown_model_type_with_state_space_keys_or_layer_types_is_refused():
     ssm = {**LLAMA_2_7B, "model_type": "new_hybrid", "mamba_d_state": 16}
     assert _problem(lambda: profile_from_hf_config(ssm, name="x", where="c.json")) == (
-        "c.json: model_type 'new_hybrid' is not a transformer with a KV cache on every layer (it has mamba_d_state "
-        "(a state-space or recurrent layer)); kvplan prices attention KV caches only, so it cannot plan this model")
+        "c.json: model_type 'new_hybrid' has layers kvplan does not price (it has mamba_d_state (a state-space or "
+        "recurrent layer)); kvplan prices the KV caches of full and sliding-window attention only, so it cannot "
+        "plan this model")
     linear = {**LLAMA_2_7B, "model_type": "new_linear",
               "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 8}
     assert "(its layer_types hold linear_attention layers)" in _problem(lambda: profile_from_hf_config(linear,

@@ -250,3 +250,45 @@ def test_ubatch_capped_at_n_ctx_and_seq_split():
     a = compute_buffer_bytes(n_ctx=32768, n_ubatch=512, n_batch=2048, n_seq_max=4, **kw)
     b = compute_buffer_bytes(n_ctx=8192, n_ubatch=512, n_batch=2048, n_seq_max=1, **kw)
     assert a == b
+
+
+def _shapes_of_a_sample():
+    """(shape, fa, period, head) that compute_buffer_bytes hands to the loop shortcut, for a sample of requests."""
+    import itertools
+    from unittest import mock
+
+    from kvplan.engine import llamacpp_buffers as lb
+
+    seen = []
+    real = lb._peak
+
+    def spy(shape, fa, period, head):
+        seen.append((shape, fa, period, head))
+        return real(shape, fa, period, head)
+
+    names = ["llama-2-7b", "qwen3-0.6b", "gemma-2-2b", "gemma-3-1b", "phi-3-mini-4k", "deepseek-v2-lite"]
+    lb.compute_buffer_bytes.cache_clear()
+    with mock.patch.object(lb, "_peak", spy):
+        for name, (ctx, ub, fa, np_, types) in itertools.product(
+                names, [(4096, 512, True, 1, ("f16", "f16")), (20000, 2048, False, 3, ("q8_0", "q8_0")),
+                        (9000, 256, True, 4, ("q8_0", "f16"))]):
+            with open(os.path.join(PROFILES, f"{name}.yaml"), encoding="utf-8") as f:
+                profile = yaml.safe_load(f)
+            if profile.get("mla") and types[0] != types[1]:
+                continue  # llama.cpp refuses different K/V types for MLA
+            lb.compute_buffer_bytes_from_profile(profile, n_ctx=ctx, n_batch=2048, n_ubatch=ub, flash_attn=fa,
+                                                 n_seq_max=np_, kv_unified=False, type_k=types[0], type_v=types[1])
+    lb.compute_buffer_bytes.cache_clear()
+    return seen
+
+
+def test_the_shortened_layer_loop_peaks_as_the_full_graph():
+    # the shortcut replays a graph with whole layer cycles left out; it must equal replaying every layer
+    from kvplan.engine import ggml_alloc, llamacpp_graph
+    from kvplan.engine import llamacpp_buffers as lb
+
+    shapes = _shapes_of_a_sample()
+    assert len(shapes) >= 15
+    for shape, fa, period, head in shapes:
+        full = ggml_alloc.peak_bytes(llamacpp_graph.reserve_graph(shape, fa))
+        assert lb._peak(shape, fa, period, head) == full, (shape["graph"], shape["layers"], fa)
