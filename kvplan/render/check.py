@@ -231,7 +231,8 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
         t.add("fixed latency per decode step", "unknown: pure bandwidth model (0 ms)")
     each = " per sequence" if n > 1 else ""
     plus = f" + {_ms(latency)}/step" if latency else ""
-    t.add(f"decode{each} at {fmt.n_tokens(s.ctx)} ({fmt.percent(d.bandwidth_efficiency)} of "
+    as_if = " from RAM, as if it fit" if ev.flash.steady_overflow_bytes else ""  # the flash rate is its own row
+    t.add(f"decode{each} at {fmt.n_tokens(s.ctx)}{as_if} ({fmt.percent(d.bandwidth_efficiency)} of "
           f"{fmt.rate(d.memory_bandwidth, units)}{plus})", f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
     if n > 1:
         t.add(f"decode, all {n} sequences together (one step reads the weights once)",
