@@ -53,6 +53,16 @@ class _B:
     def add(self, a, b, rows):
         return self.g.op(_f32(rows, self.T), a, b, inplace=True)
 
+    def attention_out(self, attn_in, resid, out_ids, width, last: bool):
+        """The output projection, the residual add and the feed-forward norm; the last layer first keeps only
+        the output rows (GET_ROWS of both). Returns (the feed-forward's residual input, its normed input)."""
+        cur = self.mm(width, attn_in)
+        if last:
+            cur = self.g.op(_f32(width, self.T), cur, out_ids)
+            resid = self.g.op(_f32(width, self.T), resid, out_ids)
+        ffn_inp = self.add(cur, resid, width)
+        return ffn_inp, self.rms_norm(ffn_inp, width)
+
 
 def _llama(s, fa):
     """llama, mistral, qwen2, qwen3 (``qkv_order`` "QVK"), gemma2/gemma3 ("QKV", two caches) and phi3 ("fused").
@@ -126,12 +136,7 @@ def _llama(s, fa):
             kq = g.op(_f32(n_kv, T, H), kq, mask, inplace=True)  # SOFT_MAX (after Gemma-2's in-place softcap)
             kqv = g.op(_f32(Dv, T, H), kq)
             attn_in = rot(g.op(_f32(Dv * H, T), g.view(kqv)), v_rot)  # permute + CONT
-        cur = b.mm(E, attn_in)
-        if il == L - 1:
-            cur = g.op(_f32(E, T), cur, out_ids)
-            resid = g.op(_f32(E, T), resid, out_ids)
-        ffn_inp = b.add(cur, resid, E)
-        cur = b.rms_norm(ffn_inp, E)
+        ffn_inp, cur = b.attention_out(attn_in, resid, out_ids, E, last=il == L - 1)
         if s["qkv_order"] == "fused":  # Phi-3: fused gate+up [2·n_ff, T], SWIGLU of its halves
             act = g.op(_f32(F, T), b.mm(2 * F, cur))
             x = b.add(ffn_inp, b.mm(E, act), E)  # the residual is the first operand
@@ -215,12 +220,7 @@ def _mla(s, fa):
             kqv = g.op(_f32(R, T, H), v_cont, kq)
             o = g.op(_f32(Dv, T, H), kqv)  # attn_v_b
             attn_in = g.op(_f32(Dv * H, T), g.view(o))
-        cur = b.mm(E, attn_in)
-        if il == L - 1:
-            cur = g.op(_f32(E, T), cur, out_ids)
-            resid = g.op(_f32(E, T), resid, out_ids)
-        ffn_inp = b.add(cur, resid, E)
-        cur = b.rms_norm(ffn_inp, E)
+        ffn_inp, cur = b.attention_out(attn_in, resid, out_ids, E, last=il == L - 1)
         if il < s["dense_layers"] or not s["n_expert_used"]:
             act = g.op(_f32(F, T), b.mm(F, cur), b.mm(F, cur))
             out = b.mm(E, act)
