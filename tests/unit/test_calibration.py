@@ -270,7 +270,10 @@ def _held_out_errors(held_out, latency_s=None):
 # - a dequantization cost W · k_format / (GPU cores · 128 lanes · approximate clock), k per format fitted with the
 #   predicted chip left out: 8.48 / 4.25 / 10.03 % worst, medians worse (2.19 / 1.42 / 3.67 %); the
 #   bend does not follow bandwidth per lane-cycle across chips (correlation 0.31: the M1 Pro 14-core GPU has
-#   more bytes per lane-cycle and no bend), so that term has no support beyond the row it is meant to fix.
+#   more bytes per lane-cycle and no bend), so that term has no support beyond the row it is meant to fix;
+# - the chip's own per-format compute, from its pp512 rows (a term α / pp_rate): on the M1 Ultra 48-core GPU
+#   1/pp is 1.142 / 1.276 / 1.295 ms for F16 / Q8_0 / Q4_0, so Q8_0 sits 0.034 ms *above* the F16–Q4_0 line
+#   in that term while its tg128 time sits 0.96 ms *below* it: any α > 0 bends the wrong way.
 ACHIEVED = {"f16": (0.0184, 0.1045), "q8_0": (0.0105, 0.0509), "q4_0": (0.0259, 0.1240)}
 
 
