@@ -37,16 +37,31 @@ TOKENS_RULE = "k = 1,024 tokens, M = 1,048,576: 8k = 8,192 = 8192; no exponents 
 # Anything beyond this is a typo, not a device or a model (an exabyte of RAM, 10^18 params).
 MAX_QUANTITY = 10**18
 
+class _Pattern:
+    """A regular expression compiled on its first match: a start that parses one token count (``check``)
+    should not compile every pattern here (about 1 ms for all)."""
+
+    __slots__ = ("_source", "_compiled")
+
+    def __init__(self, source: str) -> None:
+        self._source, self._compiled = source, None
+
+    def match(self, text: str):
+        if self._compiled is None:
+            self._compiled = re.compile(self._source)
+        return self._compiled.match(text)
+
+
 _NUMBER = r"(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
-_SIZE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>[kKMGTP]i?)?(?P<unit>B)\s*$")
-_RATE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>[kKMGTP]i?)?(?P<unit>B/s|Bps)\s*$")
-_FLOPS_RE = re.compile(_NUMBER + r"\s*(?P<prefix>[kKMGTP])?(?P<unit>FLOP/s|FLOPS)\s*$")
-_COUNT_RE = re.compile(_NUMBER + r"\s*(?P<prefix>[kKMBGT])?\s*$")
-_TOKENS_RE = re.compile(r"(?P<num>[+-]?\d+(?:\.\d*)?|\.\d+)\s*(?P<prefix>[kKMm])?\s*$")
-_GROUPED_RE = re.compile(r"\d{1,3}(?:,\d{3})+$")  # 8,192 and 1,048,576: how kvplan prints token counts
-_EXPONENT_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)[eE][+-]?\d+$")
-_PLAIN_RE = re.compile(_NUMBER + r"\s*$")
-_PERCENT_RE = re.compile(_NUMBER + r"\s*%\s*$")
+_SIZE_RE = _Pattern(_NUMBER + r"\s*(?P<prefix>[kKMGTP]i?)?(?P<unit>B)\s*$")
+_RATE_RE = _Pattern(_NUMBER + r"\s*(?P<prefix>[kKMGTP]i?)?(?P<unit>B/s|Bps)\s*$")
+_FLOPS_RE = _Pattern(_NUMBER + r"\s*(?P<prefix>[kKMGTP])?(?P<unit>FLOP/s|FLOPS)\s*$")
+_COUNT_RE = _Pattern(_NUMBER + r"\s*(?P<prefix>[kKMBGT])?\s*$")
+_TOKENS_RE = _Pattern(r"(?P<num>[+-]?\d+(?:\.\d*)?|\.\d+)\s*(?P<prefix>[kKMm])?\s*$")
+_GROUPED_RE = _Pattern(r"\d{1,3}(?:,\d{3})+$")  # 8,192 and 1,048,576: how kvplan prints token counts
+_EXPONENT_RE = _Pattern(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)[eE][+-]?\d+$")
+_PLAIN_RE = _Pattern(_NUMBER + r"\s*$")
+_PERCENT_RE = _Pattern(_NUMBER + r"\s*%\s*$")
 
 # The unit a bare number probably meant (module docstring): below 1,000, then below a million, then base units.
 _BARE_UNITS = {"a size": ("GB", "MB", "B"), "a rate": ("GB/s", "MB/s", "B/s"),
@@ -272,7 +287,7 @@ def split_token_list(text: str) -> list[str]:
 
 _DURATION_UNITS = {"s": Decimal(1), "ms": Decimal("1e-3"), "us": Decimal("1e-6"), "µs": Decimal("1e-6"),
                    "μs": Decimal("1e-6"), "ns": Decimal("1e-9")}
-_DURATION_RE = re.compile(_NUMBER + r"\s*(?P<unit>s|ms|us|µs|μs|ns)\s*$")
+_DURATION_RE = _Pattern(_NUMBER + r"\s*(?P<unit>s|ms|us|µs|μs|ns)\s*$")
 # A per-token latency beyond this is a typo (decode steps take milliseconds, not hours).
 _MAX_DURATION_S = 3600
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvplan import engine
+from kvplan.caches.memo import PerModel
 from kvplan.engine.formats import ElementFormat
 
 if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain records
@@ -89,25 +90,17 @@ def layer_bytes_per_token(model: Model, layer: int, k_format: ElementFormat, v_f
     return k_format.row_bytes(n_kv * model.head_dim) + v_format.row_bytes(n_kv * model.v_dim)
 
 
-_LAYOUTS: dict[tuple, tuple[object, CacheLayout]] = {}
+_LAYOUTS = PerModel()
 
 
 def cache_layout(model: Model, k_format: ElementFormat | None = None, v_format: ElementFormat | None = None,
                  sliding_window: int | None = None) -> CacheLayout:
     """Group the model's layers by window; ``sliding_window`` (tokens) puts every layer behind one.
 
-    Memoized per model object (profiles are immutable): a gate of 100 configurations over a few
-    models groups each model's layers once, not 100 times.
+    Memoized per model object (:mod:`kvplan.caches.memo`).
     """
-    key = (id(model), k_format, v_format, sliding_window)
-    hit = _LAYOUTS.get(key)
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    layout = _cache_layout(model, k_format, v_format, sliding_window)
-    if len(_LAYOUTS) > 512:
-        _LAYOUTS.clear()
-    _LAYOUTS[key] = (model, layout)  # holding the model keeps its id from being reused
-    return layout
+    return _LAYOUTS.get(model, (k_format, v_format, sliding_window),
+                        lambda: _cache_layout(model, k_format, v_format, sliding_window))
 
 
 def _cache_layout(model: Model, k_format: ElementFormat | None, v_format: ElementFormat | None,

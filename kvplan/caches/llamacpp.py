@@ -38,6 +38,7 @@ from kvplan.errors import FieldError
 from kvplan.engine.formats import ElementFormat
 from kvplan.profiles.runtime import LLAMA_MAX_SEQ, LlamaCppSpec
 from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
+from kvplan.caches.memo import PerModel
 
 PAD_CELLS = 256  # GGML_PAD(…, 256) in llama_context and llama_kv_cache_iswa
 _CELLS = ("ctx", "sequences", "runtime")  # what sets the cells per sequence (-c over -np)
@@ -329,9 +330,20 @@ def window_ignored_because(architecture: str | None) -> str | None:
         arch, "llama.cpp sets no window for this architecture")
 
 
+_CACHES = PerModel()
+
+
 def llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None = None,
                    v_format: ElementFormat | None = None) -> LlamaCppCache:
-    """Decide llama.cpp's rules for ``model`` (from its ``architecture``) and size one cell."""
+    """Decide llama.cpp's rules for ``model`` (from its ``architecture``) and size one cell.
+
+    Memoized per model object (:mod:`kvplan.caches.memo`); the result is immutable.
+    """
+    return _CACHES.get(model, (spec, k_format, v_format), lambda: _llamacpp_cache(spec, model, k_format, v_format))
+
+
+def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
+                    v_format: ElementFormat | None) -> LlamaCppCache:
     asked = (k_format or model.k_format(), v_format or model.v_format())
     k_format, v_format = (as_llamacpp_type(f) for f in asked)
     _check_type(k_format, "k")

@@ -135,7 +135,7 @@ KvPolicy = Annotated[Annotated[PolicySpec, Tag("dict")] | Annotated[str, Field(m
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True,
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, defer_build=True,
                               arbitrary_types_allowed=True)
 
 

@@ -130,7 +130,7 @@ def _format_mapping(value: object) -> object:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, defer_build=True)
 
 
 def _format_schema(schema: dict) -> None:
@@ -144,7 +144,7 @@ def _format_schema(schema: dict) -> None:
 class FormatSpec(_Strict):
     """How one row of keys or values is stored: ``bits`` per value, groups, scales, outliers."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True,
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, defer_build=True,
                               json_schema_extra=_format_schema)
 
     name: str | None = None

@@ -85,7 +85,7 @@ Platform = Literal["android", "ios", "macos", "linux", "windows"]
 
 
 class _Profile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, defer_build=True)
 
     name: Slug
     aliases: list[Slug] = []
@@ -120,7 +120,7 @@ class Device(_Profile):
 class Mla(BaseModel):
     """Multi-head latent attention: the cache holds one latent row per token per layer."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     kv_lora_rank: PositiveInt
     qk_rope_head_dim: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=10**6),
