@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kvplan.errors import ProfileError
+from kvplan.files.inputs import note_input
 
 FORMATS = ("json", "jsonl", "csv", "md")
 
@@ -493,4 +494,5 @@ def read_bench(path, fmt: str | None = None) -> list[BenchRow]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError([f"{path}:1: file: cannot read: {exc}"]) from exc
+    note_input(path)
     return parse_bench_text(text, str(path), fmt)

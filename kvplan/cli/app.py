@@ -33,6 +33,9 @@ class KvplanGroup(TyperGroup):
         from typer._click.exceptions import ClickException
         from typer.exceptions import Abort
 
+        from kvplan.files.inputs import forget_inputs
+
+        forget_inputs()  # this command's inputs only (one process may run several commands)
         try:
             code = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                                 standalone_mode=False, **extra)

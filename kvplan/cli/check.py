@@ -50,6 +50,10 @@ def check(
     for resolved in (dev, mod):
         if resolved.note:
             terminal.display_note(resolved.note)
+    if output or plot:  # neither may replace the profiles just read (--output phone.yaml -d phone.yaml)
+        from kvplan.files.outfiles import check_outputs
+
+        check_outputs([], [p for p in (output, plot) if p])
     scenario = build_scenario(dev.profile, mod.profile, ctx_tokens, knobs)
     ev = evaluate(scenario)
     changes = changes_to_fit(ev) if not ev.fits else None

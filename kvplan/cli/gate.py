@@ -57,6 +57,7 @@ def gate(
             problems += exc.problems
     if problems:
         raise ProfileError(problems)
+    check_outputs(files, outputs.values())  # again, now that the profiles and policy files are read too
     for note in dict.fromkeys(n for g in gate_files for n in g.notes):
         terminal.display_note(note)
     results = [check_gate(g) for g in gate_files]

@@ -58,6 +58,8 @@ def report(
             problems += exc.problems
     if problems:
         raise ProfileError(problems)
+    if output:
+        check_outputs(files, [output])  # again, now that the profiles and policy files are read too
     for note in dict.fromkeys(n for g in gate_files for n in g.notes):
         terminal.display_note(note)
     results = [check_gate(g) for g in gate_files]

@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from kvplan.errors import ProfileError
+from kvplan.files.inputs import note_input
 
 MAX_FILE_BYTES = 1 << 20
 MAX_ALIASES = 200
@@ -118,6 +119,7 @@ def read_text(path: str | os.PathLike) -> str:
         raise ProfileError([f"{name}: permission denied"]) from None
     except OSError as exc:
         raise ProfileError([f"{name}: cannot read: {exc.strerror or exc}"]) from None
+    note_input(p)  # read: no output of this run may replace it
     if b"\x00" in raw:
         raise ProfileError([f"{name}: binary file, not YAML text"])
     try:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvplan.errors import NotFoundError, ProfileError
+from kvplan.files.inputs import note_input
 
 MAGIC = b"GGUF"
 DEFAULT_ALIGNMENT = 32
@@ -264,6 +265,7 @@ def read_local_header(path: str | Path, *, block: int = INITIAL_BLOCK) -> GGUFHe
     p = Path(path)
     if not p.is_file():
         raise ProfileError([f"{path}: no such file"])
+    note_input(p)
     with open(p, "rb") as handle:
         buf = bytearray(handle.read(block))
         chunk = block

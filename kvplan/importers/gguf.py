@@ -30,6 +30,7 @@ import re
 from pathlib import Path
 
 from kvplan.errors import ProfileError, UsageError
+from kvplan.files.inputs import note_input
 from kvplan.importers.common import (DEFAULT_WEIGHT_BITS, ImportedProfile, finish, slug, swa_pattern_layers,
                                      weight_format_name, window_pattern)
 
@@ -50,6 +51,7 @@ def _reader(path: str | Path):
         size = p.stat().st_size
     except OSError as exc:
         raise ProfileError([f"{path}: cannot read: {exc.strerror or exc}"]) from None
+    note_input(p)
     if not size:
         raise ProfileError([f"{path}: not a readable GGUF file: the file is empty"])
     if head != b"GGUF":

@@ -79,7 +79,10 @@ def load_record(kind: str, path: Path):
     data = _read(kind, key) if key else None
     if not isinstance(data, dict):
         return None
+    from kvplan.files.inputs import note_input
     from kvplan.profiles.records import RECORDS
+
+    note_input(path)  # the YAML file is this run's input even when its validated fields come from the cache
 
     return RECORDS[kind](data)
 

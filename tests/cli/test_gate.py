@@ -137,7 +137,7 @@ def test_output_may_not_overwrite_the_gate_file(run, tmp_path):
     gate.write_text((GATE / "pass" / "ref-tight.yaml").read_text().replace("../../profiles/", f"{DATA}/profiles/"))
     before = gate.read_text()
     result = run("gate", gate, "--json", gate)
-    assert result.exit_code == 2 and "would overwrite the input file" in result.stderr
+    assert result.exit_code == 2 and "would overwrite an input file of this command" in result.stderr
     assert gate.read_text() == before
 
 
