@@ -34,7 +34,7 @@ def judge(t: Thresholds, ev: Evaluation) -> tuple[ThresholdResult, ...]:
     if t.max_swap_in_s is not None:
         at_most("max_swap_in_s", "s", t.max_swap_in_s, ev.flash.swap_in_s)
     if t.min_max_ctx is not None:
-        unbounded = ev.max_ctx is None and ev.max_ctx_limited_by != "weights"
+        unbounded = ev.max_ctx_limited_by == "unbounded"
         at_least("min_max_ctx", "tokens", t.min_max_ctx, None if unbounded else ev.max_ctx or 0)
     return tuple(out)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from kvplan import engine
 from kvplan.engine.memory import VERDICTS, Verdict
-from kvplan.errors import UsageError
+from kvplan.errors import FieldError, UsageError
 from kvplan.caches.ideal import CacheModel, cache_layout, kv_bytes_per_sequence_of, tokens_per_sequence_of
 from kvplan.engine.formats import ElementFormat
 from kvplan.plan.scenario import Scenario
@@ -168,7 +168,13 @@ def cache_model_for(s: Scenario) -> CacheModel:
     if s.runtime is not None:  # runtime-exact allocation (kvplan.runtimes); the runtime ignores profile policies
         from kvplan.caches.runtimes import runtime_cache_for
 
-        return runtime_cache_for(s)
+        cache = runtime_cache_for(s)
+        limit = getattr(cache, "ctx_limit", None)  # the prefix is held in a cache of its own, of the same kind
+        if limit and s.pinned_prefix_tokens > limit[0]:
+            raise FieldError("pinned_prefix_tokens", f"{{pinned_prefix_tokens}} {s.pinned_prefix_tokens:,} exceeds "
+                             f"{{runtime.{limit[1]}}} {limit[0]:,}: the cache cannot hold it", lead=None,
+                             mentions=(f"runtime.{limit[1]}",))
+        return cache
     policy = s.kv_policy if s.kv_policy is not None else getattr(s.model, "kv_policy", None)
     if policy is not None and not policy.is_plain:  # a compression policy (kvplan.profiles.policy)
         from kvplan.caches.policy import policy_cache
@@ -248,13 +254,19 @@ def prefill_seconds_of(device: Device, model: Model, tokens, weights_read_bytes=
     return None if times is None else engine.maximum(*times)
 
 
-def max_ctx_limited_by(max_ctx) -> str:
+def max_ctx_limited_by(max_ctx, cache=None, allowance_bytes=None, sequences=1) -> str:
     """Why a solved max context is what it is (a scalar from ``CacheModel.max_ctx``).
 
     ``weights``: not even one token fits; ``unbounded``: the cache stops growing (every layer
-    windowed) and fits at every context; ``memory``: the budget. The model's trained context is
-    never a cap on max context (it is reported beside it, :attr:`Evaluation.max_ctx_trained`).
+    windowed) and fits at every context; ``memory``: the budget. A cache that holds a fixed number
+    of tokens (its optional ``ctx_limit``: transformers' StaticCache with ``max_cache_len``) is
+    limited by that option's name (``max_cache_len``), whether its preallocation fits or not, unless
+    ``allowance_bytes`` per sequence would not hold one token. The model's trained context is never a
+    cap on max context (it is reported beside it, :attr:`Evaluation.max_ctx_trained`).
     """
+    limit = getattr(cache, "ctx_limit", None)
+    if limit and engine.kv_allowance_bytes(allowance_bytes, sequences) >= cache.bytes_per_token:
+        return str(limit[1])
     if max_ctx == engine.NO_CONTEXT_FITS:
         return "weights"
     if max_ctx == math.inf:
@@ -292,7 +304,7 @@ def evaluate(s: Scenario) -> Evaluation:
     max_ctx = cache.max_ctx(budget - weights - overhead - pinned, s.sequences)
     if buffers is not None:  # the buffers grow with the context too: the largest ctx where cache + buffers fit
         max_ctx = max_ctx_with_buffers(s, cache, budget - weights - overhead - pinned, max_ctx)
-    limited_by = max_ctx_limited_by(max_ctx)
+    limited_by = max_ctx_limited_by(max_ctx, cache, budget - weights - overhead - pinned, s.sequences)
     trained = model.max_context or None
     per_sequence_tokens = tokens_per_sequence_of(cache, s.ctx, s.sequences)
 

@@ -65,14 +65,16 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
                     xytext=(-5, 0), textcoords="offset points", ha="right", va="top", fontsize=9,
                     color=COLORS["max_ctx"], fontweight="bold")
     elif ev.max_ctx is None:
-        if ev.max_ctx_limited_by != "weights":
+        if ev.max_ctx_limited_by == "unbounded":
             why = "the cache stops growing: every layer is windowed"
-        elif limit and ev.weights_bytes + ev.overhead_bytes + ev.pinned_prefix_bytes <= ev.budget_bytes:
+        elif limit and ev.max_ctx_limited_by == limit[1]:
             why = f"the cache preallocated for {limit[1]} {limit[0]:,} exceeds the budget"
         else:
             why = "the weights alone exceed the budget"
-        ax.text(0.02, 0.97, why, transform=ax.transAxes, ha="left", va="top", fontsize=9,
-                color=COLORS["max_ctx"], gid="no_max_ctx")
+        # at the foot of the axes, on a white box: the checked point's label sits near the top
+        ax.text(0.02, 0.03, why, transform=ax.transAxes, ha="left", va="bottom", fontsize=9,
+                color=COLORS["max_ctx"], gid="no_max_ctx", zorder=6,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 2})
     if curves.show_ctx and s.ctx:
         verdict = ev.verdict.value.upper()
         ax.axvline(s.ctx, color=COLORS["ctx"], linestyle=":", linewidth=1.2, gid="ctx")

@@ -38,11 +38,21 @@ def max_ctx_text(ev: Evaluation) -> str:
     if ev.max_ctx is None:
         if ev.max_ctx_limited_by == "weights":
             return "none: the weights alone exceed the budget"
+        if ev.max_ctx_limited_by != "unbounded":  # a runtime's preallocated cache (transformers' max_cache_len)
+            return f"none: the {_limit_tokens(ev)}cache preallocated for {ev.max_ctx_limited_by} does not fit"
         windows = getattr(ev.layout, "windows", ()) or ()
         stop = max((w for w, _ in windows), default=0)
         where = f" at {stop:,} tokens" if stop else ""
         return f"unbounded: every layer windowed, the cache stops growing{where}{suffix}"
+    if ev.max_ctx_limited_by not in ("memory", "weights", "unbounded"):  # the cache holds no more (max_cache_len)
+        trained_text = f"; model trained to {trained:,}" if trained else ""
+        return f"{ev.max_ctx:,} tokens (= {ev.max_ctx_limited_by}{trained_text})"
     return f"{ev.max_ctx:,} tokens{suffix}"
+
+
+def _limit_tokens(ev: Evaluation) -> str:
+    limit = getattr(ev.layout, "ctx_limit", None)
+    return f"{limit[0]:,}-token " if limit else ""
 
 
 def max_ctx_cell(ev: Evaluation) -> str:
@@ -51,7 +61,7 @@ def max_ctx_cell(ev: Evaluation) -> str:
     ``4,608 (2,304 per sequence)`` (the trained context compared with the per-sequence tokens)."""
     trained = _trained(ev)
     if ev.max_ctx is None:
-        if ev.max_ctx_limited_by == "weights":
+        if ev.max_ctx_limited_by != "unbounded":
             return "none"
         return f"unbounded (trained {trained:,})" if trained else "unbounded"
     per_sequence = _per_sequence(ev, ev.max_ctx)

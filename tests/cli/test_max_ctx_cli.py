@@ -85,3 +85,41 @@ def test_llamacpp_per_sequence_bytes_on_the_issue_command(run, run_json):
     out = run(*argv).stdout
     assert "KV cache (f16, 1 of 3 sequences, 2,816 cells of -c 8,192)" in out
     assert "KV cache of 2 more concurrent sequences" in out
+
+
+@pytest.mark.parametrize("max_cache_len, max_ctx, text", [
+    # 8,106 · 524,288 = 4,249,878,528 B ≤ 6e9 − 1.75e9: the static cache fits, and holds no more than that
+    ("8106", 8106, "8,106 tokens (= max_cache_len; model trained to 4,096)"),
+    # 16,384 · 524,288 = 8,589,934,592 B > 4.25e9: the preallocation does not fit (the weights do)
+    ("16384", None, "none: the 16,384-token cache preallocated for max_cache_len does not fit"),
+])
+def test_static_cache_limit_is_named_alike_in_check_sweep_compare_and_gate(run, run_json, tmp_path, max_cache_len,
+                                                                           max_ctx, text):
+    static = ["--runtime", "transformers", "--cache", "static", "--max-cache-len", max_cache_len]
+    assert text in run("check", "-d", REF_PHONE, "-m", GLOBAL, "-c", "1k", *static).stdout
+    _, check = run_json("check", "-d", REF_PHONE, "-m", GLOBAL, "-c", "1k", *static)
+    assert (check["max_ctx"], check["max_ctx_limited_by"]) == (max_ctx, "max_cache_len")
+    rows = json.loads(run("sweep", "-d", REF_PHONE, "-m", GLOBAL, "-c", "1k,2k", *static, "-f", "json").stdout)["rows"]
+    assert [(r["max_ctx"], r["max_ctx_limited_by"]) for r in rows] == [(max_ctx, "max_cache_len")] * 2
+    _, compare = run_json("compare", "-d", REF_PHONE, "-m", GLOBAL, "-c", "1k", *static)
+    assert (compare["rows"][0]["max_ctx"], compare["rows"][0]["max_ctx_limited_by"]) == (max_ctx, "max_cache_len")
+    gate = tmp_path / "gate.yaml"  # min_max_ctx: a preallocation that does not fit is not "unbounded"
+    gate.write_text(f"configurations:\n  - name: c\n    device: {REF_PHONE}\n    model: {GLOBAL}\n    ctx: 1k\n"
+                    f"    must_fit: false\n    min_max_ctx: 1\n    runtime: {{name: transformers, cache: static, "
+                    f"max_cache_len: {max_cache_len}}}\n")
+    code, _ = run_json("gate", gate)
+    assert code == (0 if max_ctx else 1)
+
+
+def test_a_pinned_prefix_longer_than_a_static_cache_is_its_own_error(run, tmp_path):
+    static = ["--runtime", "transformers", "--cache", "static", "--max-cache-len", "16k"]
+    result = run("check", "-d", REF_PHONE, "-m", GLOBAL, "-c", "8k", "--pinned-prefix", "20k", *static)
+    assert result.exit_code == 2
+    assert "--pinned-prefix 20,480 exceeds --max-cache-len 16,384: the cache cannot hold it" in result.stderr
+    gate = tmp_path / "gate.yaml"  # reported at the pinned_prefix line (6), not at ctx
+    gate.write_text(f"configurations:\n  - name: c\n    device: {REF_PHONE}\n    model: {GLOBAL}\n    ctx: 8k\n"
+                    "    pinned_prefix: 20k\n    runtime: {name: transformers, cache: static, max_cache_len: 16k}\n")
+    result = run("gate", gate)
+    assert result.exit_code == 2
+    assert (f"{gate}:6: configurations.0.pinned_prefix: pinned_prefix 20,480 exceeds runtime.max_cache_len 16,384"
+            in result.stderr)

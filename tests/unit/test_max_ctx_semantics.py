@@ -104,3 +104,24 @@ def test_ideal_per_sequence_cache_is_ctx_tokens(phone):
     ev = evaluate(Scenario(phone, _model("ref-8b-gqa"), 8192, sequences=3))
     # the ideal cache's ctx is per sequence: 8,192 · 131,072 = 1,073,741,824 B each, 3× in all
     assert ev.kv_bytes_per_sequence == 1_073_741_824 and ev.kv_bytes == 3_221_225_472
+
+
+@pytest.mark.parametrize("max_cache_len, max_ctx", [
+    # 8,106 · 524,288 = 4,249,878,528 ≤ 6e9 − 1.75e9 = 4.25e9: a static cache of up to 8,106 tokens fits
+    (8106, 8106),
+    (4096, 4096),
+    # 8,107 · 524,288 = 4,250,402,816 > 4.25e9: the preallocation does not fit, although the weights do
+    (8107, None),
+    (16384, None),
+])
+def test_a_static_cache_is_limited_by_its_max_cache_len_fitting_or_not(phone, max_cache_len, max_ctx):
+    spec = runtime_spec("transformers", cache="static", max_cache_len=max_cache_len)
+    ev = evaluate(Scenario(phone, _model("ref-7b-4k"), 1024, runtime=spec))
+    assert ev.max_ctx == max_ctx and ev.max_ctx_limited_by == "max_cache_len"
+
+
+def test_a_static_cache_under_weights_that_exceed_the_budget_is_limited_by_the_weights(phone):
+    model = _model("ref-7b-4k").model_copy(update={"weights": 6_000_000_001})  # 1 B over the 6e9 budget
+    spec = runtime_spec("transformers", cache="static", max_cache_len=4096)
+    ev = evaluate(Scenario(phone, model, 1024, runtime=spec))
+    assert ev.max_ctx is None and ev.max_ctx_limited_by == "weights"
