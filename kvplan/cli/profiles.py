@@ -57,22 +57,25 @@ def list_(
     invalid_rows: list[str] = []
     for k in (kind.value,) if kind else ("device", "model"):
         cls = Device if k == "device" else Model
-        seen: set[str] = set()
+        taken: set[str] = set()  # names and aliases of the profiles listed so far: they win the lookup
         for entry_name, aliases, path, origin in catalog.entries(k):
+            names = list(dict.fromkeys([entry_name.lower(), *aliases]))
+            shadowed_names = [n for n in names if n in taken]
+            taken.update(names)
             if needle and not any(needle in n for n in [entry_name.lower(), *aliases]):
                 continue
             try:
                 profile = load_model_file(cls, path, what=f"{k} profile")
             except ProfileError as exc:
-                entries.append((render.invalid_row_json(k, entry_name, path, origin, exc.problems), None))
+                entries.append((render.invalid_row_json(k, entry_name, path, origin, exc.problems, shadowed_names),
+                                None))
                 invalid = f"invalid {k} profile {path} (see 'kvplan profiles validate {path}')"
                 terminal.display_note(invalid)  # the table marks the row INVALID; JSON carries it as a warning
                 invalid_rows.append(invalid)
                 continue
-            shadowed = profile.name in seen
-            seen.add(profile.name)
             warnings.extend(profile_warnings(k, profile))
-            entries.append((render.list_row_json(k, profile, path, origin, shadowed, figures_of(k, profile)), profile))
+            entries.append((render.list_row_json(k, profile, path, origin, shadowed_names, figures_of(k, profile)),
+                            profile))
     if output_format is o.OutputFormat.json:
         terminal.display_json(render.list_json([row for row, _ in entries], invalid_rows + warnings))
     else:

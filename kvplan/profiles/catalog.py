@@ -135,30 +135,35 @@ class Catalog:
         if _looks_like_path(ref):
             return Resolved(load_profile(kind, ref, fast=self.fast), Path(ref), "file")
         key = ref.lower()
-        for folder, origin in self._dirs(kind):
+        dirs = self._dirs(kind)
+        for i, (folder, origin) in enumerate(dirs):
             if origin == "builtin":
                 path = folder / f"{ref}.yaml"  # built-in files are named after their profile: no index needed
                 if path.is_file():
-                    return self._loaded(kind, path, origin)
+                    return self._loaded(kind, path, origin, [])
             matches = sorted({path for name, aliases, path in _folder_index(kind, folder)
                               if key == name.lower() or key in aliases})
             if len(matches) > 1:
                 files = ", ".join(str(p) for p in matches)
                 raise NotFoundError(f"{kind} {ref!r} is ambiguous in {folder}: {files} all use that name or alias")
             if matches:
-                return self._loaded(kind, matches[0], origin)
+                return self._loaded(kind, matches[0], origin, dirs[i + 1:])
         raise NotFoundError(self._not_found_message(kind, ref))
 
-    def _loaded(self, kind: Kind, path: Path, origin: str) -> Resolved:
+    def _loaded(self, kind: Kind, path: Path, origin: str, later: list[tuple[Path, str]]) -> Resolved:
+        """The profile at ``path``, with a note when it hides a profile of a later folder (``later``: the
+        folders searched after its own) that shares one of its names or aliases."""
         profile = load_profile(kind, path, fast=self.fast)
         note = None
         if origin == "user":
             names = {profile.name.lower(), *(a.lower() for a in profile.aliases)}
-            builtin = builtin_dir(kind)
-            shadowed = [name for name, aliases, _ in _folder_index(kind, builtin)
-                        if names & {name.lower(), *aliases}]
-            if shadowed:
-                note = f"using user {kind} profile {path} (shadows the built-in {shadowed[0]!r})"
+            for folder, folder_origin in later:
+                hidden = [(name, other) for name, aliases, other in _folder_index(kind, folder)
+                          if names & {name.lower(), *aliases} and other.resolve() != path.resolve()]
+                if hidden:
+                    what = f"the built-in {hidden[0][0]!r}" if folder_origin == "builtin" else f"{hidden[0][1]}"
+                    note = f"using user {kind} profile {path} (shadows {what})"
+                    break
         return Resolved(profile, path, origin, note)
 
     def suggestions(self, kind: Kind | None, ref: str, n: int = 3) -> list[str]:

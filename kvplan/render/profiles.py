@@ -38,15 +38,18 @@ def list_json(rows: list[dict], warnings: list[str]) -> dict:
     return {"schema_version": JSON_SCHEMA_VERSION, "warnings": list(warnings), "profiles": rows}
 
 
-def list_row_json(kind: str, profile, path: Path, origin: str, shadowed: bool, figures: dict) -> dict:
-    """One ``profiles list`` entry; ``figures``: :func:`kvplan.plan.profile_figures.figures_of` the profile."""
+def list_row_json(kind: str, profile, path: Path, origin: str, shadowed_names: list[str], figures: dict) -> dict:
+    """One ``profiles list`` entry; ``figures``: :func:`kvplan.plan.profile_figures.figures_of` the profile;
+    ``shadowed_names``: its names and aliases that find a profile listed before it instead."""
     return {"kind": kind, "name": profile.name, "aliases": list(profile.aliases), "origin": origin,
-            "shadowed": shadowed, "path": str(path), **_json_keys(figures)}
+            "shadowed": bool(shadowed_names), "shadowed_names": list(shadowed_names), "path": str(path),
+            **_json_keys(figures)}
 
 
-def invalid_row_json(kind: str, name: str, path: Path, origin: str, problems: list[str]) -> dict:
-    return {"kind": kind, "name": name, "aliases": [], "origin": origin, "shadowed": False, "path": str(path),
-            "errors": problems}
+def invalid_row_json(kind: str, name: str, path: Path, origin: str, problems: list[str],
+                     shadowed_names: list[str] = ()) -> dict:
+    return {"kind": kind, "name": name, "aliases": [], "origin": origin, "shadowed": bool(shadowed_names),
+            "shadowed_names": list(shadowed_names), "path": str(path), "errors": problems}
 
 
 def _heads(m: Model) -> str:
@@ -65,7 +68,12 @@ def _window(m: Model) -> str:
 
 
 def _origin(row: dict) -> str:
-    return row["origin"] + (" (shadowed)" if row["shadowed"] else "")
+    hidden = row.get("shadowed_names") or []
+    if not hidden:
+        return row["origin"]
+    if row["name"].lower() in hidden:  # not reachable by its own name
+        return row["origin"] + " (shadowed)"
+    return row["origin"] + f" (shadowed: {', '.join(hidden)})"  # only some aliases find another profile
 
 
 def list_tables(entries: list[tuple[dict, object]], units: str = "si") -> list[Table]:
