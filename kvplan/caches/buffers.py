@@ -73,10 +73,11 @@ def flash_attn_on(spec) -> bool:
 
 
 def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
-                     type_v: str = "f16") -> LlamaCppBuffers | None:
+                     type_v: str = "f16", *, floor: bool = False) -> LlamaCppBuffers | None:
     """The compute and output buffers of ``-c ctx -np sequences`` under ``spec`` with llama.cpp cache types
     ``type_k``/``type_v`` (a quantized cache adds rotation inputs to the graph); None when the profile lacks a
-    shape field (:data:`SHAPE_FIELDS`)."""
+    shape field (:data:`SHAPE_FIELDS`). ``floor``: a lower bound on them at ``ctx`` and every larger ``-c``
+    (the compute buffer's largest tensor: :func:`kvplan.engine.llamacpp_buffers.compute_buffer_bytes`)."""
     if unpriced_because(model):
         return None
     fa = flash_attn_on(spec)
@@ -85,7 +86,7 @@ def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
     requested = int(ctx)
     compute = lb.compute_buffer_bytes_from_profile(
         _ProfileView(model), n_ctx=requested, n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa,
-        n_seq_max=int(sequences), kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v)
+        n_seq_max=int(sequences), kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v, floor=floor)
     output = lb.output_buffer_bytes(model.vocab_size, n_seq_max=int(sequences))
     ubatch = min(spec.ubatch, spec.batch, max(requested, 1))
     return LlamaCppBuffers(int(compute), int(output), fa, ubatch)

@@ -152,6 +152,14 @@ class _Allocator:
         blocks.insert(i, [offset, size])
 
 
+def largest_tensor_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT) -> int:
+    """The largest tensor :func:`peak_bytes` gives an address of its own (a graph input, or a node that is not a
+    view), aligned: a lower bound on the peak, since that tensor alone occupies this much of the buffer [bytes]."""
+    a = alignment
+    own = list(graph.inputs) + [t for t in graph.nodes if graph.view_src[t] == -1]
+    return max(((graph.size[t] + a - 1) // a * a for t in own), default=0)
+
+
 def peak_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT, trace: list | None = None,
                snapshots: list | None = None) -> int:
     """Buffer size ``ggml_gallocr_reserve`` gives ``graph`` [bytes].

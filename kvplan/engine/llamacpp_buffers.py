@@ -174,6 +174,7 @@ def compute_buffer_bytes(
     swa_period=2,
     type_k="f16",
     type_v="f16",
+    floor: bool = False,
 ):
     """CPU compute buffer of a llama.cpp context [bytes].
 
@@ -222,6 +223,12 @@ def compute_buffer_bytes(
     type_k, type_v : str
         KV cache element types (``-ctk``/``-ctv``); quantized ones add Hadamard
         rotations (:func:`_rotation_sizes`).
+    floor : bool
+        Return instead a lower bound on the buffer at this and every larger
+        ``n_ctx``: its largest single tensor (:func:`ggml_alloc.largest_tensor_bytes`),
+        which only grows with the context, where the buffer itself may shrink
+        from one 256-cell step to the next (the allocator lands tensors in
+        other holes).
 
     Returns
     -------
@@ -268,6 +275,8 @@ def compute_buffer_bytes(
         "n_expert": n_expert, "n_expert_used": n_expert_used, "F_expert": n_ff_expert,
         "F_shared": n_ff_shared, "dense_layers": dense_layers if n_expert_used else layers,
     }
+    if floor:
+        return ggml_alloc.largest_tensor_bytes(llamacpp_graph.reserve_graph(shape, bool(flash_attn)))
     return _peak(shape, bool(flash_attn), period, dense_layers if (mla and n_expert_used) else 0)
 
 

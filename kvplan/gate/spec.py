@@ -101,7 +101,22 @@ def _headroom_limit(value: object) -> object:
     try:
         return HeadroomLimit(bytes=parse_size_bytes(value))
     except KvplanError as exc:
+        number = _bare_fraction(value)
+        if number is not None:  # 0.1: a fraction or a size? a refusal with both readings beats a guess
+            raise ValueError(f"{value} has no unit: write '{number * 100:g}%' for that share of the budget, or a "
+                             f"size such as '{value} GB'") from None
         raise ValueError(f"{exc}, or a percentage of the budget like '10%'") from None
+
+
+def _bare_fraction(value: object) -> float | None:
+    """A unit-less number between 0 and 1 (``0.1``, ``'0.1'``), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if 0 < number <= 1 else None
 
 
 def _runtime_value(value: object) -> object:

@@ -183,25 +183,27 @@ def cache_model_for(s: Scenario) -> CacheModel:
     return cache_layout(s.model, s.k_format, s.v_format, s.sliding_window)
 
 
-def runtime_buffers(s: Scenario, cache: CacheModel, ctx: int):
+def runtime_buffers(s: Scenario, cache: CacheModel, ctx: int, *, floor: bool = False):
     """llama.cpp's compute and output buffers at ``ctx`` (a :class:`~kvplan.caches.buffers.LlamaCppBuffers`),
-    or None: another cache model, or a profile without the shape fields the compute buffer needs."""
+    or None: another cache model, or a profile without the shape fields the compute buffer needs. ``floor``:
+    a lower bound on them at ``ctx`` and every larger one."""
     if getattr(cache, "name", None) != "llama.cpp":
         return None
     from kvplan.caches.buffers import llamacpp_buffers
 
     v_format = cache.v_format or cache.k_format  # MLA: one latent row, K's type
-    return llamacpp_buffers(cache.spec, s.model, ctx, s.sequences, cache.k_format.name, v_format.name)
+    return llamacpp_buffers(cache.spec, s.model, ctx, s.sequences, cache.k_format.name, v_format.name, floor=floor)
 
 
 def max_ctx_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only_max_ctx):
     """Largest ``-c`` whose KV allocation plus buffers fit ``allowance_bytes``, exact to the token.
 
-    The answer is at most the KV-only one, and bisection below it keeps an invariant: the result fits and one
-    token more does not. That is the largest fitting ``-c`` when cache + buffers never shrink as ``-c`` grows,
-    which holds for the library's models: the compute buffer can drop by a few MB from one 256-cell step to the
-    next (the allocator lands tensors in other holes), but the cache grows by more on every step.
-    ``engine.NO_CONTEXT_FITS`` when not even ``-c 1`` fits."""
+    The answer is at most the KV-only one. Bisection below it finds a ``-c`` that fits with one token more not
+    fitting. cache + buffers is not monotone, though: the compute buffer can shrink by tens of MB from one
+    256-cell step to the next (the allocator lands tensors in other holes; Gemma 3 at 61,440 → 71,680 cells),
+    so a later block of cells may fit again. Every later block is tried while its cache plus a lower bound on
+    the buffers there (the output buffer and the compute buffer's largest tensor, which only grow with ``-c``)
+    still fits. ``engine.NO_CONTEXT_FITS`` when not even ``-c 1`` fits."""
     def fits(ctx: int) -> bool:
         return cache.kv_peak_bytes(ctx, s.sequences) + runtime_buffers(s, cache, ctx).total_bytes <= allowance_bytes
 
@@ -217,6 +219,25 @@ def max_ctx_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, k
             lo = mid
         else:
             hi = mid
+    if kv_only_max_ctx == math.inf:  # a cache that stops growing: no bound ends the search below
+        return lo
+    # -c is padded to whole blocks of 256 cells per KV stream, so the cache is the same across a block and so
+    # are the buffers (past the micro-batch, which grows with -c below -ub): a block's last -c fits if any does
+    streams = 1 if cache.spec.kv_unified else s.sequences
+    block = 256 * streams
+    floor = runtime_buffers(s, cache, lo, floor=True).total_bytes
+    start = hi + 1  # hi does not fit
+    while start <= kv_only_max_ctx and cache.kv_peak_bytes(start, s.sequences) + floor <= allowance_bytes:
+        end = min((start + block - 1) // block * block, int(kv_only_max_ctx))
+        if fits(end):
+            lo = end
+        elif fits(start):  # below -ub the buffers grow within a block: its largest fitting -c
+            top, bottom = end, start
+            while top - bottom > 1:
+                mid = (bottom + top) // 2
+                bottom, top = (mid, top) if fits(mid) else (bottom, mid)
+            lo = bottom
+        start = end + 1
     return lo
 
 
