@@ -173,7 +173,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
 
     solved = solve(budget - weights - overhead - pinned)
     max_ctx = tokens_or_none(solved)
-    limited_by = _limited_by(solved, cache, budget - weights - overhead - pinned, sequences)
+    limited_by = _limited_by(solved, cache, budget - weights - overhead - pinned, sequences, pinned)
     at_target = None
     if base.target_tokens_per_s:  # as kvplan.plan.evaluation: min(max_ctx, the largest ctx decoding at the target)
         step_allowance = (math.floor(engine.step_bytes_at_rate(base.target_tokens_per_s, device.memory_bandwidth,
@@ -209,18 +209,19 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     )
 
 
-def _limited_by(solved, cache, allowance_bytes, sequences):
+def _limited_by(solved, cache, allowance_bytes, sequences, pinned_bytes):
     """:func:`kvplan.plan.max_ctx_limited_by` of every solved max context (float64: -1 none fits, inf unbounded):
     one label (a 0-d array, the usual case: max_ctx depends on the sequences only) or one per row."""
     import numpy as np
 
     if getattr(cache, "ctx_limit", None) and len(sequences):  # a preallocated cache: its option, per sequence count
         unique, first, inverse = np.unique(sequences, return_index=True, return_inverse=True)
-        labels = np.array([max_ctx_limited_by(solved[i], cache, allowance_bytes, int(s)) for s, i in zip(unique, first)])
+        labels = np.array([max_ctx_limited_by(solved[i], cache, allowance_bytes, int(s), pinned_bytes)
+                           for s, i in zip(unique, first)])
         return labels[0] if len(set(labels)) == 1 else labels[inverse.reshape(-1)]
     codes = np.where(solved == engine.NO_CONTEXT_FITS, 0, np.where(solved == math.inf, 1, 2))
-    labels = np.array([max_ctx_limited_by(engine.NO_CONTEXT_FITS), max_ctx_limited_by(math.inf),
-                       max_ctx_limited_by(0)])
+    labels = np.array([max_ctx_limited_by(engine.NO_CONTEXT_FITS, None, allowance_bytes, 1, pinned_bytes),
+                       max_ctx_limited_by(math.inf), max_ctx_limited_by(0)])
     distinct = np.unique(codes)
     return labels[distinct[0]] if len(distinct) == 1 else labels[codes]
 

@@ -275,11 +275,13 @@ def prefill_seconds_of(device: Device, model: Model, tokens, weights_read_bytes=
     return None if times is None else engine.maximum(*times)
 
 
-def max_ctx_limited_by(max_ctx, cache=None, allowance_bytes=None, sequences=1) -> str:
+def max_ctx_limited_by(max_ctx, cache=None, allowance_bytes=None, sequences=1, pinned_bytes=0) -> str:
     """Why a solved max context is what it is (a scalar from ``CacheModel.max_ctx``).
 
-    ``weights``: not even one token fits; ``unbounded``: the cache stops growing (every layer
-    windowed) and fits at every context; ``memory``: the budget. A cache that holds a fixed number
+    ``weights``: the weights (with the runtime overhead) leave no room for a cache at all;
+    ``pinned_prefix``: they do, but not beside the pinned prefix (``pinned_bytes``, already taken out
+    of ``allowance_bytes``); ``unbounded``: the cache stops growing (every layer windowed) and fits at
+    every context; ``memory``: the budget. A cache that holds a fixed number
     of tokens (its optional ``ctx_limit``: transformers' StaticCache with ``max_cache_len``) is
     limited by that option's name (``max_cache_len``), whether its preallocation fits or not, unless
     ``allowance_bytes`` per sequence would not hold one token. The model's trained context is never a
@@ -289,7 +291,7 @@ def max_ctx_limited_by(max_ctx, cache=None, allowance_bytes=None, sequences=1) -
     if limit and engine.kv_allowance_bytes(allowance_bytes, sequences) >= cache.bytes_per_token:
         return str(limit[1])
     if max_ctx == engine.NO_CONTEXT_FITS:
-        return "weights"
+        return "pinned_prefix" if pinned_bytes and allowance_bytes + pinned_bytes >= 0 else "weights"
     if max_ctx == math.inf:
         return "unbounded"
     return "memory"
@@ -325,7 +327,7 @@ def evaluate(s: Scenario) -> Evaluation:
     max_ctx = cache.max_ctx(budget - weights - overhead - pinned, s.sequences)
     if buffers is not None:  # the buffers grow with the context too: the largest ctx where cache + buffers fit
         max_ctx = max_ctx_with_buffers(s, cache, budget - weights - overhead - pinned, max_ctx)
-    limited_by = max_ctx_limited_by(max_ctx, cache, budget - weights - overhead - pinned, s.sequences)
+    limited_by = max_ctx_limited_by(max_ctx, cache, budget - weights - overhead - pinned, s.sequences, pinned)
     trained = model.max_context or None
     per_sequence_tokens = tokens_per_sequence_of(cache, s.ctx, s.sequences)
 

@@ -67,6 +67,8 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
     elif ev.max_ctx is None:
         if ev.max_ctx_limited_by == "unbounded":
             why = "the cache stops growing: every layer is windowed"
+        elif ev.max_ctx_limited_by == "pinned_prefix":
+            why = f"the weights and the {s.pinned_prefix_tokens:,}-token pinned prefix exceed the budget"
         elif limit and ev.max_ctx_limited_by == limit[1]:
             why = f"the cache preallocated for {limit[1]} {limit[0]:,} exceeds the budget"
         else:

@@ -38,13 +38,16 @@ def max_ctx_text(ev: Evaluation) -> str:
     if ev.max_ctx is None:
         if ev.max_ctx_limited_by == "weights":
             return "none: the weights alone exceed the budget"
+        if ev.max_ctx_limited_by == "pinned_prefix":
+            return (f"none: the weights and the {ev.scenario.pinned_prefix_tokens:,}-token pinned prefix exceed "
+                    "the budget")
         if ev.max_ctx_limited_by != "unbounded":  # a runtime's preallocated cache (transformers' max_cache_len)
             return f"none: the {_limit_tokens(ev)}cache preallocated for {ev.max_ctx_limited_by} does not fit"
         windows = getattr(ev.layout, "windows", ()) or ()
         stop = max((w for w, _ in windows), default=0)
         where = f" at {stop:,} tokens" if stop else ""
         return f"unbounded: every layer windowed, the cache stops growing{where}{suffix}"
-    if ev.max_ctx_limited_by not in ("memory", "weights", "unbounded"):  # the cache holds no more (max_cache_len)
+    if ev.max_ctx_limited_by not in ("memory", "weights", "unbounded", "pinned_prefix"):  # a fixed-length cache
         trained_text = f"; model trained to {trained:,}" if trained else ""
         return f"{ev.max_ctx:,} tokens (= {ev.max_ctx_limited_by}{trained_text})"
     return f"{ev.max_ctx:,} tokens{suffix}"

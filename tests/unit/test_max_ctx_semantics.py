@@ -125,3 +125,12 @@ def test_a_static_cache_under_weights_that_exceed_the_budget_is_limited_by_the_w
     spec = runtime_spec("transformers", cache="static", max_cache_len=4096)
     ev = evaluate(Scenario(phone, model, 1024, runtime=spec))
     assert ev.max_ctx is None and ev.max_ctx_limited_by == "weights"
+
+
+def test_a_pinned_prefix_that_leaves_no_room_is_named_not_the_weights(phone):
+    # 6e9 − 1.75e9 = 4.25e9 B beside the weights; a 8,107-token prefix takes 8,107 · 524,288 = 4,250,402,816 B
+    ev = evaluate(Scenario(phone, _model("ref-7b-4k"), 1, pinned_prefix_tokens=8107))
+    assert ev.max_ctx is None and ev.max_ctx_limited_by == "pinned_prefix"
+    # 8,106 tokens of prefix leave 4.25e9 − 4,249,878,528 = 121,472 B: less than one 524,288-B token → 0 tokens
+    ev = evaluate(Scenario(phone, _model("ref-7b-4k"), 1, pinned_prefix_tokens=8106))
+    assert ev.max_ctx == 0 and ev.max_ctx_limited_by == "memory"
