@@ -95,7 +95,7 @@ def fit(
         p.write_or_display_text(to_csv(render.FIT_CSV_COLUMNS,
                                        render.fit_csv_rows(ev, advice, commands, model_commands, given)), output)
     else:
-        tables = [render.limits_table(probe, ev)]
+        tables = [render.limits_table(probe, ev, units.value)]
         if ev is not None:
             tables.append(render_check.memory_table(ev, units.value))
             if advice is not None:

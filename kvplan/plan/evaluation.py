@@ -68,11 +68,14 @@ class Evaluation:
     mean_decode_tokens_per_s: float
     max_ctx: int | None
     max_ctx_limited_by: str
-    max_ctx_at_target: int | None
+    max_ctx_at_target: int | None  # None: no target, out of reach, or met at every context (target_reach)
     flash: Flash
     notes: tuple[str, ...] = field(default=())
     prefill_s: float | None = None  # time to prefill ctx prompt tokens (None: device compute unknown)
     pinned_prefix_recompute_s: float | None = None  # recomputing the pinned prefix instead of keeping it
+    # with a decode target: "unreachable" (even an empty cache decodes slower), "every context" (the cache stops
+    # growing while still decoding fast enough) or "context" (max_ctx_at_target holds the answer); None: no target
+    target_reach: str | None = None
     # prefill_s is the larger of: FLOPs / (compute · compute_efficiency), and the weights read once per micro-batch
     prefill_compute_s: float | None = None
     prefill_memory_s: float | None = None
@@ -367,6 +370,8 @@ def evaluate(s: Scenario) -> Evaluation:
         max_ctx=None if max_ctx in (math.inf, engine.NO_CONTEXT_FITS) else int(max_ctx),
         max_ctx_limited_by=limited_by,
         max_ctx_at_target=None if at_target is None or at_target in (math.inf, -1) else int(at_target),
+        target_reach=None if at_target is None else "unreachable" if speed_ctx == engine.NO_CONTEXT_FITS
+        else "every context" if at_target == math.inf else "context",
         flash=flash,
         prefill_s=None if prefill is None else engine.maximum(*prefill),
         prefill_compute_s=None if prefill is None else prefill[0],

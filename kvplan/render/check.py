@@ -249,8 +249,9 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
         t.add(f"recompute the {s.pinned_prefix_tokens:,}-token pinned prefix instead of keeping it",
               fmt.seconds(ev.pinned_prefix_recompute_s))
     t.add("max context that fits", maxctx_render.max_ctx_text(ev))
-    if ev.max_ctx_at_target is not None:
-        t.add(f"max context at ≥ {s.target_tokens_per_s:g} tok/s", f"{ev.max_ctx_at_target:,} tokens")
+    if s.target_tokens_per_s:  # as fit: a target out of reach at any context says so
+        per = " per sequence" if s.sequences > 1 else ""
+        t.add(f"max context at ≥ {s.target_tokens_per_s:g} tok/s{per}", maxctx_render.at_target_text(ev))
     note = maxctx_render.beyond_trained_note(ev)
     if note:
         t.notes.append(note)

@@ -92,7 +92,7 @@ def fit_csv_rows(ev: Evaluation, advice: Advice | None, commands: list[list[str]
     return rows
 
 
-def limits_table(probe: Evaluation, ev: Evaluation | None) -> Table:
+def limits_table(probe: Evaluation, ev: Evaluation | None, units: str = "si") -> Table:
     s = probe.scenario
     knobs = [f"{fmt.bits(probe.weight_bits)}-bit weights", f"KV {probe.layout.k_format.name}"
              if probe.layout.k_format == probe.layout.v_format
@@ -104,13 +104,12 @@ def limits_table(probe: Evaluation, ev: Evaluation | None) -> Table:
     t = Table(f"{s.device.name} × {s.model.name} ({', '.join(knobs)})", ["figure", "value"])
     t.add("largest context that fits", maxctx_render.max_ctx_text(probe))
     if s.target_tokens_per_s:
-        at = probe.max_ctx_at_target
         per = " per sequence" if s.sequences > 1 else ""
         t.add(f"largest that also decodes at ≥ {s.target_tokens_per_s:g} tok/s{per}",
-              f"{at:,} tokens" if at is not None else "none: even an empty cache decodes slower")
+              maxctx_render.at_target_text(probe))
     if ev is not None:
         t.add(f"at {fmt.n_tokens(ev.scenario.ctx)}",
-              f"{ev.verdict.value.upper()}, headroom {fmt.bytes_(ev.headroom_bytes)}, {rates.rate_text(ev)}")
+              f"{ev.verdict.value.upper()}, headroom {fmt.bytes_(ev.headroom_bytes, units)}, {rates.rate_text(ev)}")
         note = maxctx_render.beyond_trained_note(ev)
         if note:
             t.notes.append(note)

@@ -85,3 +85,14 @@ def beyond_trained_note(ev: Evaluation) -> str | None:
     what = f"{tokens:,}" if tokens == s.ctx else f"-c {s.ctx:,} ({tokens:,} per sequence)"
     return (f"{s.model.name} was trained to {ev.max_ctx_trained:,} tokens; {what} needs a context extension "
             "(RoPE scaling)")
+
+
+def at_target_text(ev: Evaluation) -> str:
+    """The largest context that also decodes at the target rate: ``4,096 tokens``, or why there is none."""
+    if ev.max_ctx_at_target is not None:
+        return f"{ev.max_ctx_at_target:,} tokens"
+    if ev.target_reach == "unreachable":
+        return "none: even an empty cache decodes slower"
+    if ev.target_reach == "every context":
+        return "unbounded: the cache stops growing while decoding at least this fast"
+    return "none: no context fits"

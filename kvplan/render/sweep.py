@@ -226,8 +226,8 @@ _LEFT = ("device", "model", "runtime", "kv_policy", "k_format", "v_format")
 
 
 # Columns shown once in the title when every row of the sweep has the same value.
-_HOISTABLE = ("device", "model", "runtime", "kv_policy", "sequences", "weight_bits", "weight_type", "k_format",
-              "v_format")
+_HOISTABLE = ("device", "model", "runtime", "kv_policy", "sequences", "pinned_prefix_tokens", "weight_bits",
+              "weight_type", "k_format", "v_format")
 
 
 def _constant_columns(cols: SweepColumns) -> dict:
@@ -256,6 +256,8 @@ def _fixed_text(fixed: dict) -> str:
         parts.append(f"KV policy {fixed['kv_policy']}")
     if "sequences" in fixed:
         parts.append(f"{fixed['sequences']} sequence{'s' if fixed['sequences'] != 1 else ''}")
+    if fixed.get("pinned_prefix_tokens"):
+        parts.append(f"{fixed['pinned_prefix_tokens']:,}-token pinned prefix")
     if fixed.get("weight_type") and "weight_bits" in fixed:
         parts.append(f"{fixed['weight_type']} weights ({fixed['weight_bits']:.2f} bits/weight)")
     elif "weight_bits" in fixed:
@@ -322,6 +324,8 @@ def table(cols: SweepColumns, indices, omitted_after: int | None, omitted: int, 
                 text[name] = fmt.bytes_(row[name], units)
             elif name in ("ctx", "max_ctx", "max_ctx_at_target"):
                 text[name] = fmt.tokens(row[name])
+        if text.get("max_ctx") == "—":  # as compare: an unbounded cache is not the same as no room at all
+            text["max_ctx"] = "unbounded" if str(cols.max_ctx_limited_by[int(i)]) == "unbounded" else "none"
         if "weight_bits" in text:
             named = str(cols.weight_type[int(i)])
             text["weight_bits"] = f"{named} ({row['weight_bits']:.2f})" if named else fmt.bits(row["weight_bits"])

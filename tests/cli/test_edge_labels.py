@@ -1,0 +1,52 @@
+"""What the tables say at the edges: why a max context is empty (sweep as compare), a decode target out of reach
+or met at every context (check as fit), the pinned prefix in a sweep's title, fit's sizes in the units asked
+for, and a warning about an OS reserve given on the command line worded without the YAML field."""
+
+from __future__ import annotations
+
+import json
+
+
+def _line(text: str, start: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(start))
+
+
+def test_sweep_says_unbounded_or_none_where_compare_does(run):
+    # Mistral-7B-v0.1: every layer behind 4,096 tokens, the cache stops growing → unbounded;
+    # DeepSeek-V2-Lite: 7.98 GB total at 4k on the 6 GB budget, its weights alone over it → none
+    out = run("sweep", "-d", "pixel8", "-m", "mistral-7b-v0.1,deepseek-v2-lite", "-c", "4k").stdout
+    assert _line(out, "mistral-7b-v0.1").endswith("unbounded")
+    assert _line(out, "deepseek-v2-lite").endswith("none")
+    compare = run("compare", "-d", "pixel8", "-m", "mistral-7b-v0.1,deepseek-v2-lite", "-c", "4k").stdout
+    assert _line(compare, "pixel8  mistral-7b-v0.1").endswith("unbounded (trained 32,768)")
+    assert _line(compare, "pixel8  deepseek-v2-lite").endswith("none")
+
+
+def test_sweep_title_names_the_pinned_prefix(run):
+    out = run("sweep", "-d", "pixel8", "-m", "7b", "-c", "4k", "--pinned-prefix", "1k").stdout
+    assert "1,024-token pinned prefix" in out.splitlines()[0]
+
+
+def test_fit_sizes_follow_units(run):
+    # headroom at 4,096 tokens: 6e9 − 3.37e9 − 4,096 · 524,288 = 482,516,992 B = 460.16 MiB
+    out = run("fit", "-d", "pixel8", "-m", "7b", "-c", "4k", "--units", "iec").stdout
+    assert "TIGHT, headroom 460.16 MiB" in _line(out, "at 4,096 tokens")
+
+
+def test_check_says_why_there_is_no_context_at_the_target(run):
+    # an empty cache reads the 3.37e9 B of weights per token: 34.15e9 B/s / 3.37e9 B + 2.37 ms → about 9.9 tok/s
+    out = run("check", "-d", "pixel8", "-m", "7b", "-c", "4k", "--target-tok-s", "1000").stdout
+    assert _line(out, "max context at ≥ 1000 tok/s").endswith("none: even an empty cache decodes slower")
+    out = run("check", "-d", "pixel8", "-m", "mistral-7b-v0.1", "-c", "4k", "--target-tok-s", "5").stdout
+    assert _line(out, "max context at ≥ 5 tok/s").endswith(
+        "unbounded: the cache stops growing while decoding at least this fast")
+    doc = json.loads(run("check", "-d", "pixel8", "-m", "7b", "-c", "4k", "--target-tok-s", "5", "-f",
+                         "json").stdout)
+    assert doc["max_ctx_at_target"] == 5016
+
+
+def test_a_flag_reserve_warning_does_not_name_the_yaml_field(run):
+    result = run("check", "-d", "pixel8", "-m", "7b", "-c", "4k", "--os-reserve", "50 MB")
+    shown = result.stdout + result.stderr  # the warning is printed under the table
+    assert "an OS reserve of 50,000,000 B is under 100 MB on pixel8's 8.00 GB of RAM" in shown
+    assert "os_reserve" not in shown
