@@ -234,7 +234,7 @@ def _token_mistake(text: str, noun: str) -> str:
         prefix = {"K": "k", "m": "M"}.get(prefix, prefix)
         spelled = f"{size['num']}{prefix}" if prefix in ("", "k", "M") else "8k"
         number = _token_number(spelled)
-        tokens = f" ({int(number):,} tokens)" if number is not None and number == int(number) else ""
+        tokens = f" ({int(number):,} tokens)" if number is not None and number == int(number) and prefix else ""
         if number is None or number != int(number) or number <= 0:
             spelled, tokens = "8k", " (8,192 tokens)"
         if noun == "a token count":

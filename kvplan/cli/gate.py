@@ -40,6 +40,7 @@ def gate(
     from kvplan.render import gate as reporters
     from kvplan.gate.checker import check_gate
     from kvplan.gate.spec import load_gate
+    from kvplan.files.inputs import distinct_paths
     from kvplan.files.outfiles import check_outputs, check_writable, write_text_atomic
 
     outputs = {"junit": junit, "json": json_file, "markdown": markdown_file}
@@ -50,7 +51,7 @@ def gate(
 
     catalog = user_catalog(profiles_dir)
     gate_files, problems = [], []
-    for file in dict.fromkeys(files):
+    for file in distinct_paths(files):
         try:
             gate_files.append(load_gate(file, catalog))
         except ProfileError as exc:  # report the problems of every file, not only the first bad one
@@ -72,3 +73,4 @@ def gate(
     else:
         terminal.display_tables(reporters.tables(results, units.value), output_format.value)
     raise typer.Exit(ExitCode.OK if all(r.passed for r in results) else ExitCode.FAILED)
+

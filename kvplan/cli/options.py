@@ -56,7 +56,7 @@ OsReserveOpt = Annotated[str | None, typer.Option("--os-reserve", help="Override
 MarginOpt = Annotated[str, typer.Option("--margin", help="Headroom under which a fit is 'tight': a "
                                         "fraction of the budget (0.1) or a percentage (10%); a bare number "
                                         "above 1 is refused.")]
-TargetOpt = Annotated[float | None, typer.Option("--target-tok-s", min=0.0,
+TargetOpt = Annotated[float | None, typer.Option("--target-tok-s",
                                                  help="Decode target: also report the largest context at "
                                                  "or above this many tokens/s.")]
 SlidingWindowOpt = Annotated[str | None, typer.Option("--sliding-window", help="Put every layer behind a "

@@ -15,8 +15,8 @@ file gives thresholds), a plot of memory and decode speed against context, then 
 assumptions and the source of every device and model figure. Several files make one report
 (every problem of every file is listed at once when any is bad). -o review.md writes Markdown
 with its plots in review_files/; -o review.html writes one self-contained page. Without -o,
-Markdown (without plots) goes to stdout. With --sequences above 1 in a configuration its decode
-rate is per sequence, with the aggregate beside it. Exit code 0 when written (thresholds missed
+Markdown (without plots) goes to stdout. A configuration with sequences above 1 (the gate-file
+key) gets its decode rate per sequence, with the aggregate beside it. Exit code 0 when written (thresholds missed
 are reported, not failed: use kvplan gate for that), 2 on bad input."""
 
 FilesArg = Annotated[list[str], typer.Argument(metavar="FILE", help="Configurations in the gate file format (YAML); "
@@ -38,6 +38,7 @@ def report(
     from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
     from kvplan.errors import ProfileError
+    from kvplan.files.inputs import distinct_paths
     from kvplan.files.outfiles import check_outputs
     from kvplan.gate.checker import check_gate
     from kvplan.gate.spec import load_gate
@@ -51,7 +52,7 @@ def report(
         check_report_path(output, plots)
     catalog = user_catalog(profiles_dir)
     gate_files, problems = [], []
-    for file in dict.fromkeys(files):
+    for file in distinct_paths(files):
         try:
             gate_files.append(load_gate(file, catalog))
         except ProfileError as exc:  # the problems of every file, not only the first bad one

@@ -28,3 +28,11 @@ def inputs_read() -> frozenset[Path]:
 
 def forget_inputs() -> None:
     _READ.clear()
+
+
+def distinct_paths(files) -> list[str]:
+    """Each file once, however its path is written (``a.yaml`` and ``./a.yaml``), in the order given."""
+    seen: dict[Path, str] = {}
+    for file in files:
+        seen.setdefault(Path(file).resolve(), str(file))
+    return list(seen.values())

@@ -67,9 +67,17 @@ def _status(c: ConfigResult) -> str:
 
 # --- tables (terminal and Markdown) ---
 
-def summary_table(result: GateResult, units: str = "si") -> Table:
+def file_labels(paths: Sequence[str]) -> dict[str, str]:
+    """How each gate file is named in titles and suites: its file name, or the path as given where two files
+    share one (``a/release.yaml`` and ``b/release.yaml``)."""
+    names = [Path(p).name for p in paths]
+    return {p: name if names.count(name) == 1 else str(p) for p, name in zip(paths, names)}
+
+
+def summary_table(result: GateResult, units: str = "si", label: str | None = None) -> Table:
     n, failed = len(result.configurations), len(result.failed)
-    title = f"kvplan gate {Path(result.path).name}: {'PASSED' if result.passed else 'FAILED'} — " \
+    label = label or Path(result.path).name
+    title = f"kvplan gate {label}: {'PASSED' if result.passed else 'FAILED'} — " \
             f"{n - failed} of {n} configurations pass"
     several = any(several_sequences(c) for c in result.configurations)
     columns = ["configuration", "device", "model", "ctx"] + ["seq"] * several + \
@@ -106,12 +114,13 @@ def failures_table(result: GateResult, units: str = "si") -> Table:
 def tables(results: Sequence[GateResult], units: str = "si") -> list[Table]:
     """Per file: the summary, then (when any fails) its failing thresholds."""
     out: list[Table] = []
+    labels = file_labels([r.path for r in results])
     for result in results:
-        out.append(summary_table(result, units))
+        out.append(summary_table(result, units, labels[result.path]))
         if result.failed:
             failures = failures_table(result, units)
             if len(results) > 1:
-                failures.title += f" ({Path(result.path).name})"
+                failures.title += f" ({labels[result.path]})"
             out.append(failures)
     return out
 
@@ -164,17 +173,18 @@ def to_junit(results: Sequence[GateResult], units: str = "si") -> str:
                       tests=str(sum(len(r.configurations) for r in results)),
                       failures=str(sum(len(r.failed) for r in results)), errors="0",
                       time=f"{sum(c.elapsed_s for r in results for c in r.configurations):.6f}")
+    labels = file_labels([r.path for r in results])
     for result in results:
-        _junit_suite(ET, root, result, units)
+        _junit_suite(ET, root, result, units, labels[result.path])
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _junit_suite(ET, root, result: GateResult, units: str) -> None:
+def _junit_suite(ET, root, result: GateResult, units: str, label: str) -> None:
     n, failed = len(result.configurations), len(result.failed)
     elapsed = f"{sum(c.elapsed_s for c in result.configurations):.6f}"
-    stem = Path(result.path).stem
-    suite = ET.SubElement(root, "testsuite", name=f"kvplan gate {Path(result.path).name}", tests=str(n),
+    stem = str(Path(label).with_suffix("")).replace("/", ".").replace("\\", ".")  # a/release.yaml → a.release
+    suite = ET.SubElement(root, "testsuite", name=f"kvplan gate {label}", tests=str(n),
                           failures=str(failed), errors="0", skipped="0", time=elapsed)
     for c in result.configurations:
         ev, s = c.evaluation, c.evaluation.scenario
@@ -199,14 +209,15 @@ def _junit_suite(ET, root, result: GateResult, units: str) -> None:
 
 def to_markdown_text(results: Sequence[GateResult], units: str = "si") -> str:
     """One section per file."""
-    return "\n".join(_markdown_one(r, units) for r in results)
+    labels = file_labels([r.path for r in results])
+    return "\n".join(_markdown_one(r, units, labels[r.path]) for r in results)
 
 
-def _markdown_one(result: GateResult, units: str = "si") -> str:
+def _markdown_one(result: GateResult, units: str, label: str) -> str:
     n, failed = len(result.configurations), len(result.failed)
     mark = "✅" if result.passed else "❌"
     heading = f"## {mark} kvplan gate: {'passed' if result.passed else 'failed'} — " \
-              f"{n - failed} of {n} configurations pass (`{Path(result.path).name}`)\n"
+              f"{n - failed} of {n} configurations pass (`{label}`)\n"
     if result.title:
         heading += f"\n{result.title}\n"
     summary = summary_table(result, units)

@@ -52,7 +52,8 @@ def build_report(gates: GateFile | Sequence[GateFile], results: GateResult | Seq
     results = [results] if isinstance(results, GateResult) else list(results)
     if changes is None or isinstance(changes, dict):
         changes = [changes or {}] + [{}] * (len(gates) - 1)
-    names = [Path(g.path).name for g in gates]
+    labels = reporters.file_labels([g.path for g in gates])
+    names = [labels[g.path] for g in gates]
     several = len(gates) > 1
     title = gates[0].title if not several else None
     report = Report(title or f"Design review: {', '.join(names)}")
@@ -71,14 +72,14 @@ def build_report(gates: GateFile | Sequence[GateFile], results: GateResult | Seq
     add(Heading(2, "Summary"))
     for gate, result in zip(gates, results):
         summary = reporters.summary_table(result, units)
-        summary.title = "" if not several else f"{Path(gate.path).name}" + (f": {gate.title}" if gate.title else "")
+        summary.title = "" if not several else labels[gate.path] + (f": {gate.title}" if gate.title else "")
         if not explicit:
             _drop_column(summary, "result")
         add(Tables((summary,)))
     _assumptions(report, configurations, units)
     used: set[str] = set()
     for gate, result, by_index in zip(gates, results, changes):
-        where = f" ({Path(gate.path).name})" if several else ""
+        where = f" ({labels[gate.path]})" if several else ""
         for index, (cfg, res) in enumerate(zip(gate.configurations, result.configurations)):
             _configuration(report, cfg, res, units, plots, _key(cfg.name, used), by_index.get(index), where)
     _sources(report, configurations)

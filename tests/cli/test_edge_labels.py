@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def _line(text: str, start: str) -> str:
     return next(line for line in text.splitlines() if line.startswith(start))
@@ -50,3 +52,16 @@ def test_a_flag_reserve_warning_does_not_name_the_yaml_field(run):
     shown = result.stdout + result.stderr  # the warning is printed under the table
     assert "an OS reserve of 50,000,000 B is under 100 MB on pixel8's 8.00 GB of RAM" in shown
     assert "os_reserve" not in shown
+
+
+def test_a_size_given_as_a_context_suggests_a_count_without_a_redundant_gloss(run):
+    assert "--ctx: 1b is a size; a context is a token count such as 1\n" in run(
+        "check", "-d", "pixel8", "-m", "7b", "-c", "1b").stderr
+    assert "such as 8k (8,192 tokens)" in run("check", "-d", "pixel8", "-m", "7b", "-c", "8kb").stderr
+
+
+@pytest.mark.parametrize("value", ["-1", "0"])
+def test_a_decode_target_must_be_positive_with_one_message(run, value):
+    result = run("check", "-d", "pixel8", "-m", "7b", "-c", "1k", f"--target-tok-s={value}")
+    assert result.exit_code == 2
+    assert f"--target-tok-s: must be a positive, finite rate, got {float(value)}" in result.stderr
