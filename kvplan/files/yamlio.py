@@ -207,7 +207,8 @@ def _check_size(root: yaml.Node, name: str) -> None:
         raise ProfileError([f"{name}: refused: aliases expand to more than {MAX_EXPANDED_NODES:,} values"])
 
 
-def _duplicate_keys(node: yaml.Node, name: str, seen: set[int] | None = None) -> list[str]:
+def _duplicate_keys(node: yaml.Node, name: str, seen: set[int] | None = None, path: tuple = ()) -> list[str]:
+    """``file:line: configurations.0.device: duplicate key …`` for every key given twice in one mapping."""
     seen = set() if seen is None else seen
     if id(node) in seen:
         return []
@@ -216,17 +217,18 @@ def _duplicate_keys(node: yaml.Node, name: str, seen: set[int] | None = None) ->
     if isinstance(node, yaml.MappingNode):
         keys: dict[str, int] = {}
         for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
             if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
                 line = key_node.start_mark.line + 1
-                if key_node.value in keys:
-                    problems.append(f"{name}:{line}: {key_node.value}: duplicate key "
-                                    f"(first given on line {keys[key_node.value]})")
+                if key in keys:
+                    where = ".".join(map(str, path + (key,)))
+                    problems.append(f"{name}:{line}: {where}: duplicate key (first given on line {keys[key]})")
                 else:
-                    keys[key_node.value] = line
-            problems += _duplicate_keys(value_node, name, seen)
+                    keys[key] = line
+            problems += _duplicate_keys(value_node, name, seen, path + (key,))
     elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            problems += _duplicate_keys(item, name, seen)
+        for i, item in enumerate(node.value):
+            problems += _duplicate_keys(item, name, seen, path + (i,))
     return problems
 
 

@@ -56,13 +56,15 @@ def builtin_dir(kind: Kind) -> Path:
 
 def user_dirs(profiles_dirs: list[str] | None = None) -> list[Path]:
     """User folders searched before the built-ins: ``--profiles-dir`` options, then ``$KVPLAN_PROFILES``."""
-    dirs = [Path(d) for d in (profiles_dirs or [])]
+    given = [Path(d) for d in (profiles_dirs or [])]
     env = os.environ.get(ENV_VAR, "")
-    dirs += [Path(d) for d in env.split(os.pathsep) if d]
-    for d in dirs:
+    from_env = [Path(d) for d in env.split(os.pathsep) if d]
+    for d in given + from_env:
         if not d.is_dir():
-            raise NotFoundError(f"profiles folder {str(d)!r} does not exist")
-    return dirs
+            what = "is a file, not a folder" if d.exists() else "does not exist"
+            where = f" (in ${ENV_VAR})" if d in from_env and d not in given else ""
+            raise NotFoundError(f"profiles folder {str(d)!r}{where} {what}")
+    return given + from_env
 
 
 def _scheme(ref: str) -> str | None:

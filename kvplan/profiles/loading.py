@@ -80,6 +80,10 @@ def _message(error: dict, loc: tuple, cls: type[BaseModel]) -> str:
         return f"unknown field{hint}"
     if kind == "missing":
         return "required field is missing"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):  # not pydantic's class names: the file's words
+        got = error.get("input")
+        return "must be a mapping of fields (key: value lines)" + (", got nothing" if got is None else
+                                                                  f", got {got!r}")
     if msg.startswith("Input should be "):
         msg = "must be " + msg[len("Input should be "):]
     return msg
