@@ -206,7 +206,7 @@ def validate(
     from kvplan.profiles.check import validate_file
     from kvplan.render.profiles import JSON_SCHEMA_VERSION
 
-    results = [validate_file(path, kind.value if kind else None) for path in files]
+    results = [_with_model_problems(validate_file(path, kind.value if kind else None)) for path in files]
     bad = [r for r in results if r.problems]
     found = [_valid_profile_warnings(r) for r in results]
     every = list(dict.fromkeys(w for warnings in found for w in warnings))
@@ -225,6 +225,24 @@ def validate(
                         if bad else "all valid"))
         terminal.display_text("\n".join(lines))
     raise typer.Exit(ExitCode.BAD_INPUT if bad else ExitCode.OK)
+
+
+def _with_model_problems(result):
+    """A model file that validates field by field, with what no command could use (kvplan.plan.profile_warnings)."""
+    if result.problems or result.kind != "model":
+        return result
+    from dataclasses import replace
+
+    from kvplan.files.yamlio import load_yaml
+    from kvplan.plan.profile_warnings import model_problems
+    from kvplan.profiles.loading import load_model_file
+    from kvplan.profiles.spec import Model
+
+    problems = model_problems(load_model_file(Model, Path(result.path), what="model profile"))
+    if not problems:
+        return result
+    doc = load_yaml(result.path)
+    return replace(result, problems=[f"{doc.where((name,))}: {name}: {message}" for name, message in problems.items()])
 
 
 def _valid_profile_warnings(result) -> list[str]:

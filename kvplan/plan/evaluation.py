@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from kvplan import engine
 from kvplan.engine.memory import VERDICTS, Verdict
-from kvplan.errors import FieldError, UsageError
+from kvplan.errors import FieldError, ProfileError, UsageError
 from kvplan.caches.ideal import CacheModel, cache_layout, kv_bytes_per_sequence_of, tokens_per_sequence_of
 from kvplan.engine.formats import ElementFormat
 from kvplan.plan.scenario import Scenario
@@ -162,7 +162,13 @@ def weights_in_force(s: Scenario):
         return (*weights_of(model, s.weight_bits), None)
     from kvplan.plan.weights import bytes_read_per_token, priced_weights
 
-    pricing = priced_weights(model, weight_type, s.weight_group_size or 0)
+    try:
+        pricing = priced_weights(model, weight_type, s.weight_group_size or 0)
+    except FieldError as exc:
+        if s.weight_type is not None:  # the flag's (or gate key's) value: the error is about it
+            raise
+        # the profile's own weight_type: a fault of the profile file, not of an option nobody gave
+        raise ProfileError([f"model {model.name}: weight_type {weight_type}: {exc.worded(lead=False)}"]) from None
     return pricing.total_bytes, bytes_read_per_token(pricing, model), pricing.bits_per_weight, pricing
 
 

@@ -29,6 +29,21 @@ def model_warnings(m: Model) -> list[str]:
             "the whole context on every layer; the runtime llama.cpp prices that"]
 
 
+def model_problems(m: Model) -> dict[str, str]:
+    """{field: message} for what validates field by field but no command can use: a ``weight_type`` that cannot
+    be priced tensor by tensor for want of the profile's shape fields."""
+    if not getattr(m, "weight_type", None):
+        return {}
+    from kvplan.errors import FieldError
+    from kvplan.plan.weights import priced_weights
+
+    try:
+        priced_weights(m, m.weight_type)
+    except FieldError as exc:
+        return {"weight_type": exc.worded(lead=False)}
+    return {}
+
+
 def profile_warnings(kind: str, profile) -> list[str]:
     """:func:`device_warnings` or :func:`model_warnings` by the profile's kind."""
     return device_warnings(profile) if kind == "device" else model_warnings(profile)

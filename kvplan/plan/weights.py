@@ -61,8 +61,9 @@ def priced_weights(model: Model, weight_type: str, group_size: int = 0) -> Weigh
     if group_size and family in GROUP_SIZES and group_size not in GROUP_SIZES[family]:
         raise FieldError("weight_group_size", f"{weight_type} takes a group size of "
                          f"{', '.join(map(str, GROUP_SIZES[family]))}, got {group_size}")
+    shape = model_shape(model)  # its own FieldError: a profile that lacks the shape
     try:
-        return _priced(model_shape(model), weight_type, group_size)
+        return _priced(shape, weight_type, group_size)
     except ValueError as exc:  # an architecture without a tensor layout, a row that fits no block
         raise FieldError("weight_type", f"{model.name}: {exc}") from None
 

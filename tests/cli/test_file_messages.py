@@ -27,3 +27,28 @@ def test_a_profiles_folder_that_is_a_file_or_from_the_environment_says_so(run, t
     monkeypatch.setenv("KVPLAN_PROFILES", str(tmp_path / "nope"))
     result = run("check", "-d", "pixel8", "-m", "7b", "-c", "1k")
     assert f"profiles folder '{tmp_path / 'nope'}' (in $KVPLAN_PROFILES) does not exist" in result.stderr
+
+
+BAD7 = """name: bad7
+params: 7B
+layers: 32
+attention_heads: 32
+kv_heads: 32
+head_dim: 128
+weight_bits: 4
+weight_type: mlx-4bit
+"""
+NEEDS = "pricing 'bad7' by tensor needs architecture, hidden_size, intermediate_size, vocab_size in its profile"
+
+
+def test_a_profile_weight_type_that_cannot_be_priced_is_the_profiles_fault(run, tmp_path):
+    profile = tmp_path / "bad7.yaml"
+    profile.write_text(BAD7)
+    result = run("check", "-d", "pixel8", "-m", profile, "-c", "4k")
+    assert result.exit_code == 2
+    assert f"model bad7: weight_type mlx-4bit: {NEEDS}" in result.stderr and "--weight-type" not in result.stderr
+    validated = run("profiles", "validate", profile)  # every planning command refuses it: so does validate
+    assert validated.exit_code == 2 and f"{profile}:8: weight_type: {NEEDS}" in validated.stdout
+    profile.write_text(BAD7.replace("weight_type: mlx-4bit\n", ""))  # the flag's value: the error names the flag
+    result = run("check", "-d", "pixel8", "-m", profile, "-c", "4k", "--weight-type", "mlx-4bit")
+    assert f"--weight-type: {NEEDS}" in result.stderr
