@@ -130,8 +130,8 @@ def _from_hub(source: str, *, name: str | None, params: int | None, weight_bits:
 
 GGUF_HELP = """Model profile from a GGUF file's header (metadata and tensor shapes; no tensor data is read).
 
-Needs the optional 'gguf' package: pip install gguf (or install kvplan with its [gguf] extra: pip
-install '.[gguf]'). Per-layer KV head counts (an array head_count_kv) and sliding-window patterns
+Read with the header parser '--model model.gguf' uses (every shard of a split model), so both give
+the same figures; no 'gguf' package is needed. Per-layer KV head counts (an array head_count_kv) and sliding-window patterns
 are kept; params are the sum of the tensor shapes; the weight size ('weights') is the file's own
 tensor bytes and its general.file_type is written as weight_type (q4_k_m, q8_0, …), so the profile
 and '--weight-type' agree (a note says so when kvplan's pricing of the format differs from the

@@ -22,6 +22,11 @@ gives ``params_active``, counted like ``params``: params − Σ_routed-expert te
 (``blk.N.ffn_{gate,up,down}_exps.weight`` and their biases), whose outermost dimension
 (GGUF's last, numpy's first) is the E experts; shared experts (``*_shexp``) and the router
 (``ffn_gate_inp``) run for every token and stay counted.
+
+The file is read with kvplan's header parser (:mod:`kvplan.importers.gguf_header`), the one a local
+``--model x.gguf`` and a Hub GGUF use, so all three accept the same files and give the same figures. Every count
+follows :func:`kvplan.importers.common.whole_count` (a float only when whole; never a string or boolean), and a
+block count past the schema's bound is refused before any per-layer work.
 """
 
 from __future__ import annotations
@@ -29,49 +34,85 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kvplan.errors import ProfileError, UsageError
-from kvplan.files.inputs import note_input
+from kvplan.errors import ProfileError
 from kvplan.importers.common import (DEFAULT_WEIGHT_BITS, ImportedProfile, finish, slug, swa_pattern_layers,
-                                     weight_format_name, window_pattern)
+                                     weight_format_name, whole_count, window_pattern)
+from kvplan.importers.gguf_header import header_metadata, read_local_header
+from kvplan.profiles.spec import layer_count_problem
 
 _BUILTIN_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4}  # llama.cpp set_swa_pattern(n)
 
 
-def _reader(path: str | Path):
-    try:
-        import gguf
-    except ImportError:
-        raise UsageError("reading GGUF files needs the optional 'gguf' package: pip install gguf (or install kvplan with its [gguf] extra: pip install '.[gguf]')") from None
+def _read_file(path: str | Path) -> tuple[dict, list[tuple], list[str]]:
+    """``(metadata, tensors, notes)`` of a local GGUF file, read by kvplan's header parser (the one ``--model
+    x.gguf`` and Hub GGUFs use, so all three accept the same files); a file that is not a readable GGUF is
+    one ProfileError naming it."""
     p = Path(path)
     if not p.is_file():
         raise ProfileError([f"{path}: no such file"])
+    split = _SPLIT_RE.match(p.name)
+    if split and int(split.group("no")) != 1:  # the metadata is in the first shard, whichever one was named
+        p = p.with_name(f"{split.group('stem')}-00001-of-{split.group('count')}.gguf")
+        if not p.is_file():
+            raise ProfileError([f"{path}: split GGUF, shard {p.name} not beside it"])
+        path = p
     try:
         with open(p, "rb") as handle:
             head = handle.read(4)
         size = p.stat().st_size
     except OSError as exc:
         raise ProfileError([f"{path}: cannot read: {exc.strerror or exc}"]) from None
-    note_input(p)
     if not size:
         raise ProfileError([f"{path}: not a readable GGUF file: the file is empty"])
     if head != b"GGUF":
         raise ProfileError([f"{path}: not a readable GGUF file: it starts with {head!r}, a GGUF file with b'GGUF'"])
     try:
-        return gguf.GGUFReader(p)
-    except Exception as exc:  # noqa: BLE001 - the gguf reader raises whatever numpy raises on a damaged header
-        raise ProfileError([f"{path}: {_damage(exc, size)}"]) from None
+        header = read_local_header(p, what="")
+        meta, tensors = header_metadata(header)  # tensor sizes: an unknown storage type surfaces here
+    except ProfileError as exc:
+        raise ProfileError([f"{path}: not a readable GGUF file: {_damage(problem, size)}"
+                            for problem in exc.problems]) from None
+    notes = []
+    if split and meta.get("split.tensors.count") != len(tensors):
+        tensors, note = _split_tensors(p, split)
+        notes.append(note)
+    end = header.data_offset + max((t.offset + t.nbytes for t in header.tensors), default=0)
+    if size < end:
+        notes.append(f"{Path(path).name} is {size:,} bytes but its tensor table reaches byte {end:,} (an "
+                     "incomplete download?): the profile needs only the header, which is whole")
+    return meta, tensors, notes
 
 
-def _damage(exc: Exception, size: int) -> str:
-    """What a GGUF reader's exception means, in one line (never numpy's wording)."""
-    text = str(exc)
-    match = re.search(r"(\d+)\)? is not a valid GGMLQuantizationType", text)
+_SPLIT_RE = re.compile(r"^(?P<stem>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+
+
+def _split_tensors(p: Path, split: re.Match) -> tuple[list[tuple], str]:
+    """Every shard's tensors of a split GGUF (``…-00001-of-00003.gguf``) whose named shard lists only its own, as
+    ``--model`` reads them: the metadata is the first shard's; the other shards' headers add their tensors."""
+    count = int(split.group("count"))
+    shards = [p.with_name(f"{split.group('stem')}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+    missing = [s.name for s in shards if not s.is_file()]
+    if missing:
+        raise ProfileError([f"{p}: split GGUF, shard(s) {', '.join(missing)} not beside it"])
+    found = []
+    for shard in shards:
+        try:
+            found.extend(header_metadata(read_local_header(shard, what=""))[1])
+        except ProfileError as exc:
+            raise ProfileError([f"{shard}: not a readable GGUF file: {_damage(problem, shard.stat().st_size)}"
+                                for problem in exc.problems]) from None
+    return found, f"split GGUF: the headers of all {count} shards were read"
+
+
+def _damage(problem: str, size: int) -> str:
+    """The header parser's problem, worded for a file read whole."""
+    match = re.match(r"unknown ggml tensor type (\d+)", problem)
     if match:
-        return (f"not a readable GGUF file: a tensor has storage type id {match.group(1)}, which the installed gguf "
-                "package does not know (a damaged file, or a type newer than the package: pip install -U gguf)")
-    if "version" in text.lower():
-        return f"not a readable GGUF file: unsupported GGUF version ({text})"
-    return f"not a readable GGUF file: damaged or truncated ({size:,} bytes; the header or tensor data ends early)"
+        return (f"a tensor has storage type id {match.group(1)}, which kvplan does not know (a damaged file, or a "
+                "type newer than this kvplan)")
+    if problem.startswith("the file ends inside the GGUF header"):
+        return f"damaged or truncated ({size:,} bytes; the file ends inside the GGUF header)"
+    return problem
 
 
 # llama.cpp's `enum llama_ftype` (include/llama.h; the ids are stable, retired ones are never reused) for the
@@ -102,47 +143,46 @@ def _file_type(meta: dict, notes: list[str]) -> tuple[str | None, str]:
 def read_metadata(path: str | Path) -> tuple[dict, list[tuple]]:
     """The header's key/value metadata and ``(name, elements, bytes, shape)`` of every tensor
     (``shape`` outermost dimension first, numpy's order: GGUF lists it innermost first)."""
-    reader = _reader(path)
-    meta = {}
-    for key, fld in reader.fields.items():
-        if key.startswith("GGUF.") or key in ("tokenizer.ggml.merges", "tokenizer.ggml.scores",
-                                               "tokenizer.ggml.token_type"):
-            continue
-        try:
-            meta[key] = fld.contents()
-        except (ValueError, UnicodeDecodeError, IndexError):
-            continue
-    tensors = [(t.name, int(t.n_elements), int(t.n_bytes), tuple(int(n) for n in reversed(t.shape)))
-               for t in reader.tensors]
+    meta, tensors, _notes = _read_file(path)
     return meta, tensors
 
 
-def _int(meta: dict, key: str, where: str, required: bool = True):
+def _int(meta: dict, key: str, where: str, required: bool = True, minimum: int = 1, per_layer: bool = False):
+    """A count from the metadata by kvplan's one rule for counts (:func:`kvplan.importers.common.whole_count`):
+    a whole number of at least ``minimum``, a float only when whole; with ``per_layer`` (the keys llama.cpp reads
+    as one value or one per layer) also an array, entry by entry (an entry may be 0: a layer without that part).
+    None when absent and not ``required``."""
     value = meta.get(key)
     if value is None:
         if required:
             raise ProfileError([f"{where}: {key}: missing from the GGUF metadata (needed for a model profile)"])
         return None
-    if isinstance(value, list):
-        return [int(v) for v in value]
-    return int(value)
+    try:
+        if isinstance(value, list):
+            if not per_layer:
+                raise ValueError(f"expected a whole number, got an array of {len(value)}")
+            return [whole_count(v, 0) for v in value]
+        return whole_count(value, minimum)
+    except ValueError as exc:
+        raise ProfileError([f"{where}: {key}: {exc}"]) from None
 
 
 def profile_from_gguf_file(path: str | Path, *, name: str | None = None, params: int | None = None,
                            weight_bits: float | None = None, weight_type: str | None = None) -> ImportedProfile:
-    meta, tensors = read_metadata(path)
-    return profile_from_gguf_metadata(meta, tensors, where=str(path), name=name, params=params,
-                                      weight_bits=weight_bits, weight_type=weight_type)
+    meta, tensors, notes = _read_file(path)
+    imported = profile_from_gguf_metadata(meta, tensors, where=str(path), name=name, params=params,
+                                          weight_bits=weight_bits, weight_type=weight_type)
+    return ImportedProfile(imported.model, imported.yaml_text, (*notes, *imported.notes))
 
 
-def _active_params(meta: dict, tensors: list[tuple], arch: str, params: int, notes: list[str]):
+def _active_params(meta: dict, tensors: list[tuple], arch: str, params: int, notes: list[str], where: str):
     """(params_active, the arithmetic) of a mixture of experts (module docstring), or (None, None)."""
     k = f"{arch}."
-    experts = meta.get(k + "expert_count")
-    if not isinstance(experts, int) or isinstance(experts, bool) or experts <= 0:
+    experts = _int(meta, k + "expert_count", where, required=False, minimum=0)
+    if not isinstance(experts, int) or experts <= 0:
         return None, None
-    used = meta.get(k + "expert_used_count")
-    if not isinstance(used, int) or isinstance(used, bool) or not 0 < used <= experts:
+    used = _int(meta, k + "expert_used_count", where, required=False, minimum=0)
+    if not isinstance(used, int) or not 0 < used <= experts:
         notes.append(f"{k}expert_count is {experts} but {k}expert_used_count is {used!r}: params_active not "
                      "derived; add it from the model card, or decode is priced as if every expert were read")
         return None, None
@@ -177,11 +217,15 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
     k = f"{arch}."
     notes: list[str] = []
     layers = _int(meta, k + "block_count", where)
-    heads = _int(meta, k + "attention.head_count", where)
+    if layer_count_problem(layers):  # before any per-layer work
+        raise ProfileError([f"{where}: {k}block_count: {layer_count_problem(layers)}"])
+    heads = _int(meta, k + "attention.head_count", where, per_layer=True)
     if isinstance(heads, list):
+        if not heads or max(heads) <= 0:
+            raise ProfileError([f"{where}: {k}attention.head_count: no layer has attention heads"])
         notes.append(f"{k}attention.head_count varies per layer; using the largest, {max(heads)}")
         heads = max(heads)
-    kv_heads = _int(meta, k + "attention.head_count_kv", where, required=False)
+    kv_heads = _int(meta, k + "attention.head_count_kv", where, required=False, per_layer=True)
     kv_note = "attention.head_count_kv" if kv_heads else "no attention.head_count_kv: as many as head_count"
     kv_heads = kv_heads or heads
     if isinstance(kv_heads, list):
@@ -208,25 +252,27 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
     val_len = val_len or key_len
     if rank:
         mla = {"kv_lora_rank": rank, "qk_rope_head_dim": _int(meta, k + "rope.dimension_count", where)}
-    inter = _int(meta, k + "feed_forward_length", where, required=False)
+    inter = _int(meta, k + "feed_forward_length", where, required=False, per_layer=True)
     inter_note = "feed_forward_length"
     if isinstance(inter, list):
-        inter, inter_note = max(inter), "feed_forward_length (the largest of its per-layer values)"
+        inter, inter_note = max(inter, default=0), "feed_forward_length (the largest of its per-layer values)"
     vocab = _int(meta, k + "vocab_size", where, required=False)
     vocab_note = "vocab_size"
     if vocab is None and isinstance(meta.get("tokenizer.ggml.tokens"), list):
         vocab, vocab_note = len(meta["tokenizer.ggml.tokens"]), "tokenizer.ggml.tokens (its length)"
     max_context = _int(meta, k + "context_length", where, required=False)
 
-    window = _int(meta, k + "attention.sliding_window", where, required=False)
+    window = _int(meta, k + "attention.sliding_window", where, required=False, minimum=0)
     local: list[int] = []
     if window:
-        raw = meta.get(k + "attention.sliding_window_pattern")
+        pattern_key = k + "attention.sliding_window_pattern"
+        raw = meta.get(pattern_key)
         if isinstance(raw, list):
-            local = [i for i, flag in enumerate(raw) if flag]
+            local = _local_layers(raw, layers, where, pattern_key)
             window_note = f"{k}attention.sliding_window {window}, sliding_window_pattern per layer"
         else:
-            n = int(raw) if raw is not None else _BUILTIN_PATTERN.get(arch, 0)
+            # 0 is llama.cpp's "every layer local"; a negative period once dropped the window without a word
+            n = _int(meta, pattern_key, where, minimum=0) if raw is not None else _BUILTIN_PATTERN.get(arch, 0)
             local = swa_pattern_layers(n, layers)
             window_note = (f"{k}attention.sliding_window {window}, pattern period {n} "
                            f"({'from the file' if raw is not None else 'llama.cpp default for ' + arch})")
@@ -242,7 +288,7 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         if not n_elements:
             raise ProfileError([f"{where}: the file lists no tensors; give --params"])
         params, params_note = n_elements, f"sum of the {len(tensors)} tensor shapes in the GGUF header: {n_elements:,}"
-        params_active, active_note = _active_params(meta, tensors, arch, params, notes)
+        params_active, active_note = _active_params(meta, tensors, arch, params, notes, where)
         if active_note:
             params_note += f"; {active_note}"
     else:
@@ -299,4 +345,23 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
     ]
     header = [f"Model profile imported by 'kvplan import gguf' from {where}.",
               "Check every figure against the model card, then run 'kvplan profiles validate'."]
-    return finish(fields, header, where, notes)
+    keys = {"layers": k + "block_count", "attention_heads": k + "attention.head_count",
+            "kv_heads": k + "attention.head_count_kv",
+            "head_dim": k + key_note if key_note.startswith("attention.") else key_note,
+            "v_head_dim": k + val_note, "hidden_size": k + "embedding_length",
+            "intermediate_size": k + "feed_forward_length",
+            "vocab_size": k + vocab_note if vocab_note == "vocab_size" else "tokenizer.ggml.tokens",
+            "max_context": k + "context_length", "sliding_window": k + "attention.sliding_window",
+            "mla.kv_lora_rank": k + "attention.kv_lora_rank", "mla.qk_rope_head_dim": k + "rope.dimension_count",
+            "params": "the parameter count (the sum of the tensor shapes)"}
+    return finish(fields, header, where, notes, keys=keys)
+
+
+def _local_layers(flags: list, layers: int, where: str, key: str) -> list[int]:
+    """The local layers of a per-layer ``sliding_window_pattern`` array: one boolean (or 0/1) per layer."""
+    if len(flags) != layers:
+        raise ProfileError([f"{where}: {key}: {len(flags)} entries for {layers} layers (one per layer)"])
+    bad = next((f for f in flags if not isinstance(f, bool) and f not in (0, 1)), None)
+    if bad is not None:
+        raise ProfileError([f"{where}: {key}: expected one true or false per layer, got {bad!r}"])
+    return [i for i, is_local in enumerate(flags) if is_local]

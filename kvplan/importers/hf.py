@@ -28,10 +28,11 @@ import re
 from pathlib import Path
 
 from kvplan.errors import ProfileError
-from kvplan.importers.common import (ImportedProfile, finish, slug, swa_pattern_layers, weight_fields,
-                                     window_pattern)
-from kvplan.importers.hf_arch import MoeLayout, moe_layout, positive_count, refuse_unpriceable
+from kvplan.importers.common import (ImportedProfile, finish, flag, slug, swa_pattern_layers, weight_fields,
+                                     whole_count, window_pattern)
+from kvplan.importers.hf_arch import MoeLayout, expert_count, moe_layout, positive_count, refuse_unpriceable
 from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
+from kvplan.profiles.spec import layer_count_problem
 
 # Defaults of the transformers config classes for keys a config.json may omit.
 _DEFAULTS: dict[str, dict] = {
@@ -58,6 +59,62 @@ _DEFAULTS: dict[str, dict] = {
 _FOUR_NORMS = {"gemma2", "gemma3_text", "gemma3"}  # input, post-attention, pre- and post-feedforward norms
 _QK_NORM = {"qwen3", "qwen3_moe", "gemma3_text", "gemma3"}  # per-head RMSNorm on queries and keys
 _QKV_BIAS = {"qwen2", "qwen2_moe"}  # bias on q, k, v (not o)
+
+
+# Every config key kvplan reads as a count, with the least value it may take (kvplan.importers.common.whole_count
+# is the rule): 1 where a count must be there to mean anything, 0 where the transformers classes read 0 as "none"
+# (no window, no latent attention, no shared experts, no leading dense layers; a dense config may carry an
+# expert count of 0). A null is the key left out.
+_COUNT_KEYS: dict[str, int] = {
+    **dict.fromkeys(("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size",
+                     "intermediate_size", "vocab_size", "head_dim", "v_head_dim", "max_position_embeddings",
+                     "qk_nope_head_dim", "decoder_sparse_step", "moe_layer_freq", "sliding_window_pattern",
+                     "_sliding_window_pattern"), 1),
+    **dict.fromkeys(("sliding_window", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "n_shared_experts",
+                     "first_k_dense_replace", "max_window_layers", "shared_expert_intermediate_size",
+                     "moe_intermediate_size", "num_experts_per_tok", "n_routed_experts", "num_local_experts",
+                     "num_experts", "moe_num_experts"), 0),
+}
+_FLAG_KEYS = ("tie_word_embeddings", "use_sliding_window", "attention_bias", "mlp_bias")
+
+
+def _read_values(c: dict, nested: dict | None) -> tuple[dict, list[tuple[str, str]]]:
+    """``c`` with every count key a checked int and every flag a bool, and ``(key, problem)`` for each value
+    that is neither (dropped from the dict, so nothing reads it). ``key`` says where the value is: a multimodal
+    config's ``text_config.hidden_size``."""
+    out, problems = dict(c), []
+
+    def named(key: str) -> str:
+        return f"text_config.{key}" if nested is not None and key in nested else key
+
+    for key, minimum in _COUNT_KEYS.items():
+        if out.get(key) is None:
+            continue
+        try:
+            out[key] = whole_count(out[key], minimum)
+            too_many = layer_count_problem(out[key]) if key == "num_hidden_layers" else None
+            if too_many:  # refused here, before any per-layer work
+                raise ValueError(too_many)
+        except ValueError as exc:
+            problems.append((named(key), str(exc)))
+            del out[key]
+    for key in _FLAG_KEYS:
+        if out.get(key) is not None:
+            try:
+                flag(out[key])
+            except ValueError as exc:
+                problems.append((named(key), str(exc)))
+                del out[key]
+    indices = out.get("mlp_only_layers")
+    if indices is not None:
+        try:
+            if not isinstance(indices, list):
+                raise ValueError(f"expected a list of layer indices, got {indices!r}")
+            out["mlp_only_layers"] = [whole_count(i, 0) for i in indices]
+        except ValueError as exc:
+            problems.append((named("mlp_only_layers"), str(exc)))
+            del out["mlp_only_layers"]
+    return out, problems
 
 
 def profile_from_hf_file(path: str | Path, *, name: str | None = None, params: int | None = None,
@@ -232,12 +289,20 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         check_weight_bits(weight_bits)
     c, model_type = text_config(config)
     refuse_unpriceable([config, c], [str(config.get("model_type") or ""), model_type], label)
+    # A Hub reference names the repository; the keys are those of its config.json.
+    place = label if label == where else f"{label}: config.json"
+    nested = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
+    c, bad = _read_values(c, nested)
+    problems = [f"{place}: {key}: {problem}" for key, problem in bad]
     try:
-        layers, heads, moe = _checked_shape(c, model_type, label, derive_params=params is None)
-    except ProfileError:
-        raise
+        layers, heads, moe = _checked_shape(c, model_type, label, derive_params=params is None,
+                                            skip={key.rsplit(".", 1)[-1] for key, _ in bad})
+    except ProfileError as exc:
+        raise ProfileError(problems + exc.problems) from None
     except (TypeError, ValueError) as exc:  # a key of the wrong type among those the layout reads
-        raise ProfileError([f"{label}: cannot read this config ({exc})"]) from None
+        raise ProfileError(problems + [f"{label}: cannot read this config ({exc})"]) from None
+    if problems:
+        raise ProfileError(problems)
     kv_heads = c.get("num_key_value_heads") or heads
     hidden = c.get("hidden_size")
     mla = None
@@ -297,13 +362,31 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     ]
     header = [f"Model profile imported by 'kvplan import hf' from {where}.",
               "Check every figure against the model card, then run 'kvplan profiles validate'."]
-    return finish(fields, header, label, notes)
+    return finish(fields, header, label, notes, keys=_source_keys(c, model_type, moe, head_note), place=place)
 
 
-def _checked_shape(c: dict, model_type: str, label: str, *, derive_params: bool
+def _source_keys(c: dict, model_type: str, moe: MoeLayout | None, head_note: str) -> dict[str, str]:
+    """Profile field → the config key (or arithmetic) it was written from, for errors in the config's terms."""
+    keys = {"layers": "num_hidden_layers", "attention_heads": "num_attention_heads",
+            "kv_heads": "num_key_value_heads", "head_dim": "head_dim" if head_note == "config head_dim" else head_note,
+            "v_head_dim": "v_head_dim", "hidden_size": "hidden_size", "intermediate_size": "intermediate_size",
+            "vocab_size": "vocab_size", "max_context": "max_position_embeddings", "sliding_window": "sliding_window",
+            "mla.kv_lora_rank": "kv_lora_rank", "mla.qk_rope_head_dim": "qk_rope_head_dim",
+            "params": "the parameter count derived from the config's shapes",
+            "params_active": "the active parameter count derived from the config's shapes"}
+    if moe is not None:
+        found = expert_count(c)
+        keys.update({"experts": found[0] if found else "experts", "experts_per_token": "num_experts_per_tok",
+                     "expert_intermediate_size": "intermediate_size" if model_type == "mixtral"
+                     else "moe_intermediate_size"})
+    return keys
+
+
+def _checked_shape(c: dict, model_type: str, label: str, *, derive_params: bool, skip: set[str] = frozenset()
                    ) -> tuple[int, int, MoeLayout | None]:
     """(layers, attention heads, MoE layout or None) once every key the profile needs is there; else one
-    ProfileError naming all the keys that are missing or wrong, not just the first."""
+    ProfileError naming all the keys that are missing or wrong, not just the first. Keys in ``skip`` were
+    refused already (each reported on its own line), so they are not called missing."""
     missing: list[str] = []
     layers = positive_count(c, "num_hidden_layers", missing)
     heads = positive_count(c, "num_attention_heads", missing)
@@ -317,9 +400,9 @@ def _checked_shape(c: dict, model_type: str, label: str, *, derive_params: bool
         positive_count(c, "vocab_size", missing)
         if moe is None or moe.dense_layers or model_type == "mixtral":
             positive_count(c, "intermediate_size", missing)
-    if missing:
+    if any(k not in skip for k in missing):
         kind = f"model_type {model_type!r}" if model_type else "no model_type"
-        absent = list(dict.fromkeys(k for k in missing if isinstance(k, str)))
+        absent = list(dict.fromkeys(k for k in missing if isinstance(k, str) and k not in skip))
         wrong = list(dict.fromkeys(f"{m[0]} {m[1]!r}" for m in missing if isinstance(m, tuple)))
         said = ([f"missing {', '.join(absent)}"] if absent else []) + \
             ([f"not a positive whole number: {', '.join(wrong)}"] if wrong else [])

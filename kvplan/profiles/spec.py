@@ -64,6 +64,32 @@ def _strict_bool(value: object) -> object:
 # WithJsonSchema: what the YAML may say (strings with units), for `kvplan profiles schema`.
 PositiveInt = Annotated[int, BeforeValidator(_whole), Field(gt=0, le=10**12),
                         WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 10**12})]
+# The most layers a model profile may have. The deepest published LLMs have about 100–130 blocks (GPT-3 96,
+# PaLM 540B 118, Llama 3.1 405B 126), so 10,000 is far beyond anything real; what it stops is a typo or a damaged
+# file (10⁸ layers), whose per-layer work (cache layouts, window patterns, tensor tables) would run for minutes
+# and take gigabytes instead of failing at once. The importers check it before any per-layer work.
+MAX_LAYERS = 10_000
+
+
+def layer_count_problem(value: int) -> str | None:
+    """Why ``value`` layers is refused (None when it is within :data:`MAX_LAYERS`), for the schema and the importers."""
+    if value > MAX_LAYERS:
+        return (f"{value:,} layers is more than kvplan plans for (at most {MAX_LAYERS:,}; the deepest published "
+                "models have about 100–130)")
+    return None
+
+
+def _layers(value: object) -> object:
+    value = _whole(value)
+    if isinstance(value, int):
+        problem = layer_count_problem(value)
+        if problem:
+            raise ValueError(problem)
+    return value
+
+
+LayerCount = Annotated[int, BeforeValidator(_layers), Field(gt=0),
+                       WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_LAYERS})]
 Bits = Annotated[int, BeforeValidator(_whole), Field(ge=1, le=32),
                  WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 32})]
 Slug = Annotated[str, BeforeValidator(_slug), WithJsonSchema({"type": "string", "pattern": SLUG_PATTERN})]
@@ -187,7 +213,7 @@ class Model(_Profile, ModelMethods):
     architecture: str | None = None
     params: Count
     params_active: Count | None = None
-    layers: PositiveInt
+    layers: LayerCount
     attention_heads: PositiveInt
     kv_heads: KvHeads
     head_dim: PositiveInt
@@ -207,7 +233,7 @@ class Model(_Profile, ModelMethods):
     experts_per_token: PositiveInt | None = None
     expert_intermediate_size: PositiveInt | None = None
     shared_experts: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=10**6)] = 0
-    dense_layers: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=10**6)] = 0
+    dense_layers: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=MAX_LAYERS)] = 0
     rope_scaling: str | None = None
     gguf_vocab_size: PositiveInt | None = None
     kv_bits: Bits | None = None

@@ -84,10 +84,15 @@ def test_every_missing_key_is_named_at_once():
 
 
 def test_wrong_values_are_named_with_the_missing_ones():
+    # each wrong value on its own line, naming its key; then the keys that are missing (not the wrong ones again)
     config = {"model_type": "llama", "num_hidden_layers": -2, "hidden_size": [1], "num_attention_heads": 8}
-    assert _problem(lambda: profile_from_hf_config(config, name="x", where="c.json")) == (
+    with pytest.raises(ProfileError) as caught:
+        profile_from_hf_config(config, name="x", where="c.json")
+    assert caught.value.problems == [
+        "c.json: num_hidden_layers: expected a positive whole number, got -2",
+        "c.json: hidden_size: expected a whole number, got a list [1]",
         "c.json: cannot build a model profile from this config (model_type 'llama'): missing vocab_size, "
-        "intermediate_size; not a positive whole number: num_hidden_layers -2, hidden_size [1]")
+        "intermediate_size"]
 
 
 def test_given_params_needs_only_the_shape_keys():
