@@ -26,7 +26,8 @@ and csv output) are an error unless ``allow_mixed_hardware`` is set.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from kvplan.calibrate.readers import BenchRow
@@ -41,9 +42,13 @@ class ModelFacts:
 
     ``model_bytes`` [bytes] overrides the row's size (exact tensor bytes instead of a
     Markdown ``3.56 GiB``); ``embedding_bytes`` [bytes] is the untied input-embedding table
-    (not streamed per token); ``kv_bytes_per_token`` [bytes/token] the cache per token at
-    the rows' ``type_k``/``type_v``; ``params`` [count] overrides ``model_n_params`` for
-    prefill FLOPs; ``layers``, ``attention_heads``, ``head_dim`` give the attention term.
+    (not streamed per token); ``kv_bytes_per_token`` [bytes/token] the cache per token of a
+    row whose cache types ``kv_bytes_by_cache_type`` does not hold; ``kv_bytes_by_cache_type``
+    maps a row's ``(type_k, type_v)`` (lower case, llama-bench's default ``f16`` for a type the
+    row does not give) to its cache bytes per token, so rows of one model run at several cache
+    types (``llama-bench -ctk f16,q8_0``) are each priced at their own; ``params`` [count]
+    overrides ``model_n_params`` for prefill FLOPs; ``layers``, ``attention_heads``,
+    ``head_dim`` give the attention term.
     """
 
     model_bytes: int | None = None
@@ -53,6 +58,32 @@ class ModelFacts:
     layers: int = 0
     attention_heads: int = 0
     head_dim: int = 0
+    kv_bytes_by_cache_type: Mapping[tuple[str, str], int] = field(default_factory=dict)
+
+    def kv_bytes_of(self, row: BenchRow) -> int:
+        """Cache bytes per token [bytes/token] at ``row``'s own ``type_k``/``type_v``."""
+        return self.kv_bytes_by_cache_type.get(cache_types(row), self.kv_bytes_per_token)
+
+
+# llama-bench's cache type when it does not print one (its Markdown table shows type_k/type_v only when not f16).
+DEFAULT_CACHE_TYPE = "f16"
+
+
+def cache_types(row: BenchRow) -> tuple[str, str]:
+    """``(type_k, type_v)`` of a row, lower case, ``f16`` (llama-bench's default) where the row gives none."""
+    return ((row.type_k or DEFAULT_CACHE_TYPE).strip().lower(), (row.type_v or DEFAULT_CACHE_TYPE).strip().lower())
+
+
+def decode_work(rows: Iterable[BenchRow], models: Mapping[str, ModelFacts] | None = None) -> list[float]:
+    """Bytes read per decode step [bytes] of each ``tg`` row, the cache at the row's own types
+    (:func:`~kvplan.engine.calibration.decode_bytes_per_token`)."""
+    models = models or {}
+    work = []
+    for r in rows:
+        f = models.get(r.model_type, ModelFacts())
+        work.append(decode_bytes_per_token(f.model_bytes or r.model_size_bytes, f.embedding_bytes, f.kv_bytes_of(r),
+                                           r.n_depth, r.n_gen))
+    return work
 
 
 @dataclass(frozen=True)
@@ -124,7 +155,8 @@ def _pct(value: float) -> str:
 def calibrate_device(rows: Iterable[BenchRow], *, models: Mapping[str, ModelFacts] | None = None,
                      name: str | None = None, peak_bandwidth_bytes_per_s: float | None = None,
                      peak_flop_per_s: float | None = None, base_device: Mapping | None = None,
-                     latency_s: float | None = None, allow_mixed_hardware: bool = False) -> Calibration:
+                     latency_s: float | None = None, latency_source: str | None = None,
+                     allow_mixed_hardware: bool = False) -> Calibration:
     """Fit device speed fields to llama-bench rows of one device.
 
     Parameters
@@ -135,7 +167,9 @@ def calibrate_device(rows: Iterable[BenchRow], *, models: Mapping[str, ModelFact
     peak_bandwidth_bytes_per_s : peak memory bandwidth [bytes/s] (else the base device's ``memory_bandwidth``)
     peak_flop_per_s : peak compute [FLOP/s] for ``compute_efficiency`` (optional)
     base_device : device-profile fields to start from (``ram``, ``os_reserve``, ``flash_read`` …)
-    latency_s : fix the decode latency [s] instead of fitting it (needed with one ``tg`` row, else 0)
+    latency_s : fix the decode latency [s] instead of fitting it (needed when the ``tg`` rows hold one distinct
+        bytes per token, else 0)
+    latency_source : where a fixed ``latency_s`` came from, in words for ``sources`` (default ``given``)
     allow_mixed_hardware : accept rows whose ``gpu_info``/``cpu_info`` differ
 
     Returns
@@ -166,7 +200,7 @@ def calibrate_device(rows: Iterable[BenchRow], *, models: Mapping[str, ModelFact
     table: list[FitRow] = []
     decode = prefill = None
     if decode_rows:
-        decode = _calibrate_decode(decode_rows, models, latency_s, peak_bw, device, sources, table)
+        decode = _calibrate_decode(decode_rows, models, latency_s, latency_source, peak_bw, device, sources, table)
         if peak_bandwidth_bytes_per_s or "memory_bandwidth" not in base:
             device["memory_bandwidth"] = _gb_s(peak_bw or decode.bandwidth_bytes_per_s)
             sources["memory_bandwidth"] = ("peak given to the calibration" if peak_bandwidth_bytes_per_s
@@ -180,21 +214,54 @@ def _residuals(rows: list[BenchRow], errors) -> str:
     return ", ".join(f"{r.test} {r.model_type} {_pct(e)}" for r, e in zip(rows, errors))
 
 
-def _calibrate_decode(rows, models, latency_s, peak_bw, device, sources, table) -> DecodeFit:
+def _size_field(row: BenchRow) -> str:
+    """The name of the row's size where its file writes it: ``model_size`` (json, jsonl, csv) or ``size`` (md)."""
+    return "model_size" if row.model_size_exact else "size"
+
+
+def _check_work(rows, facts, work) -> None:
+    """Each row's bytes per token is positive, else an error at that row (a size below its embeddings)."""
+    problems = []
+    for r, f, x in zip(rows, facts, work):
+        if not (math.isfinite(x) and x > 0):
+            size = f.model_bytes or r.model_size_bytes
+            problems.append(f"{r.source}:{r.line}: {_size_field(r)}: bytes read per token come out at {x:,.0f} "
+                            f"(model size {size:,} B − input embeddings {f.embedding_bytes:,} B + KV cache): "
+                            "the size is below the model's embedding table; is it this model's file?")
+    if problems:
+        raise ProfileError(problems)
+
+
+def _check_latency(rows, latency_s: float, latency_source: str) -> None:
+    """A fixed latency is below every measured time per token: a step takes its bytes' time on top of it."""
+    quickest = max(rows, key=lambda r: r.avg_ts)  # the shortest time per token
+    if latency_s >= 1.0 / quickest.avg_ts:
+        raise ProfileError([f"{quickest.source}:{quickest.line}: avg_ts: {quickest.avg_ts:g} tokens/s "
+                            f"is {1e3 / quickest.avg_ts:.2f} ms per token, not above the fixed latency "
+                            f"{latency_s * 1e3:.2f} ms ({latency_source}): no bandwidth fits"])
+
+
+def _calibrate_decode(rows, models, latency_s, latency_source, peak_bw, device, sources, table) -> DecodeFit:
     facts = [models.get(r.model_type, ModelFacts()) for r in rows]
-    work = [decode_bytes_per_token(f.model_bytes or r.model_size_bytes, f.embedding_bytes,
-                                   f.kv_bytes_per_token, r.n_depth, r.n_gen) for r, f in zip(rows, facts)]
+    work = decode_work(rows, models)
+    _check_work(rows, facts, work)
+    if latency_s is not None:
+        _check_latency(rows, latency_s, latency_source or "given")
     try:
         fit = fit_decode(work, [r.avg_ts for r in rows], latency_s=latency_s)
     except ValueError as exc:
-        raise ProfileError([f"{rows[0].source}:{rows[0].line}: avg_ts: {exc}"]) from exc
+        raise ProfileError([f"{rows[0].source}:{rows[0].line}: avg_ts: {exc} (tg rows: {_where(rows)})"]) from exc
     for r, x, fitted, err in zip(rows, work, fit.fitted_tokens_per_s, fit.relative_errors):
         table.append(FitRow(r.source, r.line, r.model_type, r.test, "decode", x, r.avg_ts, fitted, err))
     eff_bw = fit.bandwidth_bytes_per_s
     device["bandwidth_efficiency"] = round(eff_bw / peak_bw, 3) if peak_bw else 1.0
     device["decode_latency"] = f"{fit.latency_s * 1e3:.2f} ms"
-    how = ("fitted" if fit.latency_fitted else "given") + (", clamped to 0 from a negative fit"
-                                                           if fit.latency_clamped else "")
+    if fit.latency_fitted:
+        how = "fitted" + (", clamped to 0 from a negative fit" if fit.latency_clamped else "")
+    elif latency_s is not None:
+        how = latency_source or "given"
+    else:  # fit_decode's rule: one distinct bytes per token fits one unknown, the bandwidth
+        how = "0: the tg rows hold one distinct bytes per token, too few to fit a latency"
     inexact = sorted({r.model_type for r, f in zip(rows, facts) if not r.model_size_exact and f.model_bytes is None})
     note = f" Sizes of {', '.join(inexact)} are Markdown-rounded (±0.005 GiB)." if inexact else ""
     fit_text = (f"least squares of 1/avg_ts on bytes read per token over {fit.n_points} tg row(s) "

@@ -37,7 +37,10 @@ _OLD_BACKEND_FLAGS = (("cuda", "CUDA"), ("vulkan", "Vulkan"), ("kompute", "Kompu
 _SIZE_UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "TiB": 1024 ** 4}
 _PARAM_UNITS = {"": 1, "K": 10 ** 3, "M": 10 ** 6, "B": 10 ** 9, "G": 10 ** 9, "T": 10 ** 12}
 _TEST_RE = re.compile(r"^(?:pp\s*(?P<pp>\d+))?\s*\+?\s*(?:tg\s*(?P<tg>\d+))?(?:\s*@\s*d\s*(?P<d>\d+))?$")
-_TS_RE = re.compile(r"^(?P<avg>[0-9.eE+-]+)(?:\s*±\s*(?P<sd>[0-9.eE+-]+))?$")
+# A Markdown cell's number: digits with at most one decimal point (``3.56``, ``.5``, ``21``; llama-bench prints
+# ``%.2f``), so a cell like ``3.5.6`` or ``6..74`` is refused by the pattern and never reaches ``float()``.
+_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
+_TS_RE = re.compile(r"^(?P<avg>[^\s±]+)(?:\s*±\s*(?P<sd>\S+))?$")
 _BUILD_RE = re.compile(r"^\s*build:\s*(?P<commit>[0-9a-fA-F]+)\s*(?:\((?P<number>\d+)\))?\s*$")
 
 
@@ -153,6 +156,28 @@ def _rate(value, field, line, problems):
     return number
 
 
+def _stddev(value, field, line, problems, cell=None):
+    """A standard deviation of tokens/s: a number ≥ 0, or None when the row has none (an empty cell or field).
+
+    llama-bench writes 0 for a single repetition; NaN (Python's json reads ``NaN``) is kept as no figure."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    number = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str) and re.fullmatch(rf"[+]?{_NUMBER}(?:[eE][+-]?\d+)?", value.strip()):
+        number = float(value)
+    if (number is not None and math.isnan(number)) or (isinstance(value, str) and value.strip().lower() in
+                                                        ("nan", "-nan")):
+        return None
+    if number is None or not math.isfinite(number) or number < 0:
+        shown = cell if cell is not None else value
+        problems.add(line, field, f"expected a standard deviation ≥ 0 tokens/s"
+                     + (" after '±' (like '23.85 ± 0.11')" if cell is not None else "") + f", got {shown!r}")
+        return None
+    return number
+
+
 def _flash_attn(value):
     """llama-bench writes ``flash_attn`` as a bool (older) or an int -1/0/1 (auto/off/on)."""
     if value in (None, ""):
@@ -215,15 +240,11 @@ def _row_from_record(record, source, line, index, problems) -> BenchRow | None:
     n_gen = _int(record["n_gen"], "n_gen", line, problems)
     n_depth = _int(record.get("n_depth", 0), "n_depth", line, problems)
     avg_ts = _rate(record["avg_ts"], "avg_ts", line, problems)
+    stddev = _stddev(record.get("stddev_ts"), "stddev_ts", line, problems)
     if n_prompt == 0 and n_gen == 0:
         problems.add(line, "n_prompt", "n_prompt and n_gen are both 0: no test")
     if len(problems.items) > before:
         return None
-    stddev = record.get("stddev_ts")
-    try:
-        stddev = float(stddev) if stddev not in (None, "") else None
-    except (TypeError, ValueError):
-        stddev = None
     return BenchRow(
         source=source, line=line, row=index, model_type=model_type.strip(), model_size_bytes=size,
         model_size_exact=True, model_n_params=params, n_prompt=n_prompt, n_gen=n_gen, n_depth=n_depth,
@@ -317,7 +338,7 @@ def _is_separator(cells: list[str]) -> bool:
 
 
 def _md_size(text, line, problems):
-    match = re.fullmatch(r"([0-9.]+)\s*(B|KiB|MiB|GiB|TiB)", text)
+    match = re.fullmatch(rf"({_NUMBER})\s*(B|KiB|MiB|GiB|TiB)", text)
     if not match:
         problems.add(line, "size", f"expected a size like '3.56 GiB', got {text!r}")
         return None
@@ -329,7 +350,7 @@ def _md_size(text, line, problems):
 
 
 def _md_params(text, line, problems):
-    match = re.fullmatch(r"([0-9.]+)\s*([KMBGT]?)", text)
+    match = re.fullmatch(rf"({_NUMBER})\s*([KMBGT]?)", text)
     if not match:
         problems.add(line, "params", f"expected a count like '6.74 B', got {text!r}")
         return None
@@ -357,7 +378,8 @@ def _md_row(cells, header, line, source, index, problems) -> BenchRow | None:
         problems.add(line, "t/s", f"expected a rate like '23.85 ± 0.11', got {values['t/s']!r}")
     else:
         avg = _rate(ts.group("avg"), "t/s", line, problems)
-        sd = float(ts.group("sd")) if ts.group("sd") else None
+        if ts.group("sd") is not None:
+            sd = _stddev(ts.group("sd"), "t/s", line, problems, cell=values["t/s"])
     if not values["model"]:
         problems.add(line, "model", "empty model description")
     if len(problems.items) > before:
@@ -460,6 +482,7 @@ def parse_bench_text(text: str, source: str = "<text>", fmt: str | None = None) 
         ``file:line: field: message`` per problem.
     """
     problems = _Problems(source)
+    text = text.removeprefix("\ufeff")  # a byte-order mark is not content (read_bench decodes it away too)
     if not text.strip():
         problems.add(1, "file", "empty: no llama-bench output")
         problems.raise_if_any()
@@ -491,7 +514,8 @@ def read_bench(path, fmt: str | None = None) -> list[BenchRow]:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: Windows PowerShell (Out-File -Encoding utf8) and many editors start the file with a BOM
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError([f"{path}:1: file: cannot read: {exc}"]) from exc
     note_input(path)

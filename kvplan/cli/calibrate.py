@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from kvplan.cli import options as o
+from kvplan.cli.calibrate_models import model_facts
 
 HELP = """Fit a device profile's speed figures to llama-bench results and write the profile.
 
@@ -37,8 +38,9 @@ def calibrate(
                                                      show_default=False)],
     output: Annotated[str, typer.Option("--output", "-o", help="Device profile YAML to write.")],
     bandwidth: Annotated[str | None, typer.Option("--bandwidth", help="Peak memory bandwidth ('100 GB/s'); "
-                                                  "default: the base device's, else the fitted figure.")] = None,
-    base: Annotated[str | None, typer.Option("--base", help="Device (name, alias or YAML) to take RAM, OS "
+                                                  "default: the base device's, else the fitted figure. With no "
+                                                  "tg rows, the profile's memory_bandwidth.")] = None,
+    base: Annotated[str | None, typer.Option("--base", help="Device (name, alias, YAML or 'this') to take RAM, OS "
                                              "reserve, flash and the peak bandwidth from (default: the library "
                                              "device the rows' gpu_info/cpu_info name).")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Name of the new profile (default: the "
@@ -48,12 +50,14 @@ def calibrate(
                                                    "--base.")] = None,
     flash_read: Annotated[str | None, typer.Option("--flash-read", help="Sequential flash read ('2.8 GB/s'); "
                                                    "overrides --base.")] = None,
-    models: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model profile of the benchmarked "
-                                                     "model, for its KV bytes per token and shape: NAME for "
-                                                     "every row, or 'MODEL_TYPE=NAME' (repeatable); default: "
-                                                     "recognised from model_type and model_n_params.")] = None,
+    models: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model of the benchmarked model (name, "
+                                                     "alias, YAML, local .gguf or hf: id), for its KV bytes per "
+                                                     "token and shape: NAME for every row, or 'MODEL_TYPE=NAME' "
+                                                     "(repeatable); default: recognised from model_type and "
+                                                     "model_n_params.")] = None,
     latency: Annotated[str | None, typer.Option("--latency", help="Fix the decode latency per token "
-                                                "('4 ms') instead of fitting it.")] = None,
+                                                "('4 ms') instead of fitting it (with no tg rows, the "
+                                                "profile's decode_latency).")] = None,
     allow_mixed: Annotated[bool, typer.Option("--allow-mixed", help="Accept rows whose cpu_info/gpu_info "
                                               "differ.")] = False,
     plot: Annotated[str | None, typer.Option("--plot", help="Also draw time per token against bytes per "
@@ -68,7 +72,7 @@ def calibrate(
     from kvplan.cli import terminal
     from kvplan.errors import OutputError, UsageError
     from kvplan.files.outfiles import check_outputs, check_writable, write_text_atomic
-    from kvplan.profiles.catalog import Catalog
+    from kvplan.hub.catalog import user_catalog
     from kvplan.render import calibrate as render
     from kvplan.units import parse_duration_s, parse_rate_bytes_per_s
 
@@ -95,9 +99,12 @@ def calibrate(
                                      ("--flash-read", flash_read, parse_rate_bytes_per_s, {})):
         if text is not None:
             o.parse_option(option, parse, text, **how)
+    if ram is not None and os_reserve is not None:
+        _check_reserve_below_ram({"ram": ram, "os_reserve": os_reserve}, {"ram": ram, "os_reserve": os_reserve}, None)
 
     rows = [row for path in bench_files for row in read_bench(path)]
-    catalog = Catalog(profiles_dir)
+    # the catalog of check and sweep: a local .gguf or an hf: id names a model, 'this' the machine
+    catalog = user_catalog(profiles_dir)
     notes: list[str] = []
     given = {"ram": ram, "os_reserve": os_reserve, "flash_read": flash_read}
     recognised = None
@@ -110,7 +117,10 @@ def calibrate(
             taken = "RAM, OS reserve, flash and peak bandwidth" if bandwidth is None else "RAM, OS reserve and flash"
             notes.append(f"device recognised: {recognised.reason}; {taken} from {base} (give --base or --ram, "
                          "--os-reserve, --flash-read for another)")
-    base_fields, base_sources, base_name = _base_fields(catalog, base)
+    base_fields, base_sources, base_name = _base_fields(catalog, base, notes)
+    # how messages name the base device: the option the user typed, or the device recognised for them
+    base_said = (None if base_name is None else f"--base {base}" if recognised is None
+                 else f"the recognised device {base_name}")
     for field, value in given.items():
         if value is not None:
             base_fields[field] = value
@@ -119,33 +129,33 @@ def calibrate(
     if missing:
         raise UsageError(f"a device profile needs RAM, OS reserve and flash read: give --base DEVICE or "
                          f"{', '.join(missing)}" + (f" ({recognised.reason})" if recognised else ""))
+    _check_reserve_below_ram(base_fields, given, base_said)
 
     decode_rows = [r for r in rows if r.is_decode]
     if plot and not decode_rows:
         raise UsageError("--plot draws the decode fit, but no bench file has a tg row")
-    if len(decode_rows) == 1 and latency_s is None:
-        if "decode_latency" in base_fields:
-            latency_s = parse_duration_s(base_fields["decode_latency"])
-            where = f"{base_name}'s decode_latency"
-        else:
-            latency_s, where = 0.0, "0 (pure bandwidth)"
-        notes.append(f"one tg row gives one equation for two unknowns (bandwidth and latency): one unknown too "
-                     f"many; latency fixed at {latency_s * 1e3:.2f} ms from {where}, only the bandwidth fitted "
-                     "(add tg rows of other sizes or depths, or --latency)")
-
-    facts = _model_facts(catalog, models or [], rows, notes)
+    facts = model_facts(catalog, models or [], rows, notes)
+    latency_source = "given to kvplan calibrate" if latency_s is not None else None
+    given_here = {k for k, v in given.items() if v is not None}  # typed by the user, not copied from the base
+    if decode_rows:
+        latency_s, latency_source = _fixed_latency(decode_rows, facts, latency_s, latency_source, base_fields,
+                                                   base_name, notes)
+        if latency_s is not None:
+            _check_latency(decode_rows, latency_s, latency, base_name)
+    else:
+        given_here |= _no_decode_rows(bandwidth, latency, base_fields, base_sources, base_name, notes)
     profile_name = name or _default_name(output, base_name)
     calibration = calibrate_device(rows, models=facts, name=profile_name, peak_bandwidth_bytes_per_s=peak_bw,
-                                   base_device=base_fields, latency_s=latency_s,
+                                   base_device=base_fields, latency_s=latency_s, latency_source=latency_source,
                                    allow_mixed_hardware=allow_mixed)
+    if calibration.decode is not None:
+        _check_efficiency(calibration, bandwidth, base_fields, base_said)
     how = f", recognised from the bench file: {recognised.reason}" if recognised and recognised.name else ""
-    device, sources = _profile(calibration, base_fields, base_sources, base_name, bench_files, profile_name, how)
-    if "memory_bandwidth" not in device:
-        if peak_bw is None:
-            raise UsageError("no tg (decode) rows to fit the bandwidth from: give --bandwidth or --base DEVICE")
-        device["memory_bandwidth"] = f"{peak_bw / 1e9:.1f} GB/s"
-        sources["memory_bandwidth"] = "peak given to kvplan calibrate (no tg rows to fit)"
-    text = _validated_yaml(device, sources, output)
+    device, sources = _profile(calibration, base_fields, base_sources, base_name, bench_files, profile_name, how,
+                               given_here)
+    options = {**given, "memory_bandwidth": bandwidth, "decode_latency": latency if not decode_rows else None}
+    fitted = set(calibration.sources) | ({"compute_efficiency"} if "compute" in calibration.sources else set())
+    text = _validated_yaml(device, sources, _origins(device, fitted, options, base_name))
 
     from kvplan.plan.profile_warnings import device_warnings
     from kvplan.profiles.spec import Device
@@ -167,18 +177,140 @@ def calibrate(
         terminal.display_note(f"wrote {output}" + (f" and {plot}" if plot else ""))
 
 
-def _base_fields(catalog, ref: str | None) -> tuple[dict, dict, str | None]:
+# The unit each device field is held in by a profile record (base units), for a base device with no YAML file.
+_RECORD_UNITS = {"ram": "B", "os_reserve": "B", "runtime_overhead": "B", "memory_bandwidth": "B/s",
+                 "flash_read": "B/s", "flash_write": "B/s", "compute": "FLOP/s", "decode_latency": "s"}
+
+
+def _base_fields(catalog, ref: str | None, notes: list[str]) -> tuple[dict, dict, str | None]:
     """The base device's fields as its YAML writes them (units kept), its sources, and its name."""
     if ref is None:
         return {}, {}, None
-    from kvplan.files.yamlio import load_yaml
-
     resolved = catalog.device(ref)
-    data = dict(load_yaml(resolved.path).data)
+    if resolved.note:
+        notes.append(resolved.note)
+    if resolved.origin == "probe":  # 'this': a probe held as a record in base units, with no YAML file to copy
+        data = {k: _with_unit(k, v) for k, v in resolved.profile.model_dump().items() if v is not None}
+    else:
+        from kvplan.files.yamlio import load_yaml
+
+        data = dict(load_yaml(resolved.path).data)
     sources = dict(data.pop("sources", None) or {})
     for key in ("name", "aliases", "description"):
         data.pop(key, None)
     return data, sources, resolved.profile.name
+
+
+def _with_unit(field: str, value):
+    """A record's base-unit figure as profile text (``8589934592 B``); a bare number there would be refused."""
+    unit = _RECORD_UNITS.get(field)
+    if unit is None or isinstance(value, str):
+        return value
+    number = int(value) if float(value).is_integer() else value
+    return f"{number!r} {unit}"
+
+
+def _check_reserve_below_ram(fields: dict, given: dict, base_said: str | None) -> None:
+    """OS reserve below RAM, the error naming the options (or the base device) the two figures came from."""
+    from kvplan.errors import UsageError
+    from kvplan.units import parse_size_bytes
+
+    ram, reserve = parse_size_bytes(fields["ram"]), parse_size_bytes(fields["os_reserve"])
+    if reserve < ram:
+        return
+    said = {k: (f"--{k.replace('_', '-')} {given[k]}" if given.get(k) is not None else f"{base_said}'s {k} "
+                f"{fields[k]}") for k in ("ram", "os_reserve")}
+    raise UsageError(f"{said['os_reserve']} must be less than {said['ram']} ({reserve:,} ≥ {ram:,} bytes)")
+
+
+def _fixed_latency(decode_rows, facts, latency_s, latency_source, base_fields, base_name, notes):
+    """The latency to fix, and where it came from, when the tg rows hold a single bytes per token.
+
+    One point (one tg row, or several that read the same bytes: ``-t 4,8``, ``-fa 0,1``, a file given twice)
+    is one equation for two unknowns; the latency then comes from --latency, else the base device, else 0."""
+    from kvplan.calibrate.fit_device import decode_work
+    from kvplan.units import parse_duration_s
+
+    points = set(decode_work(decode_rows, facts))
+    if len(points) != 1 or latency_s is not None:
+        return latency_s, latency_source
+    if "decode_latency" in base_fields:
+        latency_s = parse_duration_s(base_fields["decode_latency"])
+        where = f"{base_name}'s decode_latency"
+        latency_source = f"from {where}"
+    else:
+        latency_s, where = 0.0, "0 (pure bandwidth)"
+        latency_source = "0, pure bandwidth: no latency given and no base device's"
+    if len(decode_rows) == 1:
+        said = "one tg row gives one equation"
+    else:
+        said = (f"the {len(decode_rows)} tg rows all read {next(iter(points)):,.0f} bytes per token (one point), "
+                "which gives one equation")
+    notes.append(f"{said} for two unknowns (bandwidth and latency): one unknown too many; latency fixed at "
+                 f"{latency_s * 1e3:.2f} ms from {where}, only the bandwidth fitted (add tg rows of other sizes or "
+                 "depths, or --latency)")
+    return latency_s, latency_source
+
+
+def _check_latency(decode_rows, latency_s: float, latency_text: str | None, base_name: str | None) -> None:
+    """A fixed latency is below every measured time per token, the error naming where the latency came from."""
+    from kvplan.errors import UsageError
+
+    fastest = max(decode_rows, key=lambda r: r.avg_ts)
+    if latency_s < 1.0 / fastest.avg_ts:
+        return
+    said = f"--latency {latency_text}" if latency_text is not None else f"{base_name}'s decode_latency"
+    raise UsageError(f"{said}: not below the measured time per token of {fastest.source}:{fastest.line} "
+                     f"({1e3 / fastest.avg_ts:.2f} ms at {fastest.avg_ts:g} t/s), which is that latency plus the "
+                     "time to read the step's bytes: no bandwidth fits"
+                     + ("" if latency_text is not None else " (give --latency)"))
+
+
+def _no_decode_rows(bandwidth, latency, base_fields: dict, base_sources: dict, base_name, notes) -> set[str]:
+    """With no tg rows nothing decode-related is fitted: --bandwidth and --latency go into the profile as typed,
+    the rest stays the base device's, and a note says which is which. The fields set from options."""
+    from kvplan.errors import UsageError
+
+    if bandwidth is not None:
+        base_fields["memory_bandwidth"] = bandwidth
+        base_sources["memory_bandwidth"] = "given to kvplan calibrate (peak; no tg rows to fit)"
+    elif "memory_bandwidth" not in base_fields:
+        raise UsageError("no tg (decode) rows to fit the bandwidth from: give --bandwidth or --base DEVICE")
+    if latency is not None:
+        base_fields["decode_latency"] = latency
+        base_sources["decode_latency"] = "given to kvplan calibrate (--latency; no tg rows to fit)"
+    given = [f for f, v in (("memory_bandwidth", bandwidth), ("decode_latency", latency)) if v is not None]
+    kept = [f for f in ("memory_bandwidth", "bandwidth_efficiency", "decode_latency")
+            if f in base_fields and f not in given]
+    said = "no tg rows, so no decode figure is fitted"
+    if given:
+        said += f"; {' and '.join(given)} as given"
+    if kept:
+        said += f"; {', '.join(kept)} from {base_name}, not measured here"
+        if bandwidth is not None and "bandwidth_efficiency" in kept:
+            said += " (its bandwidth_efficiency is relative to its own memory_bandwidth, now replaced)"
+    notes.append(said)
+    return set(given)
+
+
+def _check_efficiency(calibration, bandwidth: str | None, base_fields: dict, base_said: str | None) -> None:
+    """The effective bandwidth fitted to the tg rows is at most the peak, the error naming where the peak came from."""
+    from kvplan.errors import UsageError
+
+    efficiency = calibration.device.get("bandwidth_efficiency")
+    if efficiency is None or 0 < efficiency <= 1:
+        return
+    effective = calibration.decode.bandwidth_bytes_per_s
+    if bandwidth is not None:
+        said, fix = f"--bandwidth {bandwidth}", "give the device's peak (spec-sheet) bandwidth"
+    else:
+        said = f"{base_said}'s memory_bandwidth {base_fields.get('memory_bandwidth')}"
+        fix = "are the rows from another device? give --base with the right one, or --bandwidth with the peak"
+    if efficiency <= 0:  # the profile keeps 3 decimals: under 0.05 % of the peak is written as 0, which is refused
+        raise UsageError(f"{said}: the tg rows' effective bandwidth {effective / 1e9:.1f} GB/s is under 0.05 % of "
+                         f"this peak (is a unit wrong?); {fix}")
+    raise UsageError(f"{said}: the tg rows read faster than this peak (effective bandwidth {effective / 1e9:.1f} "
+                     f"GB/s fitted, bandwidth_efficiency would be {efficiency:g}); {fix}")
 
 
 def _default_name(output: str, base_name: str | None) -> str:
@@ -192,114 +324,8 @@ def _default_name(output: str, base_name: str | None) -> str:
     return f"{base_name}-calibrated" if base_name else "calibrated-device"
 
 
-def _model_facts(catalog, specs: list[str], rows, notes: list[str]) -> dict:
-    """``model_type`` → ModelFacts from the model profiles named by --model (KV bytes per token, shape)."""
-    from kvplan.caches.ideal import cache_layout
-    from kvplan.calibrate.fit_device import ModelFacts
-    from kvplan.engine.formats import format_from_name
-    from kvplan.errors import UsageError
-
-    types = sorted({r.model_type for r in rows})
-    by_type: dict[str, str] = {}
-    for spec in specs:
-        if "=" in spec:
-            prefix, ref = (part.strip() for part in spec.split("=", 1))
-            matched = [t for t in types if t == prefix or t.startswith(prefix + " ")]
-            if not matched:
-                raise UsageError(f"--model {spec!r}: no bench row has model type {prefix!r} "
-                                 f"(the rows have: {', '.join(types)})")
-            by_type.update({t: ref for t in matched})
-        elif len(specs) == 1:
-            by_type.update({t: spec for t in types if t not in by_type})
-        else:
-            raise UsageError(f"--model {spec!r}: with several --model, write each as 'MODEL_TYPE=NAME'")
-    unnamed = [t for t in types if t not in by_type]
-    if unnamed:
-        by_type.update(_recognised_models(catalog, rows, unnamed, notes))
-    facts = {}
-    for model_type, ref in by_type.items():
-        model = catalog.model(ref).profile
-        typed = [r for r in rows if r.model_type == model_type]
-        k_name = next((r.type_k for r in typed if r.type_k), None)
-        v_name = next((r.type_v for r in typed if r.type_v), None)
-        layout = cache_layout(model, format_from_name(k_name) if k_name else None,
-                              format_from_name(v_name) if v_name else None)
-        embedding, how = _embedding_bytes(model, model_type, typed[0])
-        facts[model_type] = ModelFacts(embedding_bytes=embedding, kv_bytes_per_token=layout.bytes_per_token,
-                                       params=None, layers=model.layers, attention_heads=model.attention_heads,
-                                       head_dim=model.head_dim)
-        notes.append(f"{model_type}: KV cache {layout.bytes_per_token:,} bytes/token and layer shape from "
-                     f"model {model.name}; {how}")
-    return facts
-
-
-def _recognised_models(catalog, rows, model_types: list[str], notes: list[str]) -> dict[str, str]:
-    """``model_type`` → the library model its rows name (kvplan.calibrate.recognise), each outcome in a note."""
-    from kvplan.cli.calibrate_recognition import recognise_models
-
-    found = recognise_models(catalog, rows, model_types)
-    by_outcome: dict[tuple[str | None, str], list[str]] = {}
-    for model_type, recognition in found.items():
-        by_outcome.setdefault((recognition.name, recognition.reason), []).append(model_type)
-    for (name, reason), typed in by_outcome.items():
-        if name:
-            notes.append(f"model recognised: {', '.join(typed)} → {name}: {reason} (--model overrides)")
-        else:
-            notes.append(f"model not recognised: {', '.join(typed)}: {reason}; its model_size is taken as read in "
-                         "full and the KV cache left out (give --model NAME)")
-    return {t: r.name for t, r in found.items() if r.name}
-
-
-def _file_type(model_type: str) -> str | None:
-    """The kvplan weight type of a llama-bench ``model_type``: 'llama 7B Q4_0' → 'q4_0', 'llama 3B Q4_K - Medium'
-    → 'q4_k_m', 'LLaMA 7B mostly F16' → 'f16', 'IQ4_XS - 4.25 bpw' → 'iq4_xs'; None when not a known GGUF type."""
-    import re
-
-    from kvplan.engine.quantize import FILE_TYPES
-
-    match = re.search(r"([A-Za-z0-9_]+)(?: - (Small|Medium|Large|[\d.]+ bpw))?\s*$", model_type.strip())
-    if not match:
-        return None
-    base = match.group(1).lower()
-    size = {"Small": "_s", "Medium": "_m", "Large": "_l"}.get(match.group(2) or "", "")
-    for key in (base + size, base):
-        if key in FILE_TYPES:
-            return key
-    return None
-
-
-def _embedding_bytes(model, model_type: str, row) -> tuple[int, str]:
-    """Bytes of the input-embedding table a decode step does not read, and how they were found.
-
-    A step reads one row of the table, so its bytes come off the row's ``model_size``. The table's type is the
-    one llama.cpp's quantizer gives ``token_embd`` in the row's file type (tensor-by-tensor pricing of the
-    model profile); when the file type or the architecture is not priced, the row's mean bits per parameter."""
-    if model.tie_embeddings:
-        return 0, "tied embeddings: the whole table is the output layer and is read every step"
-    if not (model.vocab_size and model.hidden_size):
-        return 0, f"no vocab_size/hidden_size in {model.name}: input embeddings not subtracted"
-    from kvplan.engine import embedding_bytes
-    from kvplan.errors import FieldError
-    from kvplan.plan.weights import priced_weights
-
-    file_type = _file_type(model_type)
-    if file_type is not None:
-        try:
-            pricing = priced_weights(model, file_type)
-        except FieldError:
-            pricing = None
-        tables = [t for t in pricing.tensors if t.name == "token_embd.weight"] if pricing is not None else []
-        if tables:
-            return tables[0].bytes, (f"input embeddings {tables[0].bytes:,} B ({tables[0].dtype}, "
-                                     f"{model.vocab_size:,} × {model.hidden_size:,}) not read per token")
-    bits = row.model_size_bytes * 8 / row.model_n_params
-    table = int(embedding_bytes(model.vocab_size, model.hidden_size, bits))
-    return table, (f"input embeddings ≈ {table:,} B ({model.vocab_size:,} × {model.hidden_size:,} at the file's "
-                   f"mean {bits:.2f} bits/param) not read per token")
-
-
 def _profile(calibration, base_fields: dict, base_sources: dict, base_name: str | None, bench_files: list[str],
-             profile_name: str, base_how: str = "") -> tuple[dict, dict]:
+             profile_name: str, base_how: str = "", given: set[str] = frozenset()) -> tuple[dict, dict]:
     fitted = dict(calibration.sources)
     if "compute" in fitted and "compute_efficiency" not in fitted:
         fitted["compute_efficiency"] = "sustained / peak compute from the pp fit (see compute)"
@@ -313,6 +339,8 @@ def _profile(calibration, base_fields: dict, base_sources: dict, base_name: str 
     for key in _ORDER:
         if key in fitted:
             sources[key] = fitted[key]
+        elif key in given and key in device:  # typed to kvplan calibrate, not copied from the base
+            sources[key] = base_sources[key]
         elif key in base_sources and key in device:
             sources[key] = base_sources[key] + (f" (from {base_name}{base_how})" if base_name else "")
     ordered = {k: device[k] for k in _ORDER if k in device}
@@ -320,17 +348,47 @@ def _profile(calibration, base_fields: dict, base_sources: dict, base_name: str 
     return ordered, sources
 
 
-def _validated_yaml(device: dict, sources: dict, output: str) -> str:
-    """The profile as YAML, validated as a device profile before anything is written."""
+def _origins(device: dict, fitted: set[str], options: dict[str, str | None], base_name: str | None
+             ) -> dict[str, str]:
+    """Each profile field → where its value came from, in words for an error about it."""
+    origins = {}
+    for key in device:
+        if options.get(key) is not None:
+            origins[key] = f"--{'bandwidth' if key == 'memory_bandwidth' else key.replace('_', '-')} {options[key]}"
+        elif key in fitted:
+            origins[key] = "fitted to the bench rows"
+        elif base_name:
+            origins[key] = f"from {base_name}"
+    return origins
+
+
+def _validated_yaml(device: dict, sources: dict, origins: dict[str, str]) -> str:
+    """The profile as YAML, validated as a device profile before anything is written.
+
+    A problem is reported against the field and where its value came from (an option, the fit, the base
+    device), never at a line of the output file, which is not written."""
+    import re
+
     import yaml
 
+    from kvplan.errors import ProfileError, UsageError
     from kvplan.files.yamlio import parse_yaml
     from kvplan.profiles.loading import validate_document
     from kvplan.profiles.spec import Device
 
     text = ("# Written by kvplan calibrate: speed figures fitted to llama-bench results (see sources).\n"
             + yaml.safe_dump({**device, "sources": sources}, sort_keys=False, allow_unicode=True, width=100))
-    validate_document(Device, parse_yaml(text, output), what="device profile")
+    where = "<calibrated profile>"
+    try:
+        validate_document(Device, parse_yaml(text, where), what="device profile")
+    except ProfileError as exc:
+        problems = []
+        for problem in exc.problems:
+            problem = re.sub(rf"^{re.escape(where)}:\d+: ", "", problem)
+            field = problem.split(":", 1)[0].split(".", 1)[0]
+            problems.append(problem + (f" ({origins[field]})" if field in origins else ""))
+        raise UsageError("the calibrated device profile would be invalid, so nothing was written: "
+                         + "; ".join(problems)) from None
     return text
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kvplan.cli.calibrate import _file_type
+from kvplan.cli.calibrate_models import _file_type
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "llama-bench-m2.json"
 
