@@ -39,7 +39,7 @@ def implausible_device(d: Device, os_reserve_bytes: int | None = None) -> list[s
         out.append(f"device {d.name}: ram {d.ram:,} B is under 256 MB — is a unit missing?")
     reserve = d.os_reserve if os_reserve_bytes is None else os_reserve_bytes
     if d.ram > MIN_RAM_FOR_RESERVE_CHECK_BYTES and reserve < MIN_PLAUSIBLE_OS_RESERVE_BYTES:
-        if os_reserve_bytes is None:
+        if os_reserve_bytes is None or os_reserve_bytes == d.os_reserve:  # the profile's own field
             out.append(f"device {d.name}: os_reserve {reserve:,} B is under 100 MB on {_size(d.ram)} of RAM, less "
                        "than any OS keeps for itself — is the unit right?")
         else:  # the reserve asked for (a flag, a gate key), not the profile's field
