@@ -83,7 +83,9 @@ def _resolve(catalog, kind: str, refs: list[str] | None) -> list:
 
     lookup = catalog.device if kind == "device" else catalog.model
     if refs:
-        resolved = [lookup(ref) for ref in dict.fromkeys(refs)]
+        from kvplan.profiles.catalog import resolve_distinct
+
+        resolved = resolve_distinct(catalog, kind, refs)
         for r in resolved:
             if r.note:
                 terminal.display_note(r.note)

@@ -66,6 +66,10 @@ def _start(output: str, ctx: str | None, ctx_max: str | None) -> tuple[int | Non
         from kvplan.errors import UsageError
 
         raise UsageError(f"--ctx-max: must be at least 16 tokens, got {ctx_max_tokens}")
+    if ctx_tokens and ctx_max_tokens is not None and ctx_tokens > ctx_max_tokens:
+        from kvplan.cli import terminal
+
+        terminal.display_note(f"--ctx {ctx_tokens:,} lies past --ctx-max {ctx_max_tokens:,}: the plot does not mark it")
     return ctx_tokens, ctx_max_tokens
 
 
@@ -75,9 +79,11 @@ def _scenarios(devices: list[str], models: list[str], ctx: int, profiles_dir, kn
     from kvplan.cli import terminal
     from kvplan.plan import build_scenario
 
+    from kvplan.profiles.catalog import resolve_distinct
+
     catalog = user_catalog(profiles_dir)
-    devs = [catalog.device(d) for d in devices]
-    mods = [catalog.model(m) for m in models]
+    devs = resolve_distinct(catalog, "device", devices)
+    mods = resolve_distinct(catalog, "model", models)
     for resolved in (*devs, *mods):
         if resolved.note:
             terminal.display_note(resolved.note)

@@ -191,8 +191,10 @@ def sweep(
     from kvplan.plan import build_scenario
 
     catalog = user_catalog(profiles_dir)
-    devices = [catalog.device(ref) for ref in dict.fromkeys(device)]
-    models = [catalog.model(ref) for ref in dict.fromkeys(model)]
+    from kvplan.profiles.catalog import resolve_distinct
+
+    devices = resolve_distinct(catalog, "device", device)
+    models = resolve_distinct(catalog, "model", model)
     for resolved in devices + models:
         if resolved.note:
             terminal.display_note(resolved.note)

@@ -274,3 +274,14 @@ def _quick_load(path: Path):
             return yaml.load(handle, Loader=loader)
     except (OSError, yaml.YAMLError, ValueError):
         return None
+
+
+def resolve_distinct(catalog, kind: Kind, refs) -> list[Resolved]:
+    """Each named profile once, in the order named: ``pixel8`` and its alias ``pixel-8`` (or its file path) are one
+    device, so a comparison gets one row for it, not two identical ones."""
+    lookup = catalog.device if kind == "device" else catalog.model
+    found: dict[tuple, Resolved] = {}
+    for ref in dict.fromkeys(refs):
+        resolved = lookup(ref)
+        found.setdefault((str(Path(resolved.path).resolve()), resolved.profile.name), resolved)
+    return list(found.values())

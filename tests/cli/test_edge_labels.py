@@ -65,3 +65,17 @@ def test_a_decode_target_must_be_positive_with_one_message(run, value):
     result = run("check", "-d", "pixel8", "-m", "7b", "-c", "1k", f"--target-tok-s={value}")
     assert result.exit_code == 2
     assert f"--target-tok-s: must be a positive, finite rate, got {float(value)}" in result.stderr
+
+
+def test_aliases_of_one_profile_make_one_row(run):
+    # pixel-8 is pixel8's alias and 7b llama-2-7b's: one configuration, not four identical rows
+    out = run("compare", "-c", "4k", "-d", "pixel8,pixel-8", "-m", "7b,llama-2-7b").stdout
+    assert sum(line.startswith("pixel8  llama-2-7b") for line in out.splitlines()) == 1
+    assert run("sweep", "-c", "4k", "-d", "pixel8,pixel-8", "-m", "7b,llama-2-7b").stdout.startswith(
+        "sweep: 1 configuration")
+
+
+def test_a_plot_says_when_the_context_lies_past_its_axis(run, tmp_path):
+    result = run("plot", "memory", "-d", "pixel8", "-m", "7b", "-c", "8k", "--ctx-max", "4k", "-o", tmp_path / "m.png")
+    assert result.exit_code == 0
+    assert "--ctx 8,192 lies past --ctx-max 4,096: the plot does not mark it" in result.stderr
