@@ -38,11 +38,11 @@ def byte_unit(max_bytes: float, units: str = "si") -> tuple[int, str]:
 
 
 def ctx_label(n: float) -> str:
-    """Tick text for a context: 8192 → 8k, 10240 → 10k, 1536 → 1.5k, 1048576 → 1M, 500 → 500."""
+    """Tick text for a context: 8192 → 8k, 10240 → 10k, 1536 → 1.5k, 1048576 → 1M, 2**40 → 1T, 500 → 500."""
     n = int(round(n))
-    for unit, suffix in ((2**20, "M"), (2**10, "k")):
+    for unit, suffix in ((2**40, "T"), (2**30, "G"), (2**20, "M"), (2**10, "k")):
         if n >= unit and (n * 4) % unit == 0:
-            return f"{n / unit:g}{suffix}"
+            return f"{round(n / unit, 6):,g}{suffix}"  # :g alone turns 1,048,576M into 1.04858e+06M
     return f"{n:,}"
 
 
@@ -67,7 +67,7 @@ def size_label(n: float, units: str = "si", unit: tuple[int, str] | None = None)
     """``4294967296`` → ``4.29 GB``; ``unit`` fixes the unit (to quote several sizes alike)."""
     scale, name = unit or byte_unit(abs(n), units)
     sign = "−" if n < 0 else ""
-    return f"{sign}{abs(n) / scale:.2f} {name}" if scale > 1 else f"{sign}{abs(n):,.0f} B"
+    return f"{sign}{abs(n) / scale:,.2f} {name}" if scale > 1 else f"{sign}{abs(n):,.0f} B"
 
 
 def _pow2_ticks(vmin: float, vmax: float, max_ticks: int):

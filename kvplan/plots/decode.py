@@ -67,9 +67,13 @@ def _mark_ctx(ax, c: DecodeCurves, k: int, color: str, single: bool, x_end: floa
     aggregate = (f"\n{_rate(ev.aggregate_decode_tokens_per_s)} tok/s over {_sequences(s.sequences)} (the diamond)"
                  if s.sequences > 1 else "")
     top = ev.aggregate_decode_tokens_per_s if s.sequences > 1 else ram  # above the highest mark: clear of the rest
+    low, high = ax.get_ylim()
+    # the flash mark's label sits just above it: when the two marks are close on this axis (a huge context, both
+    # rates near 0), the RAM label goes up by the flash label's two lines so the two do not print over each other
+    lift = 30 if over and (top - ev.flash.streamed_decode_tokens_per_s) < 0.12 * (high - low) else 0
     ax.annotate(f"{ctx_label(s.ctx)}: {_rate(ram)} tok/s{per} from RAM" + aggregate
                 + ("\n(as if it fit)" if over else ""),
-                (s.ctx, top), xytext=(-8 if right else 8, 8), textcoords="offset points",
+                (s.ctx, top), xytext=(-8 if right else 8, 8 + lift), textcoords="offset points",
                 ha="right" if right else "left", va="bottom", fontsize=9, fontweight="bold", gid=f"ctx_label:{k}",
                 bbox=box)
     if over:

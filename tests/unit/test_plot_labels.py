@@ -1,0 +1,36 @@
+"""Axis and mark labels at the far end of the range: a 2^40-token context is 1T, not 1.04858e+06M; petabyte-scale
+sizes keep their digit groups; a decode plot's two labels at near-equal rates do not print over each other."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvplan.plots.axes import ctx_label, size_label
+
+
+@pytest.mark.parametrize("tokens, text", [(500, "500"), (1536, "1.5k"), (8192, "8k"), (2**20, "1M"), (2**39, "512G"),
+                                          (2**40, "1T"), (5 * 2**38, "1.25T"), (3 * 2**40, "3T")])
+def test_context_ticks(tokens, text):
+    assert ctx_label(tokens) == text
+
+
+def test_large_sizes_are_grouped():
+    # 2^40 tokens × 524,288 B − 6e9 B of budget = 576,460,752,303,423,488 − ... : six digits of TB, grouped
+    assert size_label(576_460_752_303_423_488 - 6 * 10**9 + 3_370_000_000) == "576,460.75 TB"
+
+
+def test_near_equal_rates_put_the_labels_apart(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from kvplan import curves as data
+    from kvplan.plan import Scenario
+    from kvplan.plots.decode import decode_figure
+    from kvplan.profiles.catalog import Catalog
+
+    scenario = Scenario(Catalog().device("pixel8").profile, Catalog().model("7b").profile, 2**40)
+    figure = decode_figure([data.decode_curves(scenario)])
+    figure.canvas.draw()
+    boxes = {t.get_gid(): t.get_window_extent() for ax in figure.axes for t in ax.texts
+             if t.get_gid() in ("ctx_label:0", "ctx_flash_label:0")}
+    assert len(boxes) == 2 and not boxes["ctx_label:0"].overlaps(boxes["ctx_flash_label:0"])
