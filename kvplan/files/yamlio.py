@@ -108,7 +108,7 @@ def read_text(path: str | os.PathLike) -> str:
     p = Path(path)
     try:
         if p.is_dir():
-            raise ProfileError([f"{name}: is a directory, not a YAML file"])
+            raise ProfileError([f"{name}: is a directory, not a file"])
         size = p.stat().st_size
         if size > MAX_FILE_BYTES:
             raise ProfileError([f"{name}: file is too large ({size:,} bytes; the limit is {MAX_FILE_BYTES:,})"])
@@ -120,8 +120,10 @@ def read_text(path: str | os.PathLike) -> str:
     except OSError as exc:
         raise ProfileError([f"{name}: cannot read: {exc.strerror or exc}"]) from None
     note_input(p)  # read: no output of this run may replace it
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # Windows editors save UTF-16 with a byte-order mark
+        raise ProfileError([f"{name}: UTF-16 text; save it as UTF-8"])
     if b"\x00" in raw:
-        raise ProfileError([f"{name}: binary file, not YAML text"])
+        raise ProfileError([f"{name}: binary file, not text"])
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

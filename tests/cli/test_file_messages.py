@@ -52,3 +52,10 @@ def test_a_profile_weight_type_that_cannot_be_priced_is_the_profiles_fault(run, 
     profile.write_text(BAD7.replace("weight_type: mlx-4bit\n", ""))  # the flag's value: the error names the flag
     result = run("check", "-d", "pixel8", "-m", profile, "-c", "4k", "--weight-type", "mlx-4bit")
     assert f"--weight-type: {NEEDS}" in result.stderr
+
+
+def test_a_utf16_file_is_named_as_such(run, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_bytes('{"model_type": "llama"}'.encode("utf-16"))  # with its byte-order mark, as Windows saves it
+    result = run("import", "hf", config)
+    assert result.exit_code == 2 and f"{config}: UTF-16 text; save it as UTF-8" in result.stderr
