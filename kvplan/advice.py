@@ -104,7 +104,10 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
     for bits in WEIGHT_BITS_STEPS:
         if bits < ev.weight_bits:
             changes.append(_change("weight_bits", bits, evaluate(s.with_changes(weight_bits=bits))))
-    windows = [w for w in WINDOW_STEPS if w < s.ctx and ev.layout.global_layers > 0]
+    own = getattr(s.model, "sliding_window", None) or 0
+    # a window over every layer also replaces a model's own smaller ones (Gemma's 512-token local layers): never
+    # suggest one that widens them, which would cost more cache on those layers than the model's design
+    windows = [w for w in WINDOW_STEPS if w < s.ctx and ev.layout.global_layers > 0 and not (own and w > own)]
     for window in windows:
         try:
             trial = evaluate(s.with_changes(sliding_window=window))

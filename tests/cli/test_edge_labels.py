@@ -79,3 +79,11 @@ def test_a_plot_says_when_the_context_lies_past_its_axis(run, tmp_path):
     result = run("plot", "memory", "-d", "pixel8", "-m", "7b", "-c", "8k", "--ctx-max", "4k", "-o", tmp_path / "m.png")
     assert result.exit_code == 0
     assert "--ctx 8,192 lies past --ctx-max 4,096: the plot does not mark it" in result.stderr
+
+
+def test_no_suggested_window_widens_a_models_own(run_json):
+    # Gemma-3-1B's local layers keep 512 tokens: an 8k/4k/2k/1k window on every layer would widen them
+    _, doc = run_json("check", "-d", "pixel8", "-m", "gemma-3-1b", "-c", "2M")
+    assert doc["verdict"] == "over" and "sliding_window" not in [c["change"] for c in doc["changes_to_fit"]]
+    _, doc = run_json("check", "-d", "pixel8", "-m", "7b", "-c", "8k")  # no window of its own: still offered
+    assert "sliding_window" in [c["change"] for c in doc["changes_to_fit"]]
