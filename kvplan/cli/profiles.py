@@ -163,6 +163,8 @@ def _resolve_any(catalog, ref: str, kind: str | None):
         return kind, getattr(catalog, kind)(ref)
     if _looks_like_path(ref):
         detected = Catalog._kind_of(Path(ref)) if Path(ref).is_file() else None
+        if detected is None and Path(ref).is_file():  # as validate: say so, rather than list a model's errors
+            raise UsageError(f"{ref}: cannot tell a device from a model by its keys; add --kind device or --kind model")
         return (detected or "model"), getattr(catalog, detected or "model")(ref)
     hits = []
     for k in ("device", "model"):

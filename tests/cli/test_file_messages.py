@@ -59,3 +59,12 @@ def test_a_utf16_file_is_named_as_such(run, tmp_path):
     config.write_bytes('{"model_type": "llama"}'.encode("utf-16"))  # with its byte-order mark, as Windows saves it
     result = run("import", "hf", config)
     assert result.exit_code == 2 and f"{config}: UTF-16 text; save it as UTF-8" in result.stderr
+
+
+def test_show_says_when_it_cannot_tell_the_kind_as_validate_does(run):
+    from pathlib import Path
+
+    gate = Path(__file__).resolve().parents[2] / "examples" / "release.yaml"
+    result = run("profiles", "show", gate)
+    assert result.exit_code == 2
+    assert f"{gate}: cannot tell a device from a model by its keys; add --kind device or --kind model" in result.stderr
