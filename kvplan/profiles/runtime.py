@@ -82,7 +82,7 @@ def runtime_spec(name: str | None, *, parallel: int | None = None, kv_unified: b
     for runtime, options in (("llama.cpp", llama_opts), ("transformers", hf_opts)):
         if key != runtime and any(options.values()):
             used = tuple(f"runtime.{k}" for k, v in options.items() if v)
-            raise FieldError(used, f"{runtime} options; add {{runtime={runtime}}}", mentions=("runtime",))
+            raise FieldError(used, f"{runtime} options; they need {{runtime={runtime}}}", mentions=("runtime",))
     if key == "ideal":
         return None
     if key == "llama.cpp":
@@ -139,6 +139,8 @@ def file_runtime(value: object) -> RuntimeSpec | None:
         return parse_runtime(value)
     except FieldError as exc:  # reported at runtime: its own keys by their name, "runtime" itself left out
         def in_runtime(field: str, value: str | None) -> str:
+            if field == "runtime":  # inside the runtime mapping, the runtime is its name key
+                return "name" if value is None else f"name: {value}"
             key = field.removeprefix("runtime.")
             return key if value is None else f"{key} {value}"
 

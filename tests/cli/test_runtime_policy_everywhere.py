@@ -63,7 +63,7 @@ def _gate_file(tmp_path, body: str):
     ("    runtime: {name: llama.cpp, parallel: two}\n",
      "gate.yaml:6: configurations.0.runtime: parallel: expected a whole number, got 'two'"),
     ("    runtime: {name: ideal, ubatch: 64}\n",
-     "gate.yaml:6: configurations.0.runtime: ubatch: llama.cpp options; add runtime llama.cpp"),
+     "gate.yaml:6: configurations.0.runtime: ubatch: llama.cpp options; they need name: llama.cpp"),
     ("    runtime: 3\n", "gate.yaml:6: configurations.0.runtime: expected a name or a mapping, got int"),
     ("    kv_policy: 3\n",
      "gate.yaml:6: configurations.0.kv_policy: expected a policy file path, 'none' or a policy mapping"),
@@ -254,7 +254,7 @@ def test_sweep_llamacpp_hand_figures(run):
     (["--runtime", "transformers", "--cache", "static", "--max-cache-len", "2000"],
      "ctx 4,096 exceeds --max-cache-len 2,000"),
     (["--runtime", "llama.cpp", "--kv-policy", str(HALF)], "--kv-policy and --runtime"),
-    (["--ubatch", "64"], "--ubatch: llama.cpp options; add --runtime llama.cpp"),
+    (["--ubatch", "64"], "--ubatch: llama.cpp options; they need --runtime llama.cpp"),
 ])
 def test_sweep_runtime_usage_errors(run, args, message):
     result = run("sweep", "-d", REF_PHONE, "-m", TINY, "--ctx", "1000,4096", *args)
