@@ -46,7 +46,7 @@ def test_check_table_names_the_profile(run):
 
 def test_runtime_options_still_need_runtime(run):
     result = run("check", "-d", REF_PHONE, "-m", MODEL, "--ctx", "1000", "--parallel", "2")
-    assert result.exit_code == 2 and "add --runtime llama.cpp" in result.stderr
+    assert result.exit_code == 2 and "they need --runtime llama.cpp" in result.stderr
 
 
 def test_sweep_uses_the_profile_runtime(run):
