@@ -23,6 +23,7 @@ from kvplan.engine import VERDICTS  # noqa: F401  (render reads verdict names by
 from kvplan.caches.labels import policy_label, runtime_label
 from kvplan.caches.ideal import CacheLayout
 from kvplan.plan import Scenario, cache_model_for, max_ctx_limited_by
+from kvplan.plan.evaluation import steady_max_ctx
 from kvplan.plan.evaluation import (max_ctx_with_buffers, prefill_n_ubatch, prefill_seconds_of, runtime_buffers,
                                     weights_in_force)
 
@@ -159,13 +160,14 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     rate = engine.decode_tokens_per_s(device.memory_bandwidth, step, device.bandwidth_efficiency, latency_s)
 
     # As kvplan.plan.evaluation: what fits in memory, never capped at the model's trained context.
-    def solve(allowance_bytes, with_buffers=True):  # the cache's max_ctx at every row, float64 (inf, -1: none)
+    def solve(allowance_bytes, for_speed=False):  # the cache's max_ctx at every row, float64 (inf, -1: none)
         if isinstance(cache, CacheLayout):
             return np.asarray(cache.max_ctx(allowance_bytes, sequences), dtype=np.float64)
-        # runtime and policy caches search exactly, one point at a time; max_ctx depends on sequences only
+        # runtime and policy caches search exactly, one point at a time; max_ctx depends on sequences only. For a
+        # decode rate: the steady cache a step reads, without the buffers (as kvplan.plan.evaluation)
         unique, inverse = np.unique(sequences, return_inverse=True)
-        found = np.array([float(_max_ctx(base, cache, allowance_bytes, int(s)) if with_buffers
-                                else cache.max_ctx(allowance_bytes, int(s))) for s in unique], dtype=np.float64)
+        found = np.array([float(steady_max_ctx(cache, allowance_bytes, int(s)) if for_speed
+                                else _max_ctx(base, cache, allowance_bytes, int(s))) for s in unique], dtype=np.float64)
         return found[inverse.reshape(-1)] if n else np.zeros(0)
 
     def tokens_or_none(solved):
@@ -179,7 +181,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
         step_allowance = (math.floor(engine.step_bytes_at_rate(base.target_tokens_per_s, device.memory_bandwidth,
                                                                device.bandwidth_efficiency, latency_s))
                           - weights_read - pinned)
-        at_target = tokens_or_none(np.minimum(solved, solve(step_allowance, with_buffers=False)))  # buffers are not read per step
+        at_target = tokens_or_none(np.minimum(solved, solve(step_allowance, for_speed=True)))  # buffers are not read per step
 
     # as kvplan.plan.evaluation: the larger of the compute time and the weights read once per micro-batch
     prefill = prefill_seconds_of(device, model, ctx, weights_read, prefill_n_ubatch(base))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from kvplan import engine
 from kvplan.engine.memory import VERDICTS, Verdict
 from kvplan.errors import FieldError, ProfileError, UsageError
-from kvplan.caches.ideal import CacheModel, cache_layout, kv_bytes_per_sequence_of, tokens_per_sequence_of
+from kvplan.caches.ideal import CacheLayout, CacheModel, cache_layout, kv_bytes_per_sequence_of, tokens_per_sequence_of
 from kvplan.engine.formats import ElementFormat
 from kvplan.plan.scenario import Scenario
 
@@ -82,6 +82,7 @@ class Evaluation:
     prefill_n_ubatch: int = 512  # tokens per prefill micro-batch (llama.cpp -ub; 512 where no runtime says)
     max_ctx_trained: int | None = None  # the model's trained context (profile max_context); not a cap on max_ctx
     ctx_per_sequence_tokens: int = 0  # the tokens one sequence can attend (llama.cpp: n_ctx_seq)
+    mean_decode_tokens: int = 0  # the generation mean_decode_tokens_per_s averages over, per sequence [tokens]
     ctx_beyond_trained: bool = False  # ctx_per_sequence_tokens > max_ctx_trained: needs a context extension
     weights_pricing: object | None = None  # the tensor-by-tensor WeightPricing of a named weight_type, else None
     # runtime buffers beside the cache (llama.cpp's compute and output buffers); 0 where the runtime adds none
@@ -284,6 +285,33 @@ def prefill_seconds_of(device: Device, model: Model, tokens, weights_read_bytes=
     return None if times is None else engine.maximum(*times)
 
 
+def steady_max_ctx(cache: CacheModel, allowance_bytes, sequences: int = 1):
+    """Largest ``ctx`` whose steady cache (after a decode step: what each step reads) fits ``allowance_bytes``;
+    ``engine.NO_CONTEXT_FITS`` when not even one token does, ``math.inf`` when the cache stops growing below it.
+
+    ``CacheModel.max_ctx`` solves against the peak (right after a prefill, before an eviction), which is the
+    memory answer; a decode rate depends on the bytes a step reads, the steady cache. Where the two are the same
+    (the ideal layout) the closed form is used; otherwise an exact integer search over the steady size, which
+    never decreases with ``ctx``."""
+    if isinstance(cache, CacheLayout) or getattr(cache, "name", None) == "llama.cpp":  # steady == peak
+        return cache.max_ctx(allowance_bytes, sequences)
+
+    def fits(ctx: int) -> bool:
+        return cache.kv_bytes(ctx, sequences) <= allowance_bytes
+
+    if not fits(1):
+        return engine.NO_CONTEXT_FITS
+    limit = getattr(cache, "ctx_limit", None)
+    hi = int(limit[0]) if limit else 2**40
+    if fits(hi):
+        return hi if limit else math.inf
+    lo = 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
 def max_ctx_limited_by(max_ctx, cache=None, allowance_bytes=None, sequences=1, pinned_bytes=0) -> str:
     """Why a solved max context is what it is (a scalar from ``CacheModel.max_ctx``).
 
@@ -329,8 +357,12 @@ def evaluate(s: Scenario) -> Evaluation:
     rate = engine.decode_tokens_per_s(bandwidth, step, efficiency, latency_s)
     roofline = engine.decode_tokens_per_s(bandwidth, step, 1.0)  # the bound: 100 % bandwidth, no latency
     n = max(s.ctx, 1)
-    read_over_generation = cache.kv_bytes_read_over_generation(n, s.sequences) + n * pinned
-    mean_rate = engine.mean_decode_tokens_per_s(n, weights_read, read_over_generation, bandwidth, efficiency, latency_s)
+    # a sequence generates the tokens it can attend: under llama.cpp's -np N (one stream each) its stream's cells,
+    # not the whole -c, and every step of it reads all N streams (kv_bytes_read_over_generation sums them)
+    steps = max(min(n, tokens_per_sequence_of(cache, n, s.sequences)), 1)
+    read_over_generation = cache.kv_bytes_read_over_generation(n, s.sequences) + steps * pinned
+    mean_rate = engine.mean_decode_tokens_per_s(steps, weights_read, read_over_generation, bandwidth, efficiency,
+                                                latency_s)
 
     # Max context is what fits in memory, never capped at the trained context (reported beside it).
     max_ctx = cache.max_ctx(budget - weights - overhead - pinned, s.sequences)
@@ -344,7 +376,7 @@ def evaluate(s: Scenario) -> Evaluation:
     if s.target_tokens_per_s:  # per-sequence rate ≥ target ⇔ bytes per step ≤ B / target − latency · B
         step_allowance = (math.floor(engine.step_bytes_at_rate(s.target_tokens_per_s, bandwidth, efficiency,
                                                                latency_s)) - weights_read - pinned)
-        speed_ctx = cache.max_ctx(step_allowance, s.sequences)
+        speed_ctx = steady_max_ctx(cache, step_allowance, s.sequences)
         at_target = min(max_ctx, speed_ctx)
 
     n_ubatch = prefill_n_ubatch(s)
@@ -384,7 +416,7 @@ def evaluate(s: Scenario) -> Evaluation:
         prefill_memory_s=None if prefill is None else prefill[1],
         prefill_n_ubatch=n_ubatch,
         pinned_prefix_recompute_s=prefill_seconds_of(device, model, s.pinned_prefix_tokens, weights_read, n_ubatch),
-        max_ctx_trained=trained, ctx_per_sequence_tokens=int(per_sequence_tokens),
+        max_ctx_trained=trained, ctx_per_sequence_tokens=int(per_sequence_tokens), mean_decode_tokens=int(steps),
         ctx_beyond_trained=bool(trained and per_sequence_tokens > trained),
         compute_buffer_bytes=buffers.compute_bytes if buffers is not None else 0,
         output_buffer_bytes=buffers.output_bytes if buffers is not None else 0,

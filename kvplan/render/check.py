@@ -45,6 +45,7 @@ def format_json(ev: Evaluation, runtime_command: str | None = None) -> dict:
         "decode_tokens_per_s": ev.decode_tokens_per_s,
         "decode_tokens_per_s_roofline": ev.decode_tokens_per_s_roofline,
         "mean_decode_tokens_per_s": ev.mean_decode_tokens_per_s,
+        "mean_decode_tokens": ev.mean_decode_tokens,
         "aggregate_decode_tokens_per_s": ev.aggregate_decode_tokens_per_s,
         "decode_latency_s": s.device.decode_latency,
         "bytes_per_step": ev.bytes_per_step,
@@ -239,7 +240,7 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
               f"{fmt.per_s(ev.aggregate_decode_tokens_per_s)} tok/s")
     t.add(f"decode{each} at roofline (100 % bandwidth, no latency)",
           f"{fmt.per_s(ev.decode_tokens_per_s_roofline)} tok/s")
-    t.add(f"mean decode{each} over a generation of {fmt.n_tokens(s.ctx)}",
+    t.add(f"mean decode{each} over a generation of {fmt.n_tokens(ev.mean_decode_tokens or s.ctx)}",
           f"{fmt.per_s(ev.mean_decode_tokens_per_s)} tok/s")
     if ev.prefill_s is not None:
         t.add(f"time to first token: prefill {fmt.n_tokens(s.ctx)}", fmt.seconds(ev.prefill_s))
