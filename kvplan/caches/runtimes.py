@@ -55,3 +55,11 @@ def runtime_cache_for(s):
         return cache_model(s.runtime, model, s.k_format, s.v_format)
     except CacheTypeError as exc:  # name the field the user set, not k_type
         raise exc.given_as(*asked_as(s, exc.side)) from None
+    except FieldError as exc:
+        if exc.fields != ("k_type", "v_type"):
+            raise
+        # K and V refused as a pair (an MLA model): name the fields the user set, --k-bits/--v-bits or the types
+        given = tuple(dict.fromkeys(f for f in (asked_as(s, "k")[0], asked_as(s, "v")[0]) if f)) or exc.fields
+        one = "kv_bits" if all(f.endswith("_bits") for f in given) else "kv_type"
+        raise FieldError(given, exc.message.replace("{kv_type}", "{" + one + "}"), about=exc.about,
+                         mentions=tuple(dict.fromkeys(exc.mentions + (one,)))) from None

@@ -189,8 +189,27 @@ def cache_model_for(s: Scenario) -> CacheModel:
     if policy is not None and not policy.is_plain:  # a compression policy (kvplan.profiles.policy)
         from kvplan.caches.policy import policy_cache
 
+        _refuse_formats_the_policy_sets(s, policy)
         return policy_cache(s.model, policy, s.k_format, s.v_format, s.sliding_window)
     return cache_layout(s.model, s.k_format, s.v_format, s.sliding_window)
+
+
+def _refuse_formats_the_policy_sets(s: Scenario, policy) -> None:
+    """A cache type or bit width given beside a policy whose every tier sets that side's formats (recent and
+    history) would be priced nowhere, yet reported as the cache's format: refuse it rather than ignore it."""
+    from kvplan.caches.runtimes import asked_as
+
+    tiers = [spec for _, _, spec in policy.layer_ranges(s.model.layers)]
+    for side in ("k", "v"):
+        if (s.k_format if side == "k" else s.v_format) is None:
+            continue
+        fixed = all(getattr(spec, side) is not None and (spec.history is None or getattr(spec.history, side) is not None)
+                    for spec in tiers)
+        if fixed:
+            field, value = asked_as(s, side)
+            raise FieldError((field, "kv_policy"), f"{value}: the KV policy sets the {side.upper()} format of every "
+                             "tier itself, so this would change nothing; drop it, or leave the format out of the "
+                             "policy", lead=" with ")
 
 
 def runtime_buffers(s: Scenario, cache: CacheModel, ctx: int, *, floor: bool = False):

@@ -68,8 +68,11 @@ def attention_figure(c: AttentionCurves, units: str = "si"):
     ax = fig.subplots()
     draw_attention(ax, c, units)
     seq = f", {c.sequences} sequences" if c.sequences > 1 else ""
-    fig.suptitle(f"KV cache against context — {c.model} as MHA, GQA, MQA, windowed and quantized{seq}",
-                 fontsize=12)
+    kinds = {v.kind for v in c.variants}  # a runtime or policy may leave some shapes out: name only those drawn
+    names = [name for kind, name in (("mha", "MHA"), ("gqa", "GQA"), ("mqa", "MQA"), ("window", "windowed"),
+                                     ("quant", "quantized")) if kind in kinds]
+    shown = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+    fig.suptitle(f"KV cache against context — {c.model} as {shown}{seq}", fontsize=12)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9, frameon=False,
               title=f"cache shape — size at {ctx_label(c.ref_ctx)}", title_fontsize=9)
     return fig

@@ -97,16 +97,22 @@ def ctx_axis(axis, max_ticks: int = 8, label: str = "context [tokens]") -> None:
     axis.set_label_text(label)
 
 
-def bytes_axis(axis, max_bytes: float, units: str = "si", label: str = "memory") -> None:
-    """Ticks at round numbers of GB (or GiB, MB …) on an axis whose data are bytes."""
+def byte_ticks(scale: float):
+    """(locator, formatter) for data in bytes shown in a unit of ``scale`` bytes: ticks at round numbers of that
+    unit (1, 2, 2.5, 5 × a power of ten GiB), not at round numbers of bytes read in it (1.86265 GiB)."""
     from matplotlib.ticker import FuncFormatter, MaxNLocator
-
-    scale, name = byte_unit(max_bytes, units)
 
     class ScaledLocator(MaxNLocator):
         def tick_values(self, vmin, vmax):
             return super().tick_values(vmin / scale, vmax / scale) * scale
 
-    axis.set_major_locator(ScaledLocator(nbins=7, steps=[1, 2, 2.5, 5, 10]))
-    axis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x / scale:g}"))
+    return ScaledLocator(nbins=7, steps=[1, 2, 2.5, 5, 10]), FuncFormatter(lambda x, _pos: f"{x / scale:g}")
+
+
+def bytes_axis(axis, max_bytes: float, units: str = "si", label: str = "memory") -> None:
+    """Ticks at round numbers of GB (or GiB, MB …) on an axis whose data are bytes."""
+    scale, name = byte_unit(max_bytes, units)
+    locator, formatter = byte_ticks(scale)
+    axis.set_major_locator(locator)
+    axis.set_major_formatter(formatter)
     axis.set_label_text(f"{label} [{name}]")

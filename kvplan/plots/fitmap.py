@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvplan.plots.axes import byte_unit, ctx_label, new_figure, size_label
+from kvplan.plots.axes import byte_ticks, byte_unit, ctx_label, new_figure, size_label
 from kvplan.curves import FitMap
 
 _VERDICT = ("fit", "tight", "over")
@@ -40,7 +40,8 @@ def draw_fitmap(ax, m: FitMap, units: str = "si"):
         span = max(float(np.max(np.abs(values))), 1.0)
         image = ax.imshow(values, cmap=colormaps["RdYlGn"], norm=norm, aspect="auto", gid="fitmap")
         scale, name = byte_unit(span, units)
-        bar = ax.figure.colorbar(image, ax=ax, format=lambda x, _pos: f"{x / scale:g}")
+        locator, formatter = byte_ticks(scale)
+        bar = ax.figure.colorbar(image, ax=ax, ticks=locator, format=formatter)
         bar.set_label(f"headroom at {ctx_label(m.ctx)} tokens [{name}]")
 
     for i in range(len(m.devices)):

@@ -34,3 +34,24 @@ def test_near_equal_rates_put_the_labels_apart(tmp_path):
     boxes = {t.get_gid(): t.get_window_extent() for ax in figure.axes for t in ax.texts
              if t.get_gid() in ("ctx_label:0", "ctx_flash_label:0")}
     assert len(boxes) == 2 and not boxes["ctx_label:0"].overlaps(boxes["ctx_flash_label:0"])
+
+
+def test_fitmap_colourbar_ticks_are_round_in_iec_units():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from kvplan import curves as data
+    from kvplan.plan import Scenario
+    from kvplan.plots.fitmap import fitmap_figure
+    from kvplan.profiles.catalog import Catalog
+
+    catalog = Catalog()
+    devices = [catalog.device(d).profile for d in ("pixel8", "galaxy-s24-ultra")]
+    models = [catalog.model(m).profile for m in ("gemma-3-4b", "deepseek-v2-lite")]
+    grid = [[Scenario(d, m, 16_384) for m in models] for d in devices]
+    figure = fitmap_figure(data.fit_map(grid, 16_384), "iec")
+    figure.canvas.draw()
+    bar = figure.axes[-1]
+    labels = [t.get_text().replace("−", "-") for t in bar.get_yticklabels() if t.get_text()]
+    # whole GiB (or halves), never 1.86265 (2e9 B read in GiB)
+    assert labels and all(float(v) * 2 == int(float(v) * 2) for v in labels), labels
