@@ -505,6 +505,9 @@ def parse_bench_text(text: str, source: str = "<text>", fmt: str | None = None) 
     return rows
 
 
+MAX_BENCH_BYTES = 64 << 20  # thousands of llama-bench rows; anything larger is not a bench file
+
+
 def read_bench(path, fmt: str | None = None) -> list[BenchRow]:
     """Read a llama-bench output file (``-o json``, ``jsonl``, ``csv`` or ``md``).
 
@@ -514,9 +517,22 @@ def read_bench(path, fmt: str | None = None) -> list[BenchRow]:
     """
     path = Path(path)
     try:
+        with open(path, "rb") as handle:  # bounded: a pipe or /dev/zero reports size 0 and never ends
+            raw = handle.read(MAX_BENCH_BYTES + 1)
+    except FileNotFoundError:
+        raise ProfileError([f"{path}:1: file: no such file"]) from None
+    except IsADirectoryError:
+        raise ProfileError([f"{path}:1: file: is a directory, not a file"]) from None
+    except PermissionError:
+        raise ProfileError([f"{path}:1: file: permission denied"]) from None
+    except OSError as exc:
+        raise ProfileError([f"{path}:1: file: cannot read: {exc.strerror or exc}"]) from None
+    if len(raw) > MAX_BENCH_BYTES:
+        raise ProfileError([f"{path}:1: file: larger than {MAX_BENCH_BYTES:,} bytes; llama-bench output is a few KB"])
+    try:
         # utf-8-sig: Windows PowerShell (Out-File -Encoding utf8) and many editors start the file with a BOM
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileError([f"{path}:1: file: cannot read: {exc}"]) from exc
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ProfileError([f"{path}:1: file: not UTF-8 text (bad byte at offset {exc.start})"]) from None
     note_input(path)
     return parse_bench_text(text, str(path), fmt)

@@ -36,6 +36,7 @@ class KvplanGroup(TyperGroup):
         from kvplan.files.inputs import forget_inputs
 
         forget_inputs()  # this command's inputs only (one process may run several commands)
+        terminal.prepare_streams()
         try:
             code = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                                 standalone_mode=False, **extra)

@@ -20,6 +20,37 @@ class ExitCode(IntEnum):
     INTERNAL = 3  # a bug in kvplan
 
 
+# What kvplan prints beyond ASCII, spelled in ASCII for a console that cannot show it (a Windows cp1252 console,
+# PYTHONIOENCODING=ascii): readable text instead of an encoding error.
+_ASCII = {"—": "-", "–": "-", "−": "-", "×": "x", "≥": ">=", "≤": "<=", "→": "->", "←": "<-", "…": "...", "·": "*",
+          "≈": "~", "µ": "u", "μ": "u", "²": "^2", "⁶": "^6", "⁹": "^9", "Σ": "sum", "ℓ": "l", "≠": "!=", "±": "+-",
+          "‘": "'", "’": "'", "“": '"', "”": '"', "✅": "[ok]", "❌": "[x]", "◀": "<", "■": "#", "▲": "^", "▼": "v"}
+
+
+def _ascii_fallback(error: UnicodeError):
+    text = error.object[error.start:error.end]
+    return "".join(_ASCII.get(ch, "?") for ch in text), error.end
+
+
+def prepare_streams() -> None:
+    """Make stdout and stderr survive a console that cannot encode kvplan's symbols (—, ×, ≥): they are spelled in
+    ASCII there, never an encoding error (exit 3) after the work is done."""
+    import codecs
+
+    try:
+        codecs.lookup_error("kvplan-ascii")
+    except LookupError:
+        codecs.register_error("kvplan-ascii", _ascii_fallback)
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        try:
+            "—×≥→−…".encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="kvplan-ascii")
+
+
 def debug_enabled() -> bool:
     return os.environ.get("KVPLAN_DEBUG", "") not in ("", "0", "false", "no")
 

@@ -73,10 +73,16 @@ def step_bytes_at_rate(target_tokens_per_s, memory_bandwidth_bytes_per_s, bandwi
 
     ``bytes / B + latency ≤ 1 / target``  ⇔  ``bytes ≤ B / target − latency · B``
     (``B = bandwidth · efficiency``). Negative when the latency alone exceeds the time a
-    token may take: no context reaches the target.
+    token may take: no context reaches the target. At most :data:`MAX_STEP_BYTES`: a target
+    so slow (1e-300 tok/s) that any step meets it stays a finite, exact-integer figure.
     """
+    from kvplan.engine._ops import minimum
+
     effective = memory_bandwidth_bytes_per_s * bandwidth_efficiency
-    return effective / target_tokens_per_s - latency_s * effective
+    return minimum(effective / target_tokens_per_s - latency_s * effective, MAX_STEP_BYTES)
+
+
+MAX_STEP_BYTES = float(2**62)  # far beyond any memory: "no limit" as a number floor() and int64 can hold
 
 
 # --- Two-term speed model: bandwidth plus a fixed per-step latency -------------------

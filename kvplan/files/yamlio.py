@@ -112,7 +112,10 @@ def read_text(path: str | os.PathLike) -> str:
         size = p.stat().st_size
         if size > MAX_FILE_BYTES:
             raise ProfileError([f"{name}: file is too large ({size:,} bytes; the limit is {MAX_FILE_BYTES:,})"])
-        raw = p.read_bytes()
+        with open(p, "rb") as handle:  # bounded: a pipe or /dev/zero reports size 0 and never ends
+            raw = handle.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise ProfileError([f"{name}: file is too large (more than the limit of {MAX_FILE_BYTES:,} bytes)"])
     except FileNotFoundError:
         raise ProfileError([f"{name}: no such file"]) from None
     except PermissionError:

@@ -49,7 +49,7 @@ def _read_file(path: str | Path) -> tuple[dict, list[tuple], list[str]]:
     one ProfileError naming it."""
     p = Path(path)
     if not p.is_file():
-        raise ProfileError([f"{path}: no such file"])
+        raise ProfileError([f"{path}: " + ("not a regular file" if p.exists() else "no such file")])
     split = _SPLIT_RE.match(p.name)
     if split and int(split.group("no")) != 1:  # the metadata is in the first shard, whichever one was named
         p = p.with_name(f"{split.group('stem')}-00001-of-{split.group('count')}.gguf")

@@ -260,7 +260,7 @@ def read_local_header(path: str | Path, *, block: int = INITIAL_BLOCK, what: str
     ``what: problem`` (default: the path; ``""``: the problem alone, for a caller that words it)."""
     p = Path(path)
     if not p.is_file():
-        raise ProfileError([f"{path}: no such file"])
+        raise ProfileError([f"{path}: " + ("not a regular file" if p.exists() else "no such file")])
     note_input(p)
     with open(p, "rb") as handle:
         buf = bytearray(handle.read(block))

@@ -55,7 +55,7 @@ def _file_key(path: Path) -> list | None:
 
 
 def _entry_path(kind: str, key_text: str) -> Path:
-    name = hashlib.blake2b(key_text.encode(), digest_size=16).hexdigest()
+    name = hashlib.blake2b(key_text.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()  # any path bytes
     return cache_dir() / f"{kind}-{name}.json"
 
 

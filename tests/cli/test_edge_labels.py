@@ -87,3 +87,11 @@ def test_no_suggested_window_widens_a_models_own(run_json):
     assert doc["verdict"] == "over" and "sliding_window" not in [c["change"] for c in doc["changes_to_fit"]]
     _, doc = run_json("check", "-d", "pixel8", "-m", "7b", "-c", "8k")  # no window of its own: still offered
     assert "sliding_window" in [c["change"] for c in doc["changes_to_fit"]]
+
+
+@pytest.mark.parametrize("command", ["check", "sweep", "compare", "fit"])
+def test_a_vanishing_decode_target_is_met_wherever_memory_allows(run_json, command):
+    # 1e-300 tok/s: B / T overflows any byte count; every context that fits in memory meets it (max ctx 5,016)
+    _, doc = run_json(command, "-d", "pixel8", "-m", "7b", "-c", "4k", "--target-tok-s", "1e-300")
+    rows = doc.get("rows") or [doc]
+    assert rows[0]["max_ctx_at_target"] == 5016

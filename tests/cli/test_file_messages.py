@@ -3,6 +3,11 @@ profiles folder that is a file or comes from $KVPLAN_PROFILES said as such."""
 
 from __future__ import annotations
 
+import os
+import sys
+
+import pytest
+
 
 def test_an_empty_section_is_a_mapping_error_not_a_class_name(run, tmp_path):
     gate = tmp_path / "g.yaml"
@@ -68,3 +73,27 @@ def test_show_says_when_it_cannot_tell_the_kind_as_validate_does(run):
     result = run("profiles", "show", gate)
     assert result.exit_code == 2
     assert f"{gate}: cannot tell a device from a model by its keys; add --kind device or --kind model" in result.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_an_endless_input_is_refused_by_size_not_read_forever(run):
+    # /dev/zero reports size 0: the read itself is bounded (1 MiB for YAML, 64 MiB for a bench file)
+    result = run("check", "-d", "/dev/zero", "-m", "7b", "-c", "1k")
+    assert result.exit_code == 2 and "/dev/zero: file is too large" in result.stderr
+    result = run("calibrate", "/dev/zero", "-o", "x.yaml", "--bandwidth", "100GB/s")
+    assert result.exit_code == 2 and "/dev/zero:1: file: larger than 67,108,864 bytes" in result.stderr
+    result = run("import", "gguf", "/dev/zero")
+    assert result.exit_code == 2 and "/dev/zero: not a regular file" in result.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file names are bytes")
+def test_a_profile_under_a_non_utf8_path_is_cached_like_any_other(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("KVPLAN_CACHE_DIR", str(tmp_path / "cache"))
+    folder = os.path.join(os.fsencode(tmp_path), b"bad\xff")
+    os.mkdir(folder)
+    device = os.fsdecode(os.path.join(folder, b"p.yaml"))
+    with open(device, "w") as handle:
+        handle.write("name: p\nram: 8 GB\nos_reserve: 2 GB\nmemory_bandwidth: 50 GB/s\nflash_read: 2 GB/s\n")
+    for _ in range(2):  # cold, then from the cache
+        result = run("check", "-d", device, "-m", "7b", "-c", "1k", "-f", "json")
+        assert result.exit_code == 0, result.stderr
