@@ -71,13 +71,15 @@ def display_warning(message: str) -> None:
 
 
 def display_json(document: object) -> None:
-    sys.stdout.write(json.dumps(document, indent=2, allow_nan=False) + "\n")
-    sys.stdout.flush()  # a full disk or closed pipe is reported now, not at interpreter exit
+    with _reader_may_leave():
+        sys.stdout.write(json.dumps(document, indent=2, allow_nan=False) + "\n")
+        sys.stdout.flush()  # a full disk is reported now, not at interpreter exit
 
 
 def display_text(text: str) -> None:
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    sys.stdout.flush()
+    with _reader_may_leave():
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
 
 
 def silence_broken_pipe() -> None:
@@ -86,11 +88,26 @@ def silence_broken_pipe() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
+class _reader_may_leave:
+    """Around a write to stdout: a reader that went away (``kvplan check … | true``) silences the rest of the
+    output, and the command goes on — its plots are written and its exit code is still the verdict's."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, _trace) -> bool:
+        if isinstance(error, BrokenPipeError):
+            silence_broken_pipe()
+            return True
+        return False
+
+
 def display_tables(tables: list[Table], fmt: str = "table") -> None:
     if fmt == "markdown":
         display_text(to_markdown(tables))
     elif _use_rich():
-        _print_rich(tables)
+        with _reader_may_leave():
+            _print_rich(tables)
     else:
         display_text(to_plain(tables))
 
@@ -215,15 +232,18 @@ def _print_rich(tables: list[Table], console=None) -> None:
 
 def display_bytes(chunks) -> None:
     """Write already-encoded output (a big CSV) to stdout chunk by chunk, without decoding it."""
-    sys.stdout.flush()
+    with _reader_may_leave():
+        sys.stdout.flush()
     buffer = getattr(sys.stdout, "buffer", None)
     for chunk in chunks:
-        if buffer is not None:
-            buffer.write(chunk)
-        else:
-            sys.stdout.write(chunk.decode("utf-8"))
+        with _reader_may_leave():  # once the reader is gone the rest goes to /dev/null, as written
+            if buffer is not None:
+                buffer.write(chunk)
+            else:
+                sys.stdout.write(chunk.decode("utf-8"))
     if buffer is not None:
-        buffer.flush()
+        with _reader_may_leave():
+            buffer.flush()
 
 
 class _NoProgress:

@@ -104,16 +104,19 @@ def test_directory_as_profile(run, tmp_path):
 
 def test_unreadable_file(run, tmp_path, monkeypatch):
     # root reads every file whatever its mode, so the refusal is simulated where the file is read
+    import builtins
+
+    from kvplan.files import yamlio
+
     path = tmp_path / "locked.yaml"
     path.write_text(REF_PHONE.read_text())
-    real = Path.read_bytes
 
-    def refuse(self):
-        if self == path:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    def refuse(file, *args, **kwargs):
+        if Path(file) == path:
+            raise PermissionError(13, "Permission denied", str(file))
+        return builtins.open(file, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    monkeypatch.setattr(yamlio, "open", refuse, raising=False)
     monkeypatch.setenv("KVPLAN_NO_CACHE", "1")
     result = run("check", "--device", str(path), "--model", str(REF_7B), "--ctx", "1k")
     assert result.exit_code == 2 and f"{path}: permission denied" in result.stderr
