@@ -34,7 +34,27 @@ class _UserCatalog(Catalog):
         text = str(ref).strip()
         if text.lower().endswith(".gguf") and not text.lower().startswith("hf:"):
             return local_gguf_model(text, self.fast)
+        if text.lower().endswith(".json") and Path(text).expanduser().is_file():
+            return local_hf_config_model(text, self.fast)
         return super().model(ref)
+
+
+def local_hf_config_model(path_text: str, fast: bool = True) -> Resolved:
+    """A Hugging Face ``config.json`` named as a model: imported on the fly, as ``kvplan import hf`` would write it
+    (the same reader), so ``--model config.json`` works like ``--model x.gguf`` and ``hf:ORG/NAME``."""
+    from kvplan.importers.hf import profile_from_hf_file
+
+    path = Path(path_text).expanduser()
+    imported = profile_from_hf_file(path)
+    profile = imported.model
+    if fast:
+        from kvplan.profiles.records import ModelRecord
+
+        profile = ModelRecord(profile.model_dump(mode="json"))
+    notes = [n for n in imported.notes if not n.startswith("profile named")]  # import's --name is not an option here
+    note = (f"model {path_text}: read as a Hugging Face config.json, profile {profile.name!r} ('kvplan import hf "
+            f"{path_text} -o FILE' keeps it)" + "".join(f"; {n}" for n in notes))
+    return Resolved(profile, path, "file", note)
 
 
 def local_gguf_model(path_text: str, fast: bool = True) -> Resolved:

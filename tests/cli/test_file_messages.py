@@ -97,3 +97,15 @@ def test_a_profile_under_a_non_utf8_path_is_cached_like_any_other(run, tmp_path,
     for _ in range(2):  # cold, then from the cache
         result = run("check", "-d", device, "-m", "7b", "-c", "1k", "-f", "json")
         assert result.exit_code == 0, result.stderr
+
+
+def test_a_hugging_face_config_is_a_model_as_a_gguf_file_is(run_json, run):
+    from pathlib import Path
+
+    config = Path(__file__).resolve().parents[1] / "data" / "hf_configs" / "qwen3-0.6b.json"
+    _, imported = run_json("check", "-d", "pixel8", "-m", config, "-c", "8k")
+    _, builtin = run_json("check", "-d", "pixel8", "-m", "qwen3-0.6b", "-c", "8k")
+    # 28 layers × 8 KV heads × 128 × 2 (K, V) × 2 B = 114,688 B/token, the same profile as the built-in one
+    assert imported["kv_bytes_per_token"] == builtin["kv_bytes_per_token"] == 114_688
+    assert imported["memory"]["weights_bytes"] == builtin["memory"]["weights_bytes"]
+    assert "read as a Hugging Face config.json" in run("check", "-d", "pixel8", "-m", config, "-c", "8k").stderr
