@@ -52,7 +52,9 @@ def prepare_streams() -> None:
 
 
 def debug_enabled() -> bool:
-    return os.environ.get("KVPLAN_DEBUG", "") not in ("", "0", "false", "no")
+    from kvplan.files.env import env_flag
+
+    return env_flag("KVPLAN_DEBUG")
 
 
 def display_error(message: str) -> None:
@@ -129,7 +131,9 @@ def text_width() -> int:
 
 
 def _use_rich() -> bool:
-    if os.environ.get("KVPLAN_PLAIN"):
+    from kvplan.files.env import env_flag
+
+    if env_flag("KVPLAN_PLAIN"):
         return False
     return sys.stdout.isatty() or bool(os.environ.get("FORCE_COLOR"))
 
@@ -282,6 +286,8 @@ def progress(total: int, description: str, worth_showing: bool = True):
 
     Use as ``with progress(n, "evaluating") as bar: … bar.advance(k)``.
     """
-    if worth_showing and sys.stderr.isatty() and not os.environ.get("KVPLAN_PLAIN"):
+    from kvplan.files.env import env_flag
+
+    if worth_showing and sys.stderr.isatty() and not env_flag("KVPLAN_PLAIN"):
         return _RichProgress(total, description)
     return _NoProgress()

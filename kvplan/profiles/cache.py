@@ -22,7 +22,9 @@ _CODE = ("profiles/spec.py", "units.py", "engine/formats.py", "profiles/methods.
 
 
 def enabled() -> bool:
-    return os.environ.get("KVPLAN_NO_CACHE", "") in ("", "0") and cache_dir() is not None
+    from kvplan.files.env import env_flag
+
+    return not env_flag("KVPLAN_NO_CACHE") and cache_dir() is not None
 
 
 @lru_cache(maxsize=1)
