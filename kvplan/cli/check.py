@@ -63,7 +63,10 @@ def check(
 
         # llama.cpp's -c is the total of its -np sequences: the same request is -c ctx × sequences
         same_request = scenario.with_changes(ctx=scenario.ctx * scenario.sequences)
-        runtime_command = " ".join(check_argv(same_request, device, model, profiles_dir) + ["--runtime", "llama.cpp"])
+        import shlex
+
+        # quoted for a shell, as fit's commands are: a profile path with a space still runs as shown
+        runtime_command = shlex.join(check_argv(same_request, device, model, profiles_dir) + ["--runtime", "llama.cpp"])
     if output_format is o.OutputFormat.json:
         document = render.format_json(ev, runtime_command)
         document["changes_to_fit"] = [render.change_json(c) for c in changes or []]

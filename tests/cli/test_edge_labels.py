@@ -95,3 +95,13 @@ def test_a_vanishing_decode_target_is_met_wherever_memory_allows(run_json, comma
     _, doc = run_json(command, "-d", "pixel8", "-m", "7b", "-c", "4k", "--target-tok-s", "1e-300")
     rows = doc.get("rows") or [doc]
     assert rows[0]["max_ctx_at_target"] == 5016
+
+
+def test_the_llamacpp_command_is_quoted_for_a_shell(run_json, tmp_path):
+    import shlex
+    from pathlib import Path
+
+    device = tmp_path / "my phone.yaml"
+    device.write_text((Path(__file__).resolve().parents[2] / "device_profiles" / "pixel8.yaml").read_text())
+    _, doc = run_json("check", "-d", device, "-m", "7b", "-c", "1k")
+    assert shlex.split(doc["llamacpp_command"])[2:4] == ["--device", str(device)]
