@@ -61,6 +61,7 @@ _TOKENS_RE = _Pattern(r"(?P<num>[+-]?\d+(?:\.\d*)?|\.\d+)\s*(?P<prefix>[kKMm])?\
 _GROUPED_RE = _Pattern(r"\d{1,3}(?:,\d{3})+$")  # 8,192 and 1,048,576: how kvplan prints token counts
 _EXPONENT_RE = _Pattern(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)[eE][+-]?\d+$")
 _PLAIN_RE = _Pattern(_NUMBER + r"\s*$")
+_GROUPED_NUMBER_RE = _Pattern(r"(?P<num>[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?)(?![\d,])")
 _PERCENT_RE = _Pattern(_NUMBER + r"\s*%\s*$")
 
 # The unit a bare number probably meant (module docstring): below 1,000, then below a million, then base units.
@@ -161,6 +162,9 @@ def _parse_with_unit(value: object, regex: re.Pattern[str], what: str, example: 
         number = _check_plain(value, what)
         return _refuse_bare(number, repr(value) if isinstance(value, float) else str(value), what, positive=positive)
     text = value.strip()
+    grouped = _GROUPED_NUMBER_RE.match(text)
+    if grouped:  # 2,000,000,000 B: how kvplan itself prints sizes (groups of exactly three digits)
+        text = grouped["num"].replace(",", "") + text[grouped.end("num"):]
     if _PLAIN_RE.match(text):
         return _refuse_bare(_decimal(text), text, what, positive=positive)
     match = regex.match(text)

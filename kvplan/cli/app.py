@@ -70,7 +70,8 @@ class KvplanGroup(TyperGroup):
             if exc.errno == errno.EPIPE:
                 terminal.silence_broken_pipe()
                 raise typer.Exit(ExitCode.OK) from None
-            terminal.display_error(f"cannot write output: {exc.strerror or exc}")
+            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+            terminal.display_error(f"{where}cannot write output: {exc.strerror or exc}")
             raise typer.Exit(ExitCode.BAD_INPUT) from None
         except Exception as exc:
             if _is_click_exception(exc) or terminal.debug_enabled():

@@ -79,14 +79,27 @@ def load_record(kind: str, path: Path):
         return None
     key = _file_key(path)
     data = _read(kind, key) if key else None
-    if not isinstance(data, dict):
-        return None
+    if not isinstance(data, dict) or not _looks_validated(kind, data):
+        return None  # a damaged entry is a miss: the YAML is validated again and the entry rewritten
     from kvplan.files.inputs import note_input
     from kvplan.profiles.records import RECORDS
 
     note_input(path)  # the YAML file is this run's input even when its validated fields come from the cache
 
     return RECORDS[kind](data)
+
+
+# Fields every validated profile of a kind holds, as the numbers pydantic left there.
+_CORE_FIELDS = {"device": ("ram", "os_reserve", "memory_bandwidth", "bandwidth_efficiency"),
+                "model": ("params", "layers", "attention_heads", "head_dim")}
+
+
+def _looks_validated(kind: str, data: dict) -> bool:
+    """A cheap check that an entry is what :func:`store` wrote (an edited or damaged file is not trusted)."""
+    if not isinstance(data.get("name"), str):
+        return False
+    return all(isinstance(data.get(f), (int, float)) and not isinstance(data.get(f), bool) and data[f] >= 0
+               for f in _CORE_FIELDS.get(kind, ()))
 
 
 def store(kind: str, path: Path, profile) -> None:
@@ -101,7 +114,7 @@ def store(kind: str, path: Path, profile) -> None:
 def _listing_key(folder: Path) -> list | None:
     try:
         entries = sorted([e.name, e.stat().st_size, e.stat().st_mtime_ns] for e in os.scandir(folder)
-                         if e.name.endswith(".yaml"))
+                         if e.name.endswith((".yaml", ".yml")))
     except OSError:
         return None
     return [str(folder.resolve()), entries, code_fingerprint()]

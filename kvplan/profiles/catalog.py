@@ -212,7 +212,7 @@ def _folder_index(kind: Kind, folder: Path) -> list[tuple[str, list[str], Path]]
     if cached is not None:
         return [(name, aliases, Path(path)) for name, aliases, path in cached]
     rows = []
-    for path in sorted(folder.glob("*.yaml")):
+    for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):  # both YAML spellings
         data = _quick_load(path)
         if not isinstance(data, dict) or _kind_of_data(data) not in (kind, None):
             continue

@@ -68,3 +68,12 @@ def test_a_name_in_two_user_folders_resolves_to_the_first_with_a_note(run, folde
                          "--profiles-dir", folders / "up2", "-f", "json").stdout)
     other = [r for r in doc["profiles"] if r["name"] == "other"][0]
     assert other["shadowed_names"] == ["clash"]
+
+
+def test_yml_files_are_profiles_too(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("KVPLAN_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    (folder / "ymlphone.yml").write_text(DEVICE.format(name="ymlphone", aliases=""))
+    result = run("check", "-d", "ymlphone", "-m", "qwen3-0.6b", "-c", "1k", "--profiles-dir", folder)
+    assert result.exit_code == 0 and result.stdout.startswith("ymlphone × qwen3-0.6b")

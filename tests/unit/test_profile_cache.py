@@ -95,3 +95,21 @@ def test_alias_index_is_cached_and_follows_the_folder(cache, tmp_path):
     (folder / "other.yaml").write_text((folder / "ref-phone.yaml").read_text()
                                        .replace("ref-phone", "other").replace("refphone", "otherphone"))
     assert Catalog([str(folder)]).device("otherphone").profile.name == "other"
+
+
+def test_a_damaged_entry_is_a_miss_not_trusted(tmp_path, monkeypatch):
+    import json as _json
+
+    from kvplan.profiles import cache
+    from kvplan.profiles.catalog import builtin_dir, load_profile
+
+    monkeypatch.setenv("KVPLAN_CACHE_DIR", str(tmp_path))
+    path = builtin_dir("device") / "pixel8.yaml"
+    load_profile("device", path, fast=True)  # validates and stores the entry
+    assert cache.load_record("device", path) is not None
+    (entry,) = tmp_path.glob("device-*.json")
+    stored = _json.loads(entry.read_text())
+    stored["data"]["ram"] = "garbage"  # the key still matches; the data does not
+    entry.write_text(_json.dumps(stored))
+    assert cache.load_record("device", path) is None
+    assert load_profile("device", path, fast=True).ram == 8_000_000_000  # validated again from the YAML
