@@ -65,6 +65,10 @@ def compare(
         text = json.dumps(render.compare_json(evaluations), indent=2, allow_nan=False) + "\n"
     elif fmt_ is p.TabularFormat.csv:
         text = render.compare_csv(evaluations)
+        from kvplan.render.rates import warnings_of
+
+        for warning in warnings_of(ev for row in evaluations for ev in row):  # CSV has no place for them: stderr
+            terminal.display_warning(warning)
     else:
         tables = render.compare_tables(evaluations, units.value)
         if not output:

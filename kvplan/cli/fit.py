@@ -94,6 +94,11 @@ def fit(
         given = check_argv(ev.scenario, device, model, profiles_dir) + extra_argv
         p.write_or_display_text(to_csv(render.FIT_CSV_COLUMNS,
                                        render.fit_csv_rows(ev, advice, commands, model_commands, given)), output)
+        from kvplan.cli import terminal
+        from kvplan.render.rates import warnings_of
+
+        for warning in warnings_of(render.shown_evaluations(probe, ev, advice)):  # CSV has no place for them
+            terminal.display_warning(warning)
     else:
         tables = [render.limits_table(probe, ev, units.value)]
         if ev is not None:

@@ -22,7 +22,8 @@ def command_line(argv: list[str]) -> str:
     return shlex.join(argv)
 
 
-def _shown(probe: Evaluation, ev: Evaluation | None, advice: Advice | None) -> list[Evaluation]:
+def shown_evaluations(probe: Evaluation, ev: Evaluation | None, advice: Advice | None) -> list[Evaluation]:
+    """The evaluations fit's output shows: the configuration (or the probe without --ctx) and every change."""
     changes = [] if advice is None else [*advice.keep_model, *advice.other_models]
     return [probe if ev is None else ev] + [c.evaluation for c in changes]
 
@@ -54,7 +55,7 @@ def fit_json(probe: Evaluation, ev: Evaluation | None, advice: Advice | None,
         "aggregate_decode_tokens_per_s": None,
         "changes_to_fit": [],
         "other_models_that_fit": [],
-        "warnings": rates.warnings_of(_shown(probe, ev, advice)),
+        "warnings": rates.warnings_of(shown_evaluations(probe, ev, advice)),
     }
     if ev is not None:
         document.update(ctx=ev.scenario.ctx, verdict=ev.verdict.value, memory=memory_json(ev),

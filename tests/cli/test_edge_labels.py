@@ -105,3 +105,10 @@ def test_the_llamacpp_command_is_quoted_for_a_shell(run_json, tmp_path):
     device.write_text((Path(__file__).resolve().parents[2] / "device_profiles" / "pixel8.yaml").read_text())
     _, doc = run_json("check", "-d", device, "-m", "7b", "-c", "1k")
     assert shlex.split(doc["llamacpp_command"])[2:4] == ["--device", str(device)]
+
+
+@pytest.mark.parametrize("command", ["sweep", "compare", "fit"])
+def test_csv_output_keeps_its_warnings_on_stderr(run, command):
+    result = run(command, "-d", "pixel8", "-m", "mistral-7b-v0.1", "-c", "32k", "-f", "csv")
+    assert "kvplan: warning: llama.cpp ignores mistral-7b-v0.1's 4,096-token sliding window" in result.stderr
+    assert "warning" not in result.stdout
