@@ -139,10 +139,12 @@ def _this_machine() -> tuple[str, dict, str]:
                  f"device {THIS_DEVICE!r}: this machine as probed {kept['probed'][:16].replace('T', ' ')} ({how}), from kvplan's probe "
                  "cache; 'kvplan profiles probe' measures again and replaces it")
     else:
-        text, _mapping, device = _probe(quick=True)
+        text, _mapping, device, kept_at = _probe(quick=True)
         record = device.model_dump(mode="json")
-        cached = ("kept in kvplan's probe cache for later runs" if probe_cache.folder() is not None
-                  else "KVPLAN_NO_CACHE is set, so every run probes again")
+        cached = ("kept in kvplan's probe cache for later runs" if kept_at is not None
+                  else "KVPLAN_NO_CACHE is set, so every run probes again" if probe_cache.folder() is None
+                  else f"not kept: kvplan's cache folder {probe_cache.folder()} cannot be written, so every run "
+                       "probes again")
         found = (text, record,
                  f"device {THIS_DEVICE!r}: this machine, probed now (quick: memory bandwidth and compute measured, "
                  f"flash read the conservative default), {cached}; 'kvplan profiles probe' measures the disk too")
@@ -162,17 +164,18 @@ def probed_profile(quick: bool = False, progress=None, name: str | None = None, 
     ``keep``: it also replaces this machine's entry in kvplan's probe cache (what ``--device this`` reads),
     under the default name whatever ``name`` is.
     """
-    text, mapping, _device = _probe(quick, progress, name, keep)
+    text, mapping, _device, _kept_at = _probe(quick, progress, name, keep)
     return text, mapping
 
 
 def _probe(quick: bool = False, progress=None, name: str | None = None, keep: bool = True):
-    """(YAML text, mapping, validated Device) of a probe; see :func:`probed_profile`."""
+    """(YAML text, mapping, validated Device, where it was kept or None) of a probe; see :func:`probed_profile`."""
     from kvplan.probe import probe_device
 
     mapping = probe_device(quick=quick, progress=progress, name=name)
     text = _render_probe(mapping, quick)
     device = _validated("device", text, "probed device profile")
+    kept_at = None
     if keep:
         from kvplan.probe import cache as probe_cache
         from kvplan.probe.device import default_name
@@ -182,10 +185,10 @@ def _probe(quick: bool = False, progress=None, name: str | None = None, keep: bo
         if mapping["name"] != default_name():
             text_kept = _render_probe({**mapping, "name": default_name()}, quick)
             kept = _validated("device", text_kept, "probed device profile")
-        probe_cache.store({"yaml_text": text_kept, "record": kept.model_dump(mode="json"), "quick": quick,
-                           "probed": today()})
+        kept_at = probe_cache.store({"yaml_text": text_kept, "record": kept.model_dump(mode="json"),
+                                     "quick": quick, "probed": today()})
         _THIS.pop(THIS_DEVICE, None)
-    return text, mapping, device
+    return text, mapping, device, kept_at
 
 
 def _render_probe(mapping: dict, quick: bool) -> str:
