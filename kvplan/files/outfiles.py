@@ -78,10 +78,14 @@ def write_atomic(path: str | os.PathLike, produce: Callable[[Path], None]) -> Pa
     tmp = Path(tmp_name)
     try:
         produce(tmp)
-        # mkstemp makes the file private (0600); give it the mode a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        # mkstemp makes the file private (0600): keep the mode of the file replaced, else the one open() would give
+        try:
+            mode = stat.S_IMODE(target.stat().st_mode)
+        except OSError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None

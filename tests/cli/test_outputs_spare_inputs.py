@@ -91,3 +91,12 @@ def test_a_named_pipe_is_written_into_not_replaced(run, folder):
     assert result.exit_code == 0, result.stderr
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     assert received and '"device": "pixel8"' in received[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "chmod") or os.name != "posix", reason="POSIX modes")
+def test_a_replaced_output_keeps_its_mode(run, folder):
+    out = folder / "out.json"
+    out.write_text("{}")
+    out.chmod(0o640)
+    assert run("check", "-d", "pixel8", "-m", "7b", "-c", "1k", "-o", out).exit_code == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640 and '"device": "pixel8"' in out.read_text()
