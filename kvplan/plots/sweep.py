@@ -178,6 +178,22 @@ def sweep_figure(cols: SweepColumns, units: str = "si", max_series: int = MAX_SE
     return draw(cols, shown, varying, len(series), units)
 
 
+def _cache_note(cols: SweepColumns) -> str:
+    """The runtime and KV policy every row shares, when not the ideal formula and no policy: the cache the totals
+    price (its formats alone would read "KV 16-bit" for a K4/V3 history)."""
+    import numpy as np
+
+    from kvplan.caches.labels import NO_POLICY
+
+    parts = []
+    for name, plain, word in (("runtime", "ideal", "runtime"), ("kv_policy", NO_POLICY, "KV policy")):
+        values = np.unique(np.asarray(getattr(cols, name)).astype(str))
+        shown = [v for v in values.tolist() if v != plain]
+        if shown:
+            parts.append(f"{word} {', '.join(shown)}")
+    return (", " + ", ".join(parts)) if parts else ""
+
+
 def _title(kind: str, series: list[Series], varying: list[str], total: int, ctx_note: str = "") -> str:
     fixed = _fixed_title(series, varying)
     head = f"{kind}{ctx_note}" + (f" — {fixed}" if fixed else "")
@@ -283,7 +299,8 @@ def _lines(cols: SweepColumns, shown: list[Series], varying: list[str], total: i
         top = mem_top * 1.08
     ax_mem.set_ylim(0, top)
     bytes_axis(ax_mem.yaxis, top, units, label="total memory")
-    ax_mem.set_title("total memory (weights + KV cache + overhead) against the budget", fontsize=10)
+    buffers = " + llama.cpp buffers" if np.any(np.asarray(cols.buffers_bytes) > 0) else ""
+    ax_mem.set_title(f"total memory (weights + KV cache{buffers} + overhead) against the budget", fontsize=10)
     ax_dec.set_ylim(0, dec_top * 1.1 if dec_top > 0 else 1)
     ax_dec.set_ylabel("decode [tokens/s]")
     ax_dec.set_title("decode speed (from RAM)", fontsize=10)
@@ -299,7 +316,7 @@ def _lines(cols: SweepColumns, shown: list[Series], varying: list[str], total: i
         ax.set_axisbelow(True)
     points = sum(s.points for s in shown)
     note = f" ({points:,} points)" if points > len(shown) * MAX_DRAWN_POINTS else ""
-    fig.suptitle(_title(f"Sweep against context{note}", shown, varying, total), fontsize=12)
+    fig.suptitle(_title(f"Sweep against context{note}{_cache_note(cols)}", shown, varying, total), fontsize=12)
     ncols = 1 if len(handles) <= 4 else 2
     fig.legend(handles, [h.get_label() for h in handles], loc="outside lower center", ncols=ncols,
                frameon=False, fontsize=9)
@@ -375,5 +392,6 @@ def _bars(cols: SweepColumns, shown: list[Series], varying: list[str], total: in
         ax.grid(True, axis="x", alpha=0.3, linewidth=0.6)
         ax.set_axisbelow(True)
     ctx = int(cols.ctx[rows[0]])
-    fig.suptitle(_title("Sweep", shown, varying, total, f" at {ctx_label(ctx)} tokens ({ctx:,})"), fontsize=12)
+    fig.suptitle(_title(f"Sweep{_cache_note(cols)}", shown, varying, total, f" at {ctx_label(ctx)} tokens ({ctx:,})"),
+                 fontsize=12)
     return fig

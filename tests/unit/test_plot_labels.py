@@ -55,3 +55,22 @@ def test_fitmap_colourbar_ticks_are_round_in_iec_units():
     labels = [t.get_text().replace("−", "-") for t in bar.get_yticklabels() if t.get_text()]
     # whole GiB (or halves), never 1.86265 (2e9 B read in GiB)
     assert labels and all(float(v) * 2 == int(float(v) * 2) for v in labels), labels
+
+
+def test_sweep_plot_titles_name_the_runtime_and_policy():
+    from pathlib import Path
+
+    from kvplan.plots.sweep import _cache_note
+    from kvplan.plan import Scenario
+    from kvplan.profiles.catalog import Catalog
+    from kvplan.profiles.policy import load_policy_file
+    from kvplan.profiles.runtime import runtime_spec
+    from kvplan.sweep import evaluate_group as sweep_group
+
+    device, model = Catalog().device("pixel8").profile, Catalog().model("llama-3.1-8b").profile
+    policy = load_policy_file(Path(__file__).resolve().parents[2] / "examples" / "kv-policy.yaml")
+    with_policy = sweep_group(Scenario(device, model, 1, kv_policy=policy), [1024, 2048], [1, 1])
+    assert _cache_note(with_policy) == ", KV policy window4k-fp16-history20-k4v3"
+    llama = sweep_group(Scenario(device, model, 1, runtime=runtime_spec("llama.cpp")), [1024], [1])
+    assert _cache_note(llama) == ", runtime llama.cpp"
+    assert _cache_note(sweep_group(Scenario(device, model, 1), [1024], [1])) == ""
