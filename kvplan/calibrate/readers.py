@@ -23,7 +23,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kvplan.errors import ProfileError
-from kvplan.files.inputs import note_input
 
 FORMATS = ("json", "jsonl", "csv", "md")
 
@@ -515,24 +514,13 @@ def read_bench(path, fmt: str | None = None) -> list[BenchRow]:
     Raises :class:`~kvplan.errors.ProfileError` as :func:`parse_bench_text` does, and
     for a file that cannot be read.
     """
+    from kvplan.files.yamlio import read_bounded
+
     path = Path(path)
-    try:
-        with open(path, "rb") as handle:  # bounded: a pipe or /dev/zero reports size 0 and never ends
-            raw = handle.read(MAX_BENCH_BYTES + 1)
-    except FileNotFoundError:
-        raise ProfileError([f"{path}:1: file: no such file"]) from None
-    except IsADirectoryError:
-        raise ProfileError([f"{path}:1: file: is a directory, not a file"]) from None
-    except PermissionError:
-        raise ProfileError([f"{path}:1: file: permission denied"]) from None
-    except OSError as exc:
-        raise ProfileError([f"{path}:1: file: cannot read: {exc.strerror or exc}"]) from None
-    if len(raw) > MAX_BENCH_BYTES:
-        raise ProfileError([f"{path}:1: file: larger than {MAX_BENCH_BYTES:,} bytes; llama-bench output is a few KB"])
+    raw = read_bounded(path, MAX_BENCH_BYTES, f"{path}:1: ")
     try:
         # utf-8-sig: Windows PowerShell (Out-File -Encoding utf8) and many editors start the file with a BOM
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ProfileError([f"{path}:1: file: not UTF-8 text (bad byte at offset {exc.start})"]) from None
-    note_input(path)
     return parse_bench_text(text, str(path), fmt)

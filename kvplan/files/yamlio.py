@@ -102,27 +102,36 @@ class _Refused(Exception):
         self.mark, self.message = mark, message
 
 
-def read_text(path: str | os.PathLike) -> str:
-    """Read a small UTF-8 text file, turning every OS and encoding failure into a ProfileError."""
-    name = str(path)
+def read_bounded(path: str | os.PathLike, limit_bytes: int, where: str) -> bytes:
+    """The bytes of an input file, at most ``limit_bytes``; every OS failure a ProfileError ``{where}problem``.
+
+    Bounded by reading, not by the size the file reports: a pipe or /dev/zero reports 0 and never ends.
+    """
     p = Path(path)
     try:
         if p.is_dir():
-            raise ProfileError([f"{name}: is a directory, not a file"])
+            raise ProfileError([f"{where}is a directory, not a file"])
         size = p.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ProfileError([f"{name}: file is too large ({size:,} bytes; the limit is {MAX_FILE_BYTES:,})"])
-        with open(p, "rb") as handle:  # bounded: a pipe or /dev/zero reports size 0 and never ends
-            raw = handle.read(MAX_FILE_BYTES + 1)
-        if len(raw) > MAX_FILE_BYTES:
-            raise ProfileError([f"{name}: file is too large (more than the limit of {MAX_FILE_BYTES:,} bytes)"])
+        if size > limit_bytes:
+            raise ProfileError([f"{where}file is too large ({size:,} bytes; the limit is {limit_bytes:,})"])
+        with open(p, "rb") as handle:
+            raw = handle.read(limit_bytes + 1)
     except FileNotFoundError:
-        raise ProfileError([f"{name}: no such file"]) from None
+        raise ProfileError([f"{where}no such file"]) from None
     except PermissionError:
-        raise ProfileError([f"{name}: permission denied"]) from None
+        raise ProfileError([f"{where}permission denied"]) from None
     except OSError as exc:
-        raise ProfileError([f"{name}: cannot read: {exc.strerror or exc}"]) from None
+        raise ProfileError([f"{where}cannot read: {exc.strerror or exc}"]) from None
+    if len(raw) > limit_bytes:
+        raise ProfileError([f"{where}file is too large (more than the limit of {limit_bytes:,} bytes)"])
     note_input(p)  # read: no output of this run may replace it
+    return raw
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """Read a small UTF-8 text file, turning every OS and encoding failure into a ProfileError."""
+    name = str(path)
+    raw = read_bounded(path, MAX_FILE_BYTES, f"{name}: ")
     if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # Windows editors save UTF-16 with a byte-order mark
         raise ProfileError([f"{name}: UTF-16 text; save it as UTF-8"])
     if b"\x00" in raw:

@@ -221,7 +221,7 @@ def test_bad_files_raise_profile_error_with_location(name, message):
 
 
 def test_unreadable_path_is_a_profile_error(tmp_path):
-    with pytest.raises(ProfileError, match="missing.json:1: file: no such file"):
+    with pytest.raises(ProfileError, match="missing.json:1: no such file"):
         read_bench(tmp_path / "missing.json")
     with pytest.raises(ProfileError, match="is a directory, not a file"):
         read_bench(tmp_path)
