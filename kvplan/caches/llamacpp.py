@@ -216,13 +216,7 @@ class LlamaCppCache:
         if self.kv_bytes(hi, sequences) <= allowance_bytes:  # fits all the way to the cap
             return int(ctx_limit) if ctx_limit != math.inf else math.inf
         lo = hi // 2 if hi > 1 else 1  # kv_bytes(lo) fits, kv_bytes(hi) does not
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if self.kv_bytes(mid, sequences) <= allowance_bytes:
-                lo = mid
-            else:
-                hi = mid
-        return lo
+        return engine.largest_fitting(lambda c: self.kv_bytes(c, sequences) <= allowance_bytes, lo, hi)
 
     # --- beyond the protocol ---
 

@@ -26,6 +26,16 @@ def kv_allowance_bytes(available_bytes, sequences=1):
     return floor_div(available_bytes, sequences)
 
 
+def largest_fitting(fits, lo: int, hi: int) -> int:
+    """The largest integer in ``[lo, hi)`` for which ``fits`` holds, by bisection, given ``fits(lo)`` and not
+    ``fits(hi)``. Exact when ``fits`` never turns true again once false; otherwise a value that fits with the next
+    one not fitting (a caller that knows its predicate can dip, like llama.cpp's buffers, searches on from there)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
 def max_context_tokens(allowance_bytes, global_bytes_per_token, windows: Windows = (), ctx_limit=math.inf):
     """Largest integer ``c`` with ``kv_bytes(c) ≤ allowance_bytes``.
 

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kvplan.engine._ops import maximum, minimum
+from kvplan.engine.maxctx import largest_fitting
 
 NO_CONTEXT_FITS = -1
 
@@ -212,10 +213,7 @@ def _max_ctx_scalar(allowance: int, tiers: Sequence[Tier], ctx_limit) -> float:
             if hi >= ctx_limit:
                 return ctx_limit
             lo, hi = hi, hi * 2
-    while hi - lo > 1:  # invariant: fits(lo), not fits(hi)
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return min(lo, ctx_limit)
+    return min(largest_fitting(fits, lo, hi), ctx_limit)
 
 
 def max_context_tokens(allowance_bytes, tiers: Sequence[Tier], ctx_limit=math.inf):

@@ -241,13 +241,7 @@ def max_ctx_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, k
     hi = 2**40 if kv_only_max_ctx == math.inf else int(kv_only_max_ctx)
     if fits(hi):
         return kv_only_max_ctx
-    lo = 1  # fits(lo), not fits(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
+    lo = engine.largest_fitting(fits, 1, hi)  # fits, lo + 1 does not: the first crossing, maybe not the last
     if kv_only_max_ctx == math.inf:  # a cache that stops growing: no bound ends the search below
         return lo
     # -c is padded to whole blocks of 256 cells per KV stream, so the cache is the same across a block and so
@@ -255,17 +249,13 @@ def max_ctx_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, k
     streams = 1 if cache.spec.kv_unified else s.sequences
     block = 256 * streams
     floor = runtime_buffers(s, cache, lo, floor=True).total_bytes
-    start = hi + 1  # hi does not fit
+    start = lo + 2  # lo + 1 does not fit
     while start <= kv_only_max_ctx and cache.kv_peak_bytes(start, s.sequences) + floor <= allowance_bytes:
         end = min((start + block - 1) // block * block, int(kv_only_max_ctx))
         if fits(end):
             lo = end
         elif fits(start):  # below -ub the buffers grow within a block: its largest fitting -c
-            top, bottom = end, start
-            while top - bottom > 1:
-                mid = (bottom + top) // 2
-                bottom, top = (mid, top) if fits(mid) else (bottom, mid)
-            lo = bottom
+            lo = engine.largest_fitting(fits, start, end)
         start = end + 1
     return lo
 
@@ -312,7 +302,7 @@ def steady_max_ctx(cache: CacheModel, allowance_bytes, sequences: int = 1):
     memory answer; a decode rate depends on the bytes a step reads, the steady cache. Where the two are the same
     (the ideal layout) the closed form is used; otherwise an exact integer search over the steady size, which
     never decreases with ``ctx``."""
-    if isinstance(cache, CacheLayout) or getattr(cache, "name", None) == "llama.cpp":  # steady == peak
+    if isinstance(cache, CacheLayout):  # steady == peak, in closed form
         return cache.max_ctx(allowance_bytes, sequences)
 
     def fits(ctx: int) -> bool:
@@ -324,11 +314,7 @@ def steady_max_ctx(cache: CacheModel, allowance_bytes, sequences: int = 1):
     hi = int(limit[0]) if limit else 2**40
     if fits(hi):
         return hi if limit else math.inf
-    lo = 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
+    return engine.largest_fitting(fits, 1, hi)
 
 
 def max_ctx_limited_by(max_ctx, cache=None, allowance_bytes=None, sequences=1, pinned_bytes=0) -> str:
@@ -384,10 +370,11 @@ def evaluate(s: Scenario) -> Evaluation:
                                                 latency_s)
 
     # Max context is what fits in memory, never capped at the trained context (reported beside it).
-    max_ctx = cache.max_ctx(budget - weights - overhead - pinned, s.sequences)
+    cache_allowance = budget - weights - overhead - pinned
+    max_ctx = cache.max_ctx(cache_allowance, s.sequences)
     if buffers is not None:  # the buffers grow with the context too: the largest ctx where cache + buffers fit
-        max_ctx = max_ctx_with_buffers(s, cache, budget - weights - overhead - pinned, max_ctx)
-    limited_by = max_ctx_limited_by(max_ctx, cache, budget - weights - overhead - pinned, s.sequences, pinned)
+        max_ctx = max_ctx_with_buffers(s, cache, cache_allowance, max_ctx)
+    limited_by = max_ctx_limited_by(max_ctx, cache, cache_allowance, s.sequences, pinned)
     trained = model.max_context or None
     per_sequence_tokens = tokens_per_sequence_of(cache, s.ctx, s.sequences)
 
