@@ -23,9 +23,8 @@ from kvplan.engine import VERDICTS  # noqa: F401  (render reads verdict names by
 from kvplan.caches.labels import policy_label, runtime_label
 from kvplan.caches.ideal import CacheLayout
 from kvplan.plan import Scenario, cache_model_for, max_ctx_limited_by
-from kvplan.plan.evaluation import steady_max_ctx
 from kvplan.plan.evaluation import (max_ctx_with_buffers, prefill_n_ubatch, prefill_seconds_of, runtime_buffers,
-                                    weights_in_force)
+                                    steady_max_ctx, weights_in_force)
 
 # max_ctx when no context fits (weights alone exceed the budget) or the cache stops
 # growing (every layer windowed: unbounded): the scalar evaluation's None.

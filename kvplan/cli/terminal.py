@@ -10,6 +10,8 @@ import os
 import sys
 from enum import IntEnum
 
+from kvplan.files.env import env_flag
+
 from kvplan.render.tables import Table, to_markdown, to_plain
 
 
@@ -52,8 +54,6 @@ def prepare_streams() -> None:
 
 
 def debug_enabled() -> bool:
-    from kvplan.files.env import env_flag
-
     return env_flag("KVPLAN_DEBUG")
 
 
@@ -131,8 +131,6 @@ def text_width() -> int:
 
 
 def _use_rich() -> bool:
-    from kvplan.files.env import env_flag
-
     if env_flag("KVPLAN_PLAIN"):
         return False
     return sys.stdout.isatty() or bool(os.environ.get("FORCE_COLOR"))
@@ -286,8 +284,6 @@ def progress(total: int, description: str, worth_showing: bool = True):
 
     Use as ``with progress(n, "evaluating") as bar: … bar.advance(k)``.
     """
-    from kvplan.files.env import env_flag
-
     if worth_showing and sys.stderr.isatty() and not env_flag("KVPLAN_PLAIN"):
         return _RichProgress(total, description)
     return _NoProgress()
