@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -29,7 +30,10 @@ def commands() -> list[str]:
 
 
 def case_name(command: str) -> str:
-    return hashlib.sha1(command.encode()).hexdigest()[:12]
+    """A file name that says which command it records: its words joined by dashes, with a short hash of the
+    whole command (two commands may share the same leading words once cut to length)."""
+    words = re.sub(r"[^A-Za-z0-9.]+", "-", command).strip("-")[:80].rstrip("-.")
+    return f"{words}--{hashlib.sha1(command.encode()).hexdigest()[:6]}"
 
 
 def run(command: str, cache_dir: str) -> dict:
