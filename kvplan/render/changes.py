@@ -15,7 +15,7 @@ from kvplan.render import fmt, rates
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from kvplan.advice import Change
+    from kvplan.plan.results import Change
 
 # Kept in step with kvplan.advice (render does not import advice's functions).
 CTX_BEYOND_TRAINED, WINDOW_NOT_TRAINED = "ctx_beyond_trained", "window_not_trained"

@@ -13,8 +13,8 @@ from kvplan.render import runtime as runtime_render
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from kvplan.advice import Change
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Change
+    from kvplan.plan.results import Evaluation
 
 JSON_SCHEMA_VERSION = 1
 

@@ -14,7 +14,7 @@ from kvplan.render.tables import Table, to_csv
 from kvplan.sweep import SweepColumns
 
 if TYPE_CHECKING:
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Evaluation
 
 # sweep's columns, in sweep's order (one list for both commands: a row of each for the same point reads the same);
 # max_ctx_at_target, last, only with a decode target

@@ -14,8 +14,8 @@ from kvplan.render.csvnum import fixed
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from kvplan.advice import Advice, Change
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Advice, Change
+    from kvplan.plan.results import Evaluation
 
 
 def command_line(argv: list[str]) -> str:

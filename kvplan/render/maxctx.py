@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Evaluation
 
 
 def _trained(ev: Evaluation) -> int | None:

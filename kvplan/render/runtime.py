@@ -8,7 +8,7 @@ from kvplan.render import fmt
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Evaluation
 
 
 def runtime_cache(ev: Evaluation):
