@@ -58,9 +58,10 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
     if ev.max_ctx is not None and 0 < ev.max_ctx < s.ctx:
         cut = _change("ctx", ev.max_ctx, evaluate(s.with_changes(ctx=ev.max_ctx)))
         changes.append(cut)
-        trained = ev.max_ctx_trained
-        if CTX_BEYOND_TRAINED in cut.caveats and trained and trained < ev.max_ctx:
-            # The largest context that fits needs a context extension; the trained one does not.
+        # The largest context that fits needs a context extension; the trained one does not (less the pinned
+        # prefix, which every sequence attends in front of its own tokens)
+        trained = (ev.max_ctx_trained or 0) - s.pinned_prefix_tokens
+        if CTX_BEYOND_TRAINED in cut.caveats and 0 < trained < ev.max_ctx:
             changes.append(_change("ctx", trained, evaluate(s.with_changes(ctx=trained))))
     current_bits = max(ev.layout.k_format.bits, ev.layout.v_format.bits)
     for bits in KV_BITS_STEPS:

@@ -147,11 +147,6 @@ def _basis(ev: Evaluation):
     return ev.basis if ev.basis is not None else basis_of(ev.scenario)
 
 
-def _fixed_bytes(ev: Evaluation) -> int:
-    """What the total holds besides the cache and the buffers: weights, pinned prefix, overhead [bytes]."""
-    return ev.weights_bytes + ev.pinned_prefix_bytes + ev.overhead_bytes
-
-
 def memory_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ctx: bool = True) -> MemoryCurves:
     ev = evaluate(scenario)
     ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.layout)
@@ -196,9 +191,7 @@ def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
     b = _basis(ev)
     ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.layout)
     # the last context that is "fit" (headroom ≥ the margin) and the first "tight" one, exact on the grid
-    fit_edge = ev.layout.max_ctx(ev.budget_bytes - ev.margin_bytes - _fixed_bytes(ev) - ev.buffers_bytes,
-                                 scenario.sequences)
-    fit_edge = int(fit_edge) if math.isfinite(fit_edge) and fit_edge >= 0 else None
+    fit_edge = core.tokens_or_none(core.fit_ctx_at(b, ev.margin_bytes, ev.buffers_bytes, scenario.sequences))
     marks = (ev.max_ctx, ev.max_ctx + 1 if ev.max_ctx is not None else None,
              fit_edge, fit_edge + 1 if fit_edge is not None else None,
              scenario.ctx if show_ctx else None, *_windows(ev.layout))

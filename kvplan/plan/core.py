@@ -341,6 +341,13 @@ def max_ctx_at(b: Basis, sequences):
     return _over_sequences(solve, sequences) if _is_array(sequences) else solve(int(sequences))
 
 
+def fit_ctx_at(b: Basis, margin_bytes: int, buffers_bytes: int, sequences: int):
+    """The largest ``ctx`` still ``fit`` rather than ``tight``: the cache's own ``max_ctx`` in what the budget
+    leaves beside the margin, the fixed parts and ``buffers_bytes`` (the buffers at the scenario's own context:
+    where the plots start the tight zone) [tokens]; the same special values as :func:`max_ctx_at`."""
+    return b.cache.max_ctx(b.cache_allowance_bytes - margin_bytes - buffers_bytes, sequences)
+
+
 def step_allowance_bytes(b: Basis, target_tokens_per_s: float) -> int:
     """What a decode step may read of the cache and still run at ``target_tokens_per_s`` per sequence [bytes]:
     ``floor(B / target − latency · B) − weights read − pinned prefix`` (B: effective bandwidth)."""

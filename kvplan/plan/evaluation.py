@@ -79,7 +79,8 @@ def evaluation_of(b: Basis) -> Evaluation:
         pinned_prefix_recompute_s=prefill_seconds_of(s.device, model, s.pinned_prefix_tokens, b.weights_read_bytes,
                                                      b.n_ubatch),
         max_ctx_trained=trained, ctx_per_sequence_tokens=int(per_sequence_tokens), mean_decode_tokens=int(steps),
-        ctx_beyond_trained=bool(trained and per_sequence_tokens > trained),
+        # a pinned prefix sits in front of every sequence's own tokens: it is attended, so it counts
+        ctx_beyond_trained=bool(trained and per_sequence_tokens + s.pinned_prefix_tokens > trained),
         compute_buffer_bytes=buffers.compute_bytes if buffers is not None else 0,
         output_buffer_bytes=buffers.output_bytes if buffers is not None else 0,
         basis=b,

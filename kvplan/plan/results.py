@@ -75,7 +75,7 @@ class Evaluation:
     max_ctx_trained: int | None = None  # the model's trained context (profile max_context); not a cap on max_ctx
     ctx_per_sequence_tokens: int = 0  # the tokens one sequence can attend (llama.cpp: n_ctx_seq)
     mean_decode_tokens: int = 0  # the generation mean_decode_tokens_per_s averages over, per sequence [tokens]
-    ctx_beyond_trained: bool = False  # ctx_per_sequence_tokens > max_ctx_trained: needs a context extension
+    ctx_beyond_trained: bool = False  # attended_tokens > max_ctx_trained: needs a context extension
     weights_pricing: object | None = None  # the tensor-by-tensor WeightPricing of a named weight_type, else None
     # runtime buffers beside the cache (llama.cpp's compute and output buffers); 0 where the runtime adds none
     compute_buffer_bytes: int = 0
@@ -92,6 +92,11 @@ class Evaluation:
 
         would_add = llamacpp_buffers_if_ideal(self.scenario)
         return would_add.total_bytes if would_add is not None else None
+
+    @property
+    def attended_tokens(self) -> int:
+        """The tokens one sequence attends: its own context and the pinned prefix in front of it [tokens]."""
+        return self.ctx_per_sequence_tokens + self.scenario.pinned_prefix_tokens
 
     @property
     def buffers_bytes(self) -> int:

@@ -83,6 +83,8 @@ def beyond_trained_note(ev: Evaluation) -> str | None:
     s = ev.scenario
     tokens = ev.ctx_per_sequence_tokens
     what = f"{tokens:,}" if tokens == s.ctx else f"-c {s.ctx:,} ({tokens:,} per sequence)"
+    if s.pinned_prefix_tokens:
+        what += f" after the {s.pinned_prefix_tokens:,}-token pinned prefix ({ev.attended_tokens:,} attended)"
     return (f"{s.model.name} was trained to {ev.max_ctx_trained:,} tokens; {what} needs a context extension "
             "(RoPE scaling)")
 
