@@ -226,29 +226,35 @@ def mean_decode_at(b: Basis, ctx: int, sequences: int) -> tuple[float, int]:
 
 
 def max_ctx_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only_max_ctx):
-    """Largest ``-c`` whose KV allocation plus buffers fit ``allowance_bytes``, exact to the token.
+    """Largest ``-c`` whose KV allocation plus buffers fit ``allowance_bytes``, exact to the token
+    (:func:`max_ctx_search`'s last fitting ``-c``)."""
+    return max_ctx_search(s, cache, allowance_bytes, kv_only_max_ctx)[1]
+
+
+def max_ctx_search(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only_max_ctx):
+    """(first crossing, largest fitting ``-c``) of llama.cpp's KV allocation plus buffers in ``allowance_bytes``.
 
     The answer is at most the KV-only one. Bisection below it finds a ``-c`` that fits with one token more not
-    fitting. cache + buffers is not monotone, though: the compute buffer can shrink by tens of MB from one
-    256-cell step to the next (the allocator lands tensors in other holes; Gemma 3 at 61,440 → 71,680 cells),
-    so a later block of cells may fit again. Every later block is tried while its cache plus a lower bound on
-    the buffers there (the output buffer and the compute buffer's largest tensor, which only grow with ``-c``)
-    still fits. ``engine.NO_CONTEXT_FITS`` when not even ``-c 1`` fits."""
+    fitting (the first crossing). cache + buffers is not monotone, though: the compute buffer can shrink by tens
+    of MB from one 256-cell step to the next (the allocator lands tensors in other holes; Gemma 3 at 61,440 →
+    71,680 cells), so a later block of cells may fit again. Every later block is tried while its cache plus a
+    lower bound on the buffers there (the output buffer and the compute buffer's largest tensor, which only grow
+    with ``-c``) still fits. Both are ``engine.NO_CONTEXT_FITS`` when not even ``-c 1`` fits; they differ when a
+    larger ``-c`` fits again past one that does not (:func:`every_fitting_ctx`)."""
     def fits(ctx: int) -> bool:
         return cache.kv_peak_bytes(ctx, s.sequences) + runtime_buffers(s, cache, ctx).total_bytes <= allowance_bytes
 
     if kv_only_max_ctx == engine.NO_CONTEXT_FITS or not fits(1):
-        return engine.NO_CONTEXT_FITS
+        return engine.NO_CONTEXT_FITS, engine.NO_CONTEXT_FITS
     hi = 2**40 if kv_only_max_ctx == math.inf else int(kv_only_max_ctx)
     if fits(hi):
-        return kv_only_max_ctx
-    lo = engine.largest_fitting(fits, 1, hi)  # fits, lo + 1 does not: the first crossing, maybe not the last
+        return kv_only_max_ctx, kv_only_max_ctx
+    lo = first = engine.largest_fitting(fits, 1, hi)  # fits, lo + 1 does not: the first crossing, maybe not the last
     if kv_only_max_ctx == math.inf:  # a cache that stops growing: no bound ends the search below
-        return lo
+        return first, lo
     # -c is padded to whole blocks of 256 cells per KV stream, so the cache is the same across a block and so
     # are the buffers (past the micro-batch, which grows with -c below -ub): a block's last -c fits if any does
-    streams = 1 if cache.spec.kv_unified else s.sequences
-    block = 256 * streams
+    block = _cells_block(s, cache)
     floor = runtime_buffers(s, cache, lo, floor=True).total_bytes
     start = lo + 2  # lo + 1 does not fit
     while start <= kv_only_max_ctx and cache.kv_peak_bytes(start, s.sequences) + floor <= allowance_bytes:
@@ -258,7 +264,32 @@ def max_ctx_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, k
         elif fits(start):  # below -ub the buffers grow within a block: its largest fitting -c
             lo = engine.largest_fitting(fits, start, end)
         start = end + 1
-    return lo
+    return first, lo
+
+
+def _cells_block(s: Scenario, cache: CacheModel) -> int:
+    """The ``-c`` step over which llama.cpp's cache stays the same: 256 cells per KV stream [tokens]."""
+    return 256 * (1 if cache.spec.kv_unified else s.sequences)
+
+
+def every_fitting_ctx(s: Scenario, cache: CacheModel, allowance_bytes: int, last: int) -> int:
+    """The largest ``-c`` at or below ``last`` such that it and every smaller ``-c`` fit [tokens].
+
+    Scans llama.cpp's blocks of cells upward from ``-c 1``: a block fits whole when its last ``-c`` fits (the
+    cache is the same across it; the buffers are too, or grow with ``-c`` below ``-ub``), so the first block
+    whose end does not fit holds the answer, found by bisection inside it. One allocator replay per block:
+    called only where :func:`max_ctx_search` found a larger ``-c`` fitting past one that does not."""
+    def fits(ctx: int) -> bool:
+        return cache.kv_peak_bytes(ctx, s.sequences) + runtime_buffers(s, cache, ctx).total_bytes <= allowance_bytes
+
+    block = _cells_block(s, cache)
+    start = 1
+    while start <= last:
+        end = min((start + block - 1) // block * block, last)
+        if not fits(end):
+            return engine.largest_fitting(fits, start, end) if fits(start) else start - 1
+        start = end + 1
+    return last
 
 
 def steady_max_ctx(cache: CacheModel, allowance_bytes, sequences: int = 1):
@@ -336,7 +367,9 @@ def max_ctx_at(b: Basis, sequences):
         s = _with_sequences(b.scenario, n)
         if getattr(cache, "name", None) != "llama.cpp" or runtime_buffers(s, cache, 1) is None:
             return kv_only
-        return max_ctx_with_buffers(s, cache, allowance, kv_only)
+        first, last = max_ctx_search(s, cache, allowance, kv_only)
+        b.buffers_memo[("max_ctx", n)] = (first, last)
+        return last
 
     return _over_sequences(solve, sequences) if _is_array(sequences) else solve(int(sequences))
 
@@ -346,6 +379,17 @@ def fit_ctx_at(b: Basis, margin_bytes: int, buffers_bytes: int, sequences: int):
     leaves beside the margin, the fixed parts and ``buffers_bytes`` (the buffers at the scenario's own context:
     where the plots start the tight zone) [tokens]; the same special values as :func:`max_ctx_at`."""
     return b.cache.max_ctx(b.cache_allowance_bytes - margin_bytes - buffers_bytes, sequences)
+
+
+def every_fitting_ctx_at(b: Basis, sequences: int, solved):
+    """The largest ``ctx`` such that it and every smaller one fit, at one sequence count (``solved``: its
+    :func:`max_ctx_at`). The same as ``solved`` wherever the total only grows with the context; under llama.cpp
+    its compute buffer can be smaller at a larger ``-c``, so a context past one that does not fit may fit again."""
+    found = b.buffers_memo.get(("max_ctx", int(sequences)))
+    if found is None or found[0] == found[1] or not math.isfinite(solved) or solved < 0:
+        return solved
+    s = _with_sequences(b.scenario, int(sequences))
+    return every_fitting_ctx(s, b.cache, b.cache_allowance_bytes, int(solved))
 
 
 def step_allowance_bytes(b: Basis, target_tokens_per_s: float) -> int:

@@ -68,6 +68,7 @@ def evaluation_of(b: Basis) -> Evaluation:
         bytes_per_step=int(decode.bytes_per_step), decode_tokens_per_s=decode.tokens_per_s,
         decode_tokens_per_s_roofline=decode.roofline_tokens_per_s, mean_decode_tokens_per_s=mean_rate,
         max_ctx=core.tokens_or_none(solved), max_ctx_limited_by=core.limited_by_at(b, solved, sequences),
+        max_ctx_contiguous=core.tokens_or_none(core.every_fitting_ctx_at(b, sequences, solved)),
         max_ctx_at_target=None if at_target is None or at_target in (math.inf, -1) else int(at_target),
         target_reach=None if at_target is None else "unreachable" if speed_ctx == engine.NO_CONTEXT_FITS
         else "every context" if at_target == math.inf else "context",

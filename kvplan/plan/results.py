@@ -81,6 +81,9 @@ class Evaluation:
     compute_buffer_bytes: int = 0
     output_buffer_bytes: int = 0
     warnings: tuple[str, ...] = field(default=())  # what the user should know before trusting a figure
+    # the largest ctx such that it and every smaller one fit: max_ctx wherever the total only grows with the
+    # context; below it under llama.cpp when a larger -c fits again past one that does not (None with max_ctx)
+    max_ctx_contiguous: int | None = None
     basis: object | None = None  # the kvplan.plan.basis.Basis it was evaluated from (curves reuse it)
 
     @cached_property

@@ -51,6 +51,7 @@ def format_json(ev: Evaluation, runtime_command: str | None = None) -> dict:
         "bytes_per_step": ev.bytes_per_step,
         "max_ctx": ev.max_ctx,
         "max_ctx_limited_by": ev.max_ctx_limited_by,
+        "max_ctx_contiguous": ev.max_ctx_contiguous,
         "max_ctx_trained": ev.max_ctx_trained,
         "ctx_beyond_trained": ev.ctx_beyond_trained,
         "max_ctx_at_target": ev.max_ctx_at_target,
@@ -250,6 +251,9 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
         t.add(f"recompute the {s.pinned_prefix_tokens:,}-token pinned prefix instead of keeping it",
               fmt.seconds(ev.pinned_prefix_recompute_s))
     t.add("max context that fits", maxctx_render.max_ctx_text(ev))
+    gap = maxctx_render.contiguous_text(ev)
+    if gap:
+        t.add("every context fits up to", gap)
     if s.target_tokens_per_s:  # as fit: a target out of reach at any context says so
         per = " per sequence" if s.sequences > 1 else ""
         t.add(f"max context at ≥ {s.target_tokens_per_s:g} tok/s{per}", maxctx_render.at_target_text(ev))

@@ -53,6 +53,16 @@ def max_ctx_text(ev: Evaluation) -> str:
     return f"{ev.max_ctx:,} tokens{suffix}"
 
 
+def contiguous_text(ev: Evaluation) -> str | None:
+    """Where a larger context fits again past one that does not (llama.cpp's compute buffer is smaller at some
+    larger ``-c``): ``91,904 tokens (91,905 does not fit, yet 94,976 does: …)``; None where max context is it."""
+    if ev.max_ctx is None or ev.max_ctx_contiguous is None or ev.max_ctx_contiguous == ev.max_ctx:
+        return None
+    first_gap = ev.max_ctx_contiguous + 1
+    return (f"{ev.max_ctx_contiguous:,} tokens ({first_gap:,} does not fit, yet {ev.max_ctx:,} does: llama.cpp's "
+            "compute buffer is smaller at some larger -c)")
+
+
 def _limit_tokens(ev: Evaluation) -> str:
     limit = getattr(ev.layout, "ctx_limit", None)
     return f"{limit[0]:,}-token " if limit else ""
