@@ -12,7 +12,7 @@ from kvplan.engine.tiered import Tier
 from kvplan.errors import ProfileError, UsageError
 from kvplan.plan import Scenario, cache_model_for, evaluate
 from kvplan.caches.ideal import cache_layout
-from kvplan.cli.policy_options import policy_from_options
+from kvplan.cli.options.policy import policy_from_options
 from kvplan.profiles.policy import FormatSpec, PolicySpec, load_policy_file, resolve_policy
 from kvplan.caches.policy import policy_cache
 from kvplan.profiles.spec import Model
