@@ -63,7 +63,7 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         trained = (ev.max_ctx_trained or 0) - s.pinned_prefix_tokens
         if CTX_BEYOND_TRAINED in cut.caveats and 0 < trained < ev.max_ctx:
             changes.append(_change("ctx", trained, evaluate(s.with_changes(ctx=trained))))
-    current_bits = max(ev.layout.k_format.bits, ev.layout.v_format.bits)
+    current_bits = max(ev.cache.k_format.bits, ev.cache.v_format.bits)
     for bits in KV_BITS_STEPS:
         if bits < current_bits:
             fmt = format_from_bits(bits)
@@ -82,7 +82,7 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
     own = getattr(s.model, "sliding_window", None) or 0
     # a window over every layer also replaces a model's own smaller ones (Gemma's 512-token local layers): never
     # suggest one that widens them, which would cost more cache on those layers than the model's design
-    windows = [w for w in WINDOW_STEPS if w < s.ctx and ev.layout.global_layers > 0 and not (own and w > own)]
+    windows = [w for w in WINDOW_STEPS if w < s.ctx and ev.cache.global_layers > 0 and not (own and w > own)]
     for window in windows:
         try:
             trial = evaluate(s.with_changes(sliding_window=window))

@@ -86,13 +86,13 @@ def default_ctx_max(ev: Evaluation, show_ctx: bool = True) -> int:
     """Context axis end: past the max-context crossing, the scenario's ctx and any window [tokens].
 
     A cache that cannot hold more than N tokens (StaticCache's ``max_cache_len``) ends the axis at N exactly."""
-    limit = ctx_limit_of(ev.layout)
+    limit = ctx_limit_of(ev.cache)
     if limit:
         return limit[0]
     want = MIN_CTX_AXIS_TOKENS
     if ev.max_ctx is not None:
         want = max(want, 1.25 * ev.max_ctx)
-    windows = _windows(ev.layout)
+    windows = _windows(ev.cache)
     if windows and ev.max_ctx is None:
         want = max(want, 2 * max(windows))
     if show_ctx:
@@ -149,12 +149,12 @@ def _basis(ev: Evaluation):
 
 def memory_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ctx: bool = True) -> MemoryCurves:
     ev = evaluate(scenario)
-    ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.layout)
-    marks = (ev.max_ctx, scenario.ctx if show_ctx else None, *_windows(ev.layout))
+    ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.cache)
+    marks = (ev.max_ctx, scenario.ctx if show_ctx else None, *_windows(ev.cache))
     ctx = ctx_grid(ctx_max_tokens, marks)
     memory = core.memory_at(_basis(ev), ctx, scenario.sequences)
     quoted = scenario.ctx if show_ctx else int(ctx[-1])
-    return MemoryCurves(ev, ctx, memory.kv_peak_bytes, memory.total_bytes, show_ctx, ctx_limit_of(ev.layout),
+    return MemoryCurves(ev, ctx, memory.kv_peak_bytes, memory.total_bytes, show_ctx, ctx_limit_of(ev.cache),
                         memory.buffers_bytes, warnings_at(scenario, ev, quoted))
 
 
@@ -189,12 +189,12 @@ def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
 
     ev = evaluate(scenario)
     b = _basis(ev)
-    ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.layout)
+    ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.cache)
     # the last context that is "fit" (headroom ≥ the margin) and the first "tight" one, exact on the grid
     fit_edge = core.tokens_or_none(core.fit_ctx_at(b, ev.margin_bytes, ev.buffers_bytes, scenario.sequences))
     marks = (ev.max_ctx, ev.max_ctx + 1 if ev.max_ctx is not None else None,
              fit_edge, fit_edge + 1 if fit_edge is not None else None,
-             scenario.ctx if show_ctx else None, *_windows(ev.layout))
+             scenario.ctx if show_ctx else None, *_windows(ev.cache))
     ctx = ctx_grid(ctx_max_tokens, marks)
     memory = core.memory_at(b, ctx, scenario.sequences)
     decode = core.decode_at(b, memory.kv_bytes)
@@ -207,7 +207,7 @@ def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
     rate = decode.tokens_per_s
     # Evaluation.aggregate_decode_tokens_per_s over the grid: the per-sequence rate × sequences
     return DecodeCurves(ev, ctx, rate, decode.roofline_tokens_per_s, streamed.tokens_per_s, target or None,
-                        show_ctx, ctx_limit_of(ev.layout), codes, fit_ctx, scenario.device.decode_latency,
+                        show_ctx, ctx_limit_of(ev.cache), codes, fit_ctx, scenario.device.decode_latency,
                         rate * scenario.sequences, warnings_at(scenario, ev, quoted))
 
 

@@ -58,7 +58,7 @@ def evaluation_of(b: Basis) -> Evaluation:
     trained = model.max_context or None
     per_sequence_tokens = tokens_per_sequence_of(cache, ctx, sequences)
     ev = Evaluation(
-        scenario=s, layout=cache, weight_bits=b.weight_bits, weights_pricing=b.weights_pricing,
+        scenario=s, cache=cache, weight_bits=b.weight_bits, weights_pricing=b.weights_pricing,
         kv_bytes_per_token=cache.bytes_per_token, kv_bytes_per_sequence=kv_bytes_per_sequence_of(cache, ctx, sequences),
         kv_bytes=int(memory.kv_bytes), kv_peak_bytes=int(memory.kv_peak_bytes),
         pinned_prefix_bytes=b.pinned_prefix_bytes, weights_bytes=b.weights_bytes,

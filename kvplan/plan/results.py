@@ -39,7 +39,7 @@ class Evaluation:
     """Every figure of one configuration, in base units."""
 
     scenario: Scenario
-    layout: CacheModel  # the cache model used (CacheLayout for the ideal formula)
+    cache: CacheModel  # the cache model used (CacheLayout for the ideal formula)
     weight_bits: float
     kv_bytes_per_token: int
     kv_bytes_per_sequence: int | None  # one sequence's cache; None: the sequences share one pool (llama.cpp unified)
@@ -97,6 +97,11 @@ class Evaluation:
         return would_add.total_bytes if would_add is not None else None
 
     @property
+    def layout(self) -> CacheModel:
+        """The cache model: the earlier name of :attr:`cache`, kept for scripts written against it."""
+        return self.cache
+
+    @property
     def attended_tokens(self) -> int:
         """The tokens one sequence attends: its own context and the pinned prefix in front of it [tokens]."""
         return self.ctx_per_sequence_tokens + self.scenario.pinned_prefix_tokens
@@ -126,7 +131,7 @@ class Evaluation:
         """The tokens one sequence attends at ``ctx`` under this cache (llama.cpp splits ``-c`` over ``-np``)."""
         from kvplan.caches.ideal import tokens_per_sequence_of
 
-        return tokens_per_sequence_of(self.layout, ctx, self.scenario.sequences)
+        return tokens_per_sequence_of(self.cache, ctx, self.scenario.sequences)
 
 
 # --- what would make it fit (kvplan.advice) ---------------------------------------------------

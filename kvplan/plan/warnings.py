@@ -71,7 +71,7 @@ def ignored_window(ev: Evaluation) -> str | None:
     s, m = ev.scenario, ev.scenario.model
     if s.runtime is not None or s.sliding_window is not None or not m.sliding_window:
         return None
-    if getattr(ev.layout, "policy", None) is not None or ev.ctx_per_sequence_tokens <= m.sliding_window:
+    if getattr(ev.cache, "policy", None) is not None or ev.ctx_per_sequence_tokens <= m.sliding_window:
         return None
     from kvplan.caches.llamacpp import llamacpp_cache, window_ignored_because
     from kvplan.profiles.runtime import runtime_spec
@@ -93,7 +93,7 @@ def ignored_window(ev: Evaluation) -> str | None:
 
 def unpriced_buffers(ev: Evaluation) -> str | None:
     """Under llama.cpp, why its compute and output buffers are left out of the total (None: they are in it)."""
-    if getattr(ev.layout, "name", None) != "llama.cpp" or ev.buffers_bytes:
+    if getattr(ev.cache, "name", None) != "llama.cpp" or ev.buffers_bytes:
         return None
     from kvplan.caches.buffers import unpriced_because
 
@@ -111,6 +111,6 @@ def warnings_of(ev: Evaluation) -> tuple[str, ...]:
     if unpriced:
         out.append(unpriced)
     s = ev.scenario  # the tokens one sequence attends as requested (llama.cpp's padded cells would overstate it)
-    shared = getattr(ev.layout, "name", None) == "llama.cpp" and not getattr(s.runtime, "kv_unified", False)
+    shared = getattr(ev.cache, "name", None) == "llama.cpp" and not getattr(s.runtime, "kv_unified", False)
     out += implausible_inputs(s, -(-s.ctx // s.sequences) if shared else s.ctx)
     return tuple(out)

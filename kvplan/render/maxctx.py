@@ -43,7 +43,7 @@ def max_ctx_text(ev: Evaluation) -> str:
                     "the budget")
         if ev.max_ctx_limited_by != "unbounded":  # a runtime's preallocated cache (transformers' max_cache_len)
             return f"none: the {_limit_tokens(ev)}cache preallocated for {ev.max_ctx_limited_by} does not fit"
-        windows = getattr(ev.layout, "windows", ()) or ()
+        windows = getattr(ev.cache, "windows", ()) or ()
         stop = max((w for w, _ in windows), default=0)
         where = f" at {stop:,} tokens" if stop else ""
         return f"unbounded: every layer windowed, the cache stops growing{where}{suffix}"
@@ -64,7 +64,7 @@ def contiguous_text(ev: Evaluation) -> str | None:
 
 
 def _limit_tokens(ev: Evaluation) -> str:
-    limit = getattr(ev.layout, "ctx_limit", None)
+    limit = getattr(ev.cache, "ctx_limit", None)
     return f"{limit[0]:,}-token " if limit else ""
 
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 def _policy_cache(ev: Evaluation):
-    return ev.layout if getattr(ev.layout, "policy", None) is not None else None
+    return ev.cache if getattr(ev.cache, "policy", None) is not None else None
 
 
 def _name(fmt_) -> str | None:

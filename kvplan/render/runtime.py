@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 def runtime_cache(ev: Evaluation):
-    return ev.layout if hasattr(ev.layout, "describe") and getattr(ev.layout, "name", None) else None
+    return ev.cache if hasattr(ev.cache, "describe") and getattr(ev.cache, "name", None) else None
 
 
 def runtime_json(ev: Evaluation) -> dict:
