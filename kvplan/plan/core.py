@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvplan import engine
+from kvplan.errors import KvplanError
 from kvplan.caches.ideal import CacheLayout, CacheModel
 from kvplan.plan.basis import Basis
 from kvplan.plan.scenario import Scenario
@@ -53,6 +54,8 @@ def _cache_over(fn, ctx, sequences):
         out = np.asarray(fn(ctx, sequences))
         if out.shape == ctx.shape:
             return out.astype(np.int64, copy=False)
+    except KvplanError:  # the cache model refuses these points: its error, not a reason to try them one by one
+        raise
     except (TypeError, ValueError):
         pass
     return np.array([fn(int(c), int(n)) for c, n in zip(ctx, sequences)], dtype=np.int64)
