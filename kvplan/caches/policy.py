@@ -148,9 +148,9 @@ def policy_cache(model: Model, policy: PolicySpec, k_format: ElementFormat | Non
     """Apply ``policy`` to ``model``; ``k_format`` / ``v_format`` override the model's recent-token formats."""
     default_k = k_format or model.k_format()
     default_v = v_format or model.v_format()
-    fp16 = cache_layout(model, FP16, FP16, sliding_window)
     schedule = model.schedule if sliding_window is None else model.schedule.with_window(sliding_window)
     attention_runs(schedule, "compression policy")
+    fp16 = cache_layout(model, FP16, FP16, sliding_window)
     plans: list[TierPlan] = []
     for index, (start, end, spec) in enumerate(policy.layer_ranges(model.layers)):
         k = spec.k.element_format() if spec.k else default_k

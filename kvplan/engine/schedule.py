@@ -112,8 +112,8 @@ class Schedule:
 
     def with_window(self, window_tokens: int) -> Schedule:
         """The same layers with every attention layer behind one window (``--sliding-window``)."""
-        return Schedule(tuple((count, replace(layer, window_tokens=window_tokens) if isinstance(layer, Attention)
-                               else layer) for count, layer in self.runs))
+        return _merged((count, replace(layer, window_tokens=window_tokens) if isinstance(layer, Attention) else layer)
+                       for count, layer in self.runs)
 
     def windows(self) -> tuple[int, ...]:
         """The distinct windows of the attention layers, smallest first [tokens]."""
@@ -128,13 +128,17 @@ class Schedule:
 
 def compress(layers: Iterable[Layer]) -> Schedule:
     """The schedule of ``layers`` given one by one in order: consecutive equal layers merged into runs."""
-    runs: list[list] = []
-    for layer in layers:
-        if runs and runs[-1][1] == layer:
-            runs[-1][0] += 1
+    return _merged((1, layer) for layer in layers)
+
+
+def _merged(runs: Iterable[tuple[int, Layer]]) -> Schedule:
+    out: list[list] = []
+    for count, layer in runs:
+        if out and out[-1][1] == layer:
+            out[-1][0] += count
         else:
-            runs.append([1, layer])
-    return Schedule(tuple((count, layer) for count, layer in runs))
+            out.append([count, layer])
+    return Schedule(tuple((count, layer) for count, layer in out))
 
 
 def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention], ...]:
