@@ -100,6 +100,13 @@ class Schedule:
             for _ in range(max(hi - lo, 0)):
                 yield layer
 
+    def layer(self, index: int) -> Layer:
+        """The layer at 0-based ``index``."""
+        for first, last, layer in self.spans():
+            if first <= index <= last:
+                return layer
+        raise IndexError(f"layer {index} out of range (the schedule has {self.layers} layers)")
+
     def groups(self, start: int = 0, stop: int | None = None) -> tuple[tuple[int, Layer], ...]:
         """``(count, layer)`` of each distinct layer among ``start`` … ``stop − 1``, in order of first use."""
         stop = self.layers if stop is None else stop

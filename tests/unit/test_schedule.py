@@ -151,3 +151,24 @@ def test_the_new_kinds_are_refused_by_every_cache_model(odd, words):
 def test_attention_runs_passes_attention():
     s = model("gemma-3-1b").schedule
     assert attention_runs(s, "ideal") == s.runs
+
+
+def test_layer_by_index():
+    s = model("gemma-3-1b").schedule
+    assert s.layer(5) == Attention(1, 256, 256, None) and s.layer(25) == Attention(1, 256, 256, 512)
+    with pytest.raises(IndexError):
+        s.layer(26)
+
+
+@pytest.mark.parametrize("name", ["gemma-2-2b", "gemma-3-1b", "gemma-3-4b"])
+def test_llamacpp_compute_graph_windows_the_schedules_windowed_layers(name):
+    # The compute buffer's allocator replay follows the layer order (each layer's attention reads the mask and
+    # cells of its own cache), and the engine takes that order from the architecture as llama.cpp does
+    # (set_swa_pattern: layer il windowed when il % period < period − 1; gemma2 period 2, gemma3 period 6).
+    # For the shipped models it is the schedule's order, so the KV cache and the compute buffer agree.
+    from kvplan.engine import llamacpp_buffers as lb
+
+    m = model(name)
+    period = lb._SWA_PERIOD[m.architecture]
+    windowed = [layer.window_tokens is not None for layer in m.schedule.layer_kinds()]
+    assert windowed == [il % period < period - 1 for il in range(m.layers)]
