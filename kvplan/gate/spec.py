@@ -24,7 +24,7 @@ from kvplan.profiles.catalog import Catalog, Resolved, _looks_like_path
 from kvplan.plan import Knobs, build_scenario
 from kvplan.plan.knobs import check_bit_width
 from kvplan.profiles.field_rules import check_weight_bits
-from kvplan.errors import FieldError, KvplanError, ProfileError
+from kvplan.errors import FieldError, FieldText, KvplanError, ProfileError, ProfileNotFoundError
 from kvplan.engine.formats import format_from_name
 from kvplan.profiles.loading import validate_document
 from kvplan.plan import Evaluation, Scenario, evaluate
@@ -446,6 +446,8 @@ def _profile_problems(profiles: _Profiles, kind: str, ref: str, where: str) -> l
         profiles.get(kind, ref)
     except ProfileError as exc:
         return [f"{where}: invalid {kind} profile {ref!r}:"] + [f"  {p}" for p in exc.problems]
+    except ProfileNotFoundError as exc:  # its pointer names a field: the reporter words it (the CLI: a flag)
+        return [FieldText(exc.names, f"{where}: {exc.message}")]
     except KvplanError as exc:
         return [f"{where}: {exc}"]
     return []
