@@ -21,6 +21,8 @@ import math
 import time
 from dataclasses import dataclass
 
+from kvplan.errors import ProbeError
+
 MIN_PRODUCT_S = 0.05
 REPEATS = 5
 MIN_N, MAX_N = 512, 4096
@@ -69,7 +71,7 @@ def _product_seconds(np, n: int, dtype) -> float:
     c = np.matmul(a, b)
     seconds = time.perf_counter() - start
     if float(c[0, 0]) != float(n) or float(c[-1, -1]) != float(n):  # every entry is n × 0.5 × 2 = n
-        raise RuntimeError(f"compute probe: a {n} × {n} {np.dtype(dtype).name} product gave a wrong result")
+        raise ProbeError(f"compute probe: a {n} × {n} {np.dtype(dtype).name} product gave a wrong result")
     return seconds
 
 
@@ -88,5 +90,5 @@ def measure_compute(repeats: int = REPEATS, progress=None) -> Compute:
     f16_s = _product_seconds(np, F16_N, np.float16)
     best = min(times)
     if not math.isfinite(best) or best <= 0:
-        raise RuntimeError("compute probe: the clock did not advance")
+        raise ProbeError("compute probe: the clock did not advance")
     return Compute(2 * n**3 / best, n, repeats, 2 * F16_N**3 / f16_s, F16_N, blas_name())
