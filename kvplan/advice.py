@@ -94,7 +94,7 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
             fmt = format_from_bits(bits)
             try:
                 changes.append(_change("kv_bits", bits, evaluate(s.with_changes(k_format=fmt, v_format=fmt))))
-            except KvplanError:  # a runtime (kvplan.runtimes) without this cache type, or refusing it
+            except KvplanError:  # a runtime (kvplan.caches.runtimes) without this cache type, or refusing it
                 continue
     if s.sequences > 1:
         fitting = [n for n in range(s.sequences - 1, 0, -1) if evaluate(s.with_changes(sequences=n)).fits]
@@ -111,7 +111,7 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
     for window in windows:
         try:
             trial = evaluate(s.with_changes(sliding_window=window))
-        except KvplanError:  # a runtime (kvplan.runtimes) with no way to add a window
+        except KvplanError:  # a runtime (kvplan.caches.runtimes) with no way to add a window
             break
         if trial.fits:
             changes.append(_change("sliding_window", window, trial))
