@@ -219,7 +219,7 @@ def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
     device = scenario.device
     kv = cache_bytes(ev.layout, ctx, scenario.sequences)
     kv_peak = cache_bytes(ev.layout, ctx, scenario.sequences, peak=True)
-    step = engine.bytes_per_token(ev.weights_read_bytes, kv + ev.pinned_prefix_bytes)
+    step = engine.bytes_per_step(ev.weights_read_bytes, kv + ev.pinned_prefix_bytes)
     bandwidth, efficiency = device.memory_bandwidth, device.bandwidth_efficiency
     rate = decode_rate(step, device)
     roofline = engine.decode_tokens_per_s(bandwidth, step, 1.0)
@@ -229,7 +229,7 @@ def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
     # first step); that overflow's share of each step is read from flash, the rest from RAM, plus the latency
     transient_peak = (kv_peak - kv) if getattr(ev.layout, "peak_is_transient", False) else 0
     steady_overflow = engine.overflow_bytes(total - transient_peak, ev.budget_bytes)
-    per_token_s = (engine.streamed_seconds_per_token(step, steady_overflow, bandwidth * efficiency, device.flash_read)
+    per_token_s = (engine.streamed_time_per_token_s(step, steady_overflow, bandwidth * efficiency, device.flash_read)
                    + _latency_s(device))
     streamed = np.where(steady_overflow > 0, 1.0 / per_token_s, np.nan)
     codes = np.asarray(engine.verdict_code(ev.budget_bytes - total, ev.budget_bytes, scenario.margin_fraction),

@@ -23,7 +23,7 @@ from kvplan.engine import VERDICTS  # noqa: F401  (render reads verdict names by
 from kvplan.caches.labels import policy_label, runtime_label
 from kvplan.caches.ideal import CacheLayout
 from kvplan.plan import Scenario, cache_model_for, max_ctx_limited_by
-from kvplan.plan.evaluation import (max_ctx_with_buffers, prefill_n_ubatch, prefill_seconds_of, runtime_buffers,
+from kvplan.plan.evaluation import (max_ctx_with_buffers, prefill_n_ubatch, prefill_s_of, runtime_buffers,
                                     steady_max_ctx, weights_in_force)
 
 # max_ctx when no context fits (weights alone exceed the budget) or the cache stops
@@ -153,7 +153,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     headroom = engine.headroom_bytes(budget, total)
     verdict = np.asarray(engine.verdict_code(headroom, budget, base.margin_fraction), dtype=np.int8)
 
-    step = engine.bytes_per_token(weights_read, kv + pinned)
+    step = engine.bytes_per_step(weights_read, kv + pinned)
     # the two-term model, as kvplan.plan.evaluation: bytes / effective bandwidth + the device's decode_latency
     latency_s = device.decode_latency
     rate = engine.decode_tokens_per_s(device.memory_bandwidth, step, device.bandwidth_efficiency, latency_s)
@@ -183,7 +183,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
         at_target = tokens_or_none(np.minimum(solved, solve(step_allowance, for_speed=True)))  # buffers are not read per step
 
     # as kvplan.plan.evaluation: the larger of the compute time and the weights read once per micro-batch
-    prefill = prefill_seconds_of(device, model, ctx, weights_read, prefill_n_ubatch(base))
+    prefill = prefill_s_of(device, model, ctx, weights_read, prefill_n_ubatch(base))
     if prefill is None:
         prefill = np.nan
 

@@ -87,13 +87,13 @@ class DecodeFit:
     def n_points(self) -> int:
         return len(self.bytes_per_token)
 
-    def seconds_per_token(self, bytes_per_token):
+    def time_per_token_s(self, bytes_per_token):
         """Predicted step time [s] for ``bytes_per_token`` bytes."""
         return bytes_per_token / self.bandwidth_bytes_per_s + self.latency_s
 
     def tokens_per_s(self, bytes_per_token):
         """Predicted decode rate [tokens/s] for ``bytes_per_token`` bytes."""
-        return 1.0 / self.seconds_per_token(bytes_per_token)
+        return 1.0 / self.time_per_token_s(bytes_per_token)
 
 
 def _check_points(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:

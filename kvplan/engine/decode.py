@@ -28,7 +28,7 @@ the data that need the latency term, see :mod:`kvplan.engine.calibration`).
 from __future__ import annotations
 
 
-def bytes_per_token(weights_read, kv_bytes_read):
+def bytes_per_step(weights_read, kv_bytes_read):
     """Bytes streamed from memory for one decode step [bytes]."""
     return weights_read + kv_bytes_read
 
@@ -88,7 +88,7 @@ MAX_STEP_BYTES = float(2**62)  # far beyond any memory: "no limit" as a number f
 # --- Two-term speed model: bandwidth plus a fixed per-step latency -------------------
 
 
-def seconds_per_token(bytes_per_step, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0, latency_s=0.0):
+def time_per_token_s(bytes_per_step, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0, latency_s=0.0):
     """Time of one decode step with a fixed per-step latency [s].
 
     Parameters
@@ -119,36 +119,13 @@ def seconds_per_token(bytes_per_step, memory_bandwidth_bytes_per_s, bandwidth_ef
     return bytes_per_step / (memory_bandwidth_bytes_per_s * bandwidth_efficiency) + latency_s
 
 
-def per_sequence_tokens_per_s(bytes_per_step, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0,
-                              latency_s=0.0):
-    """Tokens per second seen by each sequence: one token per step [tokens/s].
-
-    ``1 / seconds_per_token(...)``. With ``sequences`` decoded together,
-    ``bytes_per_step`` is the weights once plus every sequence's cache, and each
-    sequence still gets one token per step.
-    """
-    return 1.0 / seconds_per_token(bytes_per_step, memory_bandwidth_bytes_per_s,
-                                   bandwidth_efficiency, latency_s)
-
-
 def aggregate_tokens_per_s(bytes_per_step, sequences, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0,
                            latency_s=0.0):
     """Tokens per second summed over ``sequences`` decoded together [tokens/s].
 
-    ``sequences / seconds_per_token(...)``: a step yields one token per sequence. The
+    ``sequences / time_per_token_s(...)``: a step yields one token per sequence. The
     latency is taken as a per-step constant, independent of the batch (an assumption:
     the calibration data are batch-1 llama-bench ``tg`` runs).
     """
-    return sequences / seconds_per_token(bytes_per_step, memory_bandwidth_bytes_per_s,
+    return sequences / time_per_token_s(bytes_per_step, memory_bandwidth_bytes_per_s,
                                          bandwidth_efficiency, latency_s)
-
-
-def mean_seconds_per_token(n_tokens, weights_read, kv_bytes_read_over_generation,
-                           memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0, latency_s=0.0):
-    """Mean step time over a generation of ``n_tokens`` from an empty cache [s].
-
-    ``Σ_k time_k / n = (n · weights_read + Σ_k kv(k)) / (n · efficiency · bandwidth) + latency``;
-    its reciprocal is :func:`mean_decode_tokens_per_s` when ``latency_s = 0``.
-    """
-    total_bytes = n_tokens * weights_read + kv_bytes_read_over_generation
-    return total_bytes / (n_tokens * memory_bandwidth_bytes_per_s * bandwidth_efficiency) + latency_s

@@ -22,12 +22,12 @@ def overflow_bytes(total, budget):
     return maximum(total - budget, 0)
 
 
-def swap_in_seconds(kv_bytes, flash_read_bytes_per_s):
+def swap_in_s(kv_bytes, flash_read_bytes_per_s):
     """Time to read the cache back from flash [s]."""
     return kv_bytes / flash_read_bytes_per_s
 
 
-def streamed_seconds_per_token(bytes_per_step, overflow, effective_bandwidth_bytes_per_s,
+def streamed_time_per_token_s(bytes_per_step, overflow, effective_bandwidth_bytes_per_s,
                                flash_read_bytes_per_s):
     """Seconds per decode step when the overflow is streamed from flash every step [s]."""
     streamed = minimum(overflow, bytes_per_step)

@@ -115,8 +115,3 @@ def tensor_bytes(type_name: str, shape: tuple[int, ...]) -> int:
     for dim in shape[1:]:
         rows *= dim
     return row_bytes(type_name, shape[0]) * rows
-
-
-def fits_rows(type_name: str, n_values: int) -> bool:
-    """True when a row of ``n_values`` is a whole number of ``type_name`` blocks."""
-    return n_values % ggml_type(type_name).block_values == 0

@@ -54,7 +54,7 @@ def prefill_flops(tokens, params_active, layers=0, attention_heads=0, head_dim=0
     return 2 * params_active * tokens + 2 * layers * tokens * tokens * attention_heads * head_dim
 
 
-def prefill_seconds(flops, compute_flop_per_s):
+def prefill_s(flops, compute_flop_per_s):
     """Time to prefill at a sustained compute rate: ``flops / compute`` [s]."""
     return flops / compute_flop_per_s
 
@@ -91,12 +91,12 @@ def prefill_flops_at_depth(tokens, depth, params_active, layers=0, attention_hea
 DEFAULT_N_UBATCH = 512  # llama.cpp's -ub default (common/common.h); used where the runtime gives none
 
 
-def prefill_compute_seconds(flops, compute_flop_per_s, compute_efficiency=1.0):
+def prefill_compute_s(flops, compute_flop_per_s, compute_efficiency=1.0):
     """Prefill time if compute were the only limit [s]: ``flops / (compute · compute_efficiency)``."""
     return flops / (compute_flop_per_s * compute_efficiency)
 
 
-def prefill_memory_seconds(prompt_tokens, weights_read_bytes, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0,
+def prefill_memory_s(prompt_tokens, weights_read_bytes, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0,
                            n_ubatch=DEFAULT_N_UBATCH):
     """Time to stream the weights once per micro-batch of the prompt [s].
 
@@ -143,9 +143,9 @@ def time_to_first_token(flops, compute_flop_per_s, prompt_tokens=0, weights_read
     streams every weight once; for short prompts on a slow memory that floor, not the
     FLOPs, sets the time. Python numbers stay Python (no numpy import for one point).
     """
-    compute_s = prefill_compute_seconds(flops, compute_flop_per_s, compute_efficiency)
+    compute_s = prefill_compute_s(flops, compute_flop_per_s, compute_efficiency)
     if memory_bandwidth_bytes_per_s is None or not weights_read_bytes:
         return compute_s
-    memory_s = prefill_memory_seconds(prompt_tokens, weights_read_bytes, memory_bandwidth_bytes_per_s,
+    memory_s = prefill_memory_s(prompt_tokens, weights_read_bytes, memory_bandwidth_bytes_per_s,
                                       bandwidth_efficiency, n_ubatch)
     return maximum(compute_s, memory_s)

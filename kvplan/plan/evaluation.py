@@ -282,12 +282,12 @@ def prefill_times_of(device: Device, model: Model, tokens, weights_read_bytes, n
         return None
     params = getattr(model, "params_active", None) or model.params
     flops = engine.prefill_flops(tokens, params, model.layers, model.attention_heads, model.head_dim)
-    return (engine.prefill_compute_seconds(flops, device.compute, device.compute_efficiency),
-            engine.prefill_memory_seconds(tokens, weights_read_bytes, device.memory_bandwidth,
+    return (engine.prefill_compute_s(flops, device.compute, device.compute_efficiency),
+            engine.prefill_memory_s(tokens, weights_read_bytes, device.memory_bandwidth,
                                           device.bandwidth_efficiency, n_ubatch))
 
 
-def prefill_seconds_of(device: Device, model: Model, tokens, weights_read_bytes=0, n_ubatch: int = 512):
+def prefill_s_of(device: Device, model: Model, tokens, weights_read_bytes=0, n_ubatch: int = 512):
     """Seconds to prefill ``tokens`` prompt tokens (the larger of :func:`prefill_times_of`), or None
     when the device gives no ``compute``. ``weights_read_bytes = 0`` leaves out the memory floor."""
     times = prefill_times_of(device, model, tokens, weights_read_bytes, n_ubatch)
@@ -356,7 +356,7 @@ def evaluate(s: Scenario) -> Evaluation:
     headroom = engine.headroom_bytes(budget, total)
     verdict = VERDICTS[engine.verdict_code(headroom, budget, s.margin_fraction)]
 
-    step = engine.bytes_per_token(weights_read, kv + pinned)
+    step = engine.bytes_per_step(weights_read, kv + pinned)
     bandwidth, efficiency = device.memory_bandwidth, device.bandwidth_efficiency
     latency_s = device.decode_latency  # fixed cost per step (kvplan calibrate); 0: unknown, the pure bandwidth model
     rate = engine.decode_tokens_per_s(bandwidth, step, efficiency, latency_s)
@@ -393,11 +393,11 @@ def evaluate(s: Scenario) -> Evaluation:
     transient_peak = kv_peak - kv if getattr(cache, "peak_is_transient", False) else 0
     steady_overflow = int(engine.overflow_bytes(total - transient_peak, budget))
     effective = bandwidth * efficiency
-    swap_in_s = engine.swap_in_seconds(kv + pinned, device.flash_read)
-    overflow_swap_in_s = engine.swap_in_seconds(overflow, device.flash_read)
+    swap_in_s = engine.swap_in_s(kv + pinned, device.flash_read)
+    overflow_swap_in_s = engine.swap_in_s(overflow, device.flash_read)
     if steady_overflow:
         # the latency is paid whether the bytes come from RAM or from flash
-        per_token_s = engine.streamed_seconds_per_token(step, steady_overflow, effective, device.flash_read) + latency_s
+        per_token_s = engine.streamed_time_per_token_s(step, steady_overflow, effective, device.flash_read) + latency_s
         flash = Flash(overflow, swap_in_s, 1.0 / per_token_s, per_token_s / (step / effective + latency_s),
                       steady_overflow, overflow_swap_in_s)
     else:
@@ -421,7 +421,7 @@ def evaluate(s: Scenario) -> Evaluation:
         prefill_compute_s=None if prefill is None else prefill[0],
         prefill_memory_s=None if prefill is None else prefill[1],
         prefill_n_ubatch=n_ubatch,
-        pinned_prefix_recompute_s=prefill_seconds_of(device, model, s.pinned_prefix_tokens, weights_read, n_ubatch),
+        pinned_prefix_recompute_s=prefill_s_of(device, model, s.pinned_prefix_tokens, weights_read, n_ubatch),
         max_ctx_trained=trained, ctx_per_sequence_tokens=int(per_sequence_tokens), mean_decode_tokens=int(steps),
         ctx_beyond_trained=bool(trained and per_sequence_tokens > trained),
         compute_buffer_bytes=buffers.compute_bytes if buffers is not None else 0,

@@ -64,7 +64,7 @@ def blas_name() -> str:
         return "BLAS not named by numpy"
 
 
-def _product_seconds(np, n: int, dtype) -> float:
+def _product_s(np, n: int, dtype) -> float:
     a = np.full((n, n), 0.5, dtype=dtype)
     b = np.full((n, n), 2.0, dtype=dtype)
     start = time.perf_counter()
@@ -79,15 +79,15 @@ def measure_compute(repeats: int = REPEATS, progress=None) -> Compute:
     """float32 GEMM FLOP/s of this machine (module docstring); ``progress(text)`` hears each step."""
     import numpy as np
 
-    _product_seconds(np, 256, np.float32)  # starts BLAS's threads: the first product pays for that
+    _product_s(np, 256, np.float32)  # starts BLAS's threads: the first product pays for that
     n = MIN_N
     # the faster of two products sizes it: one product delayed by another program must not stop the growth early
-    while n < MAX_N and min(_product_seconds(np, n, np.float32) for _ in range(2)) < MIN_PRODUCT_S:
+    while n < MAX_N and min(_product_s(np, n, np.float32) for _ in range(2)) < MIN_PRODUCT_S:
         n *= 2
     if progress:
         progress(f"measuring compute: float32 matrix product, n = {n}")
-    times = [_product_seconds(np, n, np.float32) for _ in range(repeats + 1)][1:]
-    f16_s = _product_seconds(np, F16_N, np.float16)
+    times = [_product_s(np, n, np.float32) for _ in range(repeats + 1)][1:]
+    f16_s = _product_s(np, F16_N, np.float16)
     best = min(times)
     if not math.isfinite(best) or best <= 0:
         raise ProbeError("compute probe: the clock did not advance")

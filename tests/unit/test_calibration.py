@@ -15,8 +15,7 @@ import pytest
 from kvplan.calibrate import parse_bench_text, read_bench
 from kvplan.calibrate.fit_device import ModelFacts, calibrate_device
 from kvplan.engine.calibration import decode_bytes_per_token, fit_decode, fit_prefill, prefill_flops_per_row
-from kvplan.engine.decode import (aggregate_tokens_per_s, mean_decode_tokens_per_s, mean_seconds_per_token,
-                                  per_sequence_tokens_per_s, seconds_per_token)
+from kvplan.engine.decode import aggregate_tokens_per_s, time_per_token_s
 from kvplan.engine.prefill import prefill_flops, prefill_flops_at_depth, time_to_first_token
 from kvplan.errors import ProfileError
 
@@ -45,18 +44,11 @@ QWEN7B_Q8 = ModelFacts(model_bytes=8_092_571_648, embedding_bytes=579_059_712, k
 # --- the two-term model in engine/decode.py and engine/prefill.py --------------------------------
 
 
-def test_seconds_per_token_adds_latency_to_streaming_time():
+def test_time_per_token_adds_latency_to_streaming_time():
     # 4.5e9 B at 100 GB/s × 0.9 = 4.5e9 / 9e10 = 0.05 s, + 5 ms = 0.055 s
-    assert seconds_per_token(4.5e9, 100e9, 0.9, 0.005) == pytest.approx(0.055)
-    assert per_sequence_tokens_per_s(4.5e9, 100e9, 0.9, 0.005) == pytest.approx(1 / 0.055)
+    assert time_per_token_s(4.5e9, 100e9, 0.9, 0.005) == pytest.approx(0.055)
     # four sequences share the step: 4 / 0.055 = 72.7 tokens/s in aggregate
     assert aggregate_tokens_per_s(4.5e9, 4, 100e9, 0.9, 0.005) == pytest.approx(4 / 0.055)
-
-
-def test_mean_seconds_per_token_without_latency_is_the_old_mean_rate():
-    args = (128, 3.75e9, 128 * 129 // 2 * 524_288, 100e9, 0.8)
-    assert 1 / mean_seconds_per_token(*args) == pytest.approx(mean_decode_tokens_per_s(*args))
-    assert mean_seconds_per_token(*args, latency_s=0.004) == pytest.approx(mean_seconds_per_token(*args) + 0.004)
 
 
 def test_prefill_at_depth_extends_prefill_flops():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvplan.engine.prefill import prefill_flops, prefill_seconds
+from kvplan.engine.prefill import prefill_flops, prefill_s
 
 
 def test_reference_7b_thousand_tokens():
@@ -13,7 +13,7 @@ def test_reference_7b_thousand_tokens():
     flops = prefill_flops(1000, 7_000_000_000, 32, 32, 128)
     assert flops == 14_000_000_000_000 + 262_144_000_000
     # at 1 TFLOP/s: 14,262,144,000,000 / 1e12 = 14.262144 s
-    assert prefill_seconds(flops, 1e12) == pytest.approx(14.262144)
+    assert prefill_s(flops, 1e12) == pytest.approx(14.262144)
 
 
 def test_without_attention_term_is_two_flops_per_param_per_token():
