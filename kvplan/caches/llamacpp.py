@@ -38,6 +38,7 @@ from kvplan.errors import FieldError
 from kvplan.engine.formats import ElementFormat
 from kvplan.profiles.runtime import LLAMA_MAX_SEQ, LlamaCppSpec
 from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
+from kvplan.caches.facts import Rule, rule
 from kvplan.caches.memo import PerModel
 
 PAD_CELLS = 256  # GGML_PAD(…, 256) in llama_context and llama_kv_cache_iswa
@@ -82,7 +83,7 @@ class LlamaCppCache:
     k_swa_bytes_per_cell: int  # K only, windowed layers
     n_ctx_train: int | None
     vocab_size: int | None
-    rules: tuple[str, ...]
+    rules: tuple[Rule, ...]  # what applied for every request (kvplan.caches.facts; render words them)
 
     name = "llama.cpp"
 
@@ -239,25 +240,25 @@ class LlamaCppCache:
         return self.vocab_size * LOGIT_BYTES * int(sequences) if self.vocab_size else None
 
     def describe(self, ctx: int, sequences: int = 1) -> dict:
-        """What applied for this request: rules, cells and the extra (non-KV) buffers."""
+        """What applied for this request: rules (:class:`~kvplan.caches.facts.Rule` facts), cells and the extra
+        (non-KV) buffers."""
         c = self.cells(ctx, sequences)
         rules = list(self.rules)
-        rules.append(f"-c {c.n_ctx_requested:,} padded to {pad(c.n_ctx_requested):,} cells")
+        rules.append(rule("padded_ctx", requested=c.n_ctx_requested, padded=pad(c.n_ctx_requested)))
         if self.spec.kv_unified:
-            rules.append(f"--kv-unified: one stream of {c.n_ctx_seq:,} cells shared by {sequences} sequence(s)")
+            rules.append(rule("kv_unified", cells=c.n_ctx_seq, sequences=sequences))
         elif sequences > 1:
-            rules.append(f"{sequences} sequences not unified: pad({pad(c.n_ctx_requested):,} / {sequences}, 256) = "
-                         f"{c.n_ctx_seq:,} cells per stream × {c.streams} streams = {c.n_ctx:,} cells")
+            rules.append(rule("streams", sequences=sequences, padded=pad(c.n_ctx_requested), cells=c.n_ctx_seq,
+                              streams=c.streams, total=c.n_ctx))
         if c.swa_cells is not None:
             if self.spec.swa_full:
-                rules.append(f"--swa-full: windowed layers get the full {c.n_ctx_seq:,} cells")
+                rules.append(rule("swa_full", cells=c.n_ctx_seq))
             else:
-                k = sequences if self.spec.kv_unified else 1
-                rules.append(f"windowed layers: pad(min({c.n_ctx_seq:,}, {self.window_tokens:,} × {k} + "
-                             f"n_ubatch {c.n_ubatch}), 256) = {c.swa_cells:,} cells per stream")
+                rules.append(rule("swa_cells", n_ctx_seq=c.n_ctx_seq, window=self.window_tokens,
+                                  streams_per_window=sequences if self.spec.kv_unified else 1,
+                                  n_ubatch=c.n_ubatch, cells=c.swa_cells))
         if self.n_ctx_train and c.n_ctx_seq > self.n_ctx_train:
-            rules.append(f"n_ctx_seq {c.n_ctx_seq:,} exceeds the training context {self.n_ctx_train:,} "
-                         "(llama.cpp only warns)")
+            rules.append(rule("beyond_training", n_ctx_seq=c.n_ctx_seq, n_ctx_train=self.n_ctx_train))
         return {
             "name": self.name,
             "rules": rules,
@@ -353,24 +354,23 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
                          "use {runtime.flash_attn=on} or an f16/bf16/f32 V cache", lead=None,
                          mentions=("runtime.flash_attn",))
     arch = (model.architecture or "").lower()
-    rules = [f"architecture {arch or 'unknown'}"]
-    for side, a, b in (("K", asked[0], k_format), ("V", asked[1], v_format)):
+    rules = [rule("architecture", architecture=arch or None)]
+    for side, a, b in (("k", asked[0], k_format), ("v", asked[1], v_format)):
         if a != b:
-            rules.append(f"{side} cache {a.name} is llama.cpp's {b.name}")
+            rules.append(rule("type_as_runtime", side=side, asked=a.name, runtime_type=b.name))
     mla = model.mla is not None
     swa = model.sliding_window is not None and arch in SWA_ARCHITECTURES
     if model.sliding_window is not None and not swa:
-        rules.append(f"sliding window {model.sliding_window:,} ignored: {window_ignored_because(arch)}; "
-                     "full context on every layer")
+        rules.append(rule("window_ignored", window=model.sliding_window, reason=window_ignored_because(arch)))
     if mla:
-        rules.append(f"MLA: one K row of {model.mla.kv_lora_rank} + {model.mla.qk_rope_head_dim} values per cell "
-                     "per layer, no V tensor")
+        rules.append(rule("mla_k_row", kv_lora_rank=model.mla.kv_lora_rank,
+                          qk_rope_head_dim=model.mla.qk_rope_head_dim))
     fa_off = spec.flash_attn == "off"
     v_width_max = max(model.kv_heads_of(i) * model.v_dim for i in range(model.layers))
     if fa_off and not mla and any(model.kv_heads_of(i) * model.v_dim != v_width_max for i in range(model.layers)):
-        rules.append(f"flash attention off: V transposed, every V row padded to {v_width_max} values")
+        rules.append(rule("v_rows_padded", values=v_width_max))
     if spec.flash_attn == "auto" and v_format.group_size:
-        rules.append("flash attention auto: assumed on (llama.cpp refuses a quantized V cache if it resolves off)")
+        rules.append(rule("flash_attn_auto_on"))
     global_bpc = swa_bpc = k_global = k_swa = 0
     global_layers = 0
     for layer in range(model.layers):
@@ -389,8 +389,8 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
             k_global += k_row
             global_layers += 1
     if swa:
-        rules.append(f"{model.layers - global_layers} of {model.layers} layers windowed ({model.sliding_window:,} "
-                     "tokens), the rest full context")
+        rules.append(rule("windowed_layers", windowed=model.layers - global_layers, layers=model.layers,
+                          window=model.sliding_window))
     return LlamaCppCache(spec, k_format, v_format, global_bpc, swa_bpc, model.sliding_window if swa else None,
                          global_layers, model.layers - global_layers, k_global, k_swa, model.max_context,
                          model.vocab_size,
