@@ -55,7 +55,20 @@ def prefill_flops(tokens, params_active, layers=0, attention_heads=0, head_dim=0
 
 
 def prefill_s(flops, compute_flop_per_s):
-    """Time to prefill at a sustained compute rate: ``flops / compute`` [s]."""
+    """Time to prefill at a sustained compute rate.
+
+    Parameters
+    ----------
+    flops : numeric [FLOP]
+        Work of the prompt (:func:`prefill_flops`).
+    compute_flop_per_s : numeric [FLOP/s]
+        Sustained compute as reached.
+
+    Returns
+    -------
+    numeric [s]
+        ``flops / compute_flop_per_s``.
+    """
     return flops / compute_flop_per_s
 
 
@@ -92,7 +105,22 @@ DEFAULT_N_UBATCH = 512  # llama.cpp's -ub default (common/common.h); used where 
 
 
 def prefill_compute_s(flops, compute_flop_per_s, compute_efficiency=1.0):
-    """Prefill time if compute were the only limit [s]: ``flops / (compute · compute_efficiency)``."""
+    """Prefill time if compute were the only limit.
+
+    Parameters
+    ----------
+    flops : numeric [FLOP]
+        Work of the prompt (:func:`prefill_flops`).
+    compute_flop_per_s : numeric [FLOP/s]
+        Sustained compute of the device.
+    compute_efficiency : numeric [1]
+        Fraction of it prefill reaches (0–1].
+
+    Returns
+    -------
+    numeric [s]
+        ``flops / (compute_flop_per_s · compute_efficiency)``.
+    """
     return flops / (compute_flop_per_s * compute_efficiency)
 
 

@@ -184,7 +184,7 @@ class Catalog:
         return list(dict.fromkeys(canonical[key] for key in close))[:n]
 
     def _not_found_message(self, kind: Kind, ref: str) -> str:
-        """The message of :class:`ProfileNotFoundError`: ``{kind=…}`` is worded by the reporter (the CLI: ``--kind``)."""
+        """The message of :class:`ProfileNotFoundError`: ``{kind=…}`` is worded by the reporter (the CLI: its flag)."""
         guesses = self.suggestions(kind, ref)
         hint = f"; did you mean {', '.join(guesses)}?" if guesses else ""
         return f"unknown {kind} {ref!r}{hint} (see 'kvplan profiles list {{kind={kind}}}', or pass a YAML path)"
