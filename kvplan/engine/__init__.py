@@ -20,15 +20,14 @@ from kvplan.engine.memory import (
     verdict_code,
     weights_bytes,
 )
-from kvplan.engine.prefill import (DEFAULT_N_UBATCH, prefill_compute_s, prefill_flops, prefill_memory_s,
-                                   prefill_s)
+from kvplan.engine.prefill import DEFAULT_N_UBATCH, prefill_compute_s, prefill_flops, prefill_memory_s
 
 __all__ = [
     "DEFAULT_MARGIN_FRACTION", "DEFAULT_N_UBATCH", "NO_CONTEXT_FITS", "VERDICTS", "Verdict", "budget_bytes",
     "bytes_per_step", "decode_tokens_per_s", "embedding_bytes", "headroom_bytes", "kv_allowance_bytes",
     "kv_bytes", "kv_bytes_per_token", "kv_bytes_sum_over_generation", "largest_fitting", "max_context_tokens",
     "maximum", "mean_decode_tokens_per_s", "overflow_bytes", "prefill_compute_s", "prefill_flops",
-    "prefill_memory_s", "prefill_s", "step_bytes_at_rate",
+    "prefill_memory_s", "step_bytes_at_rate",
     "streamed_time_per_token_s", "swap_in_s",
     "total_bytes", "verdict_code", "weights_bytes",
 ]

@@ -201,4 +201,4 @@ def aggregate_tokens_per_s(bytes_per_step, sequences, memory_bandwidth_bytes_per
     ``tg`` runs).
     """
     return sequences / time_per_token_s(bytes_per_step, memory_bandwidth_bytes_per_s,
-                                         bandwidth_efficiency, latency_s)
+                                        bandwidth_efficiency, latency_s)

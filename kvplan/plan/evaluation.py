@@ -276,7 +276,7 @@ def prefill_times_of(device: Device, model: Model, tokens, weights_read_bytes, n
     ``compute · compute_efficiency`` (``params_active`` when a profile gives it: MoE). Memory: the weights a
     decode step reads, once per micro-batch of ``n_ubatch`` tokens, at the effective bandwidth — a floor
     (for a mixture of experts a micro-batch touches more experts than one token, so more than that).
-    The prefill time is the larger of the two (:func:`kvplan.engine.prefill.time_to_first_token`).
+    The prefill time is the larger of the two (:func:`prefill_s_of`).
     """
     if not device.compute:
         return None
@@ -284,7 +284,7 @@ def prefill_times_of(device: Device, model: Model, tokens, weights_read_bytes, n
     flops = engine.prefill_flops(tokens, params, model.layers, model.attention_heads, model.head_dim)
     return (engine.prefill_compute_s(flops, device.compute, device.compute_efficiency),
             engine.prefill_memory_s(tokens, weights_read_bytes, device.memory_bandwidth,
-                                          device.bandwidth_efficiency, n_ubatch))
+                                    device.bandwidth_efficiency, n_ubatch))
 
 
 def prefill_s_of(device: Device, model: Model, tokens, weights_read_bytes=0, n_ubatch: int = 512):

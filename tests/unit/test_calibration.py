@@ -16,7 +16,7 @@ from kvplan.calibrate import parse_bench_text, read_bench
 from kvplan.calibrate.fit_device import ModelFacts, calibrate_device
 from kvplan.engine.calibration import decode_bytes_per_token, fit_decode, fit_prefill, prefill_flops_per_row
 from kvplan.engine.decode import aggregate_tokens_per_s, time_per_token_s
-from kvplan.engine.prefill import prefill_flops, prefill_flops_at_depth, time_to_first_token
+from kvplan.engine.prefill import prefill_flops, prefill_flops_at_depth
 from kvplan.errors import ProfileError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,17 +56,6 @@ def test_prefill_at_depth_extends_prefill_flops():
     # 2 · 6.74e9 · 512 = 6,901,760,000,000; attention 2·32·32·128 · (512² + 2·512·4096) = 262,144 · 4,456,448
     got = prefill_flops_at_depth(512, 4096, 6_740_000_000, 32, 32, 128)
     assert got == 6_901_760_000_000 + 1_168_231_104_512
-
-
-def test_time_to_first_token_is_bounded_by_weight_reads_per_micro_batch():
-    # compute-bound: 1e12 FLOP / 2e12 = 0.5 s > one micro-batch reading 4e9 B at 100 GB/s = 0.04 s
-    assert time_to_first_token(1e12, 2e12, 512, 4e9, 100e9) == pytest.approx(0.5)
-    # memory-bound: 1e9 FLOP / 2e12 = 0.5 ms < 0.04 s
-    assert time_to_first_token(1e9, 2e12, 512, 4e9, 100e9) == pytest.approx(0.04)
-    # 1,025 tokens in micro-batches of 512 = 3 passes → 0.12 s
-    assert time_to_first_token(1e9, 2e12, 1025, 4e9, 100e9, n_ubatch=512) == pytest.approx(0.12)
-    # no bandwidth given: the compute time alone
-    assert time_to_first_token(1e9, 2e12, 512) == pytest.approx(0.0005)
 
 
 # --- hand-derived fits ------------------------------------------------------------------------------
