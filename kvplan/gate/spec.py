@@ -441,11 +441,16 @@ def _name_problems(doc: YamlDocument, catalog: Catalog) -> list[str]:
     return problems
 
 
+def _indented(problem: str) -> str:
+    """A profile's problem under the line that names the profile; one that names a field stays one (FieldText)."""
+    return FieldText(problem.fields, "  " + problem.message) if isinstance(problem, FieldText) else f"  {problem}"
+
+
 def _profile_problems(profiles: _Profiles, kind: str, ref: str, where: str) -> list[str]:
     try:
         profiles.get(kind, ref)
     except ProfileError as exc:
-        return [f"{where}: invalid {kind} profile {ref!r}:"] + [f"  {p}" for p in exc.problems]
+        return [f"{where}: invalid {kind} profile {ref!r}:"] + [_indented(p) for p in exc.problems]
     except ProfileNotFoundError as exc:  # its pointer names a field: the reporter words it (the CLI: a flag)
         return [FieldText(exc.names, f"{where}: {exc.message}")]
     except KvplanError as exc:

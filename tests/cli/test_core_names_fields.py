@@ -54,9 +54,8 @@ def test_a_document_of_neither_kind(run, tmp_path):
            "--kind model" in result.stdout
 
 
-def test_a_gguf_without_tensors_asks_for_the_count(run, tmp_path):
+def _tensorless_gguf(path: Path) -> Path:
     gguf = pytest.importorskip("gguf")
-    path = tmp_path / "empty.gguf"
     w = gguf.GGUFWriter(str(path), "llama")
     for add, value in ((w.add_block_count, 2), (w.add_head_count, 4), (w.add_head_count_kv, 2),
                        (w.add_key_length, 64), (w.add_embedding_length, 256), (w.add_context_length, 4096)):
@@ -65,6 +64,11 @@ def test_a_gguf_without_tensors_asks_for_the_count(run, tmp_path):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+    return path
+
+
+def test_a_gguf_without_tensors_asks_for_the_count(run, tmp_path):
+    path = _tensorless_gguf(tmp_path / "empty.gguf")
     from kvplan.importers.gguf import profile_from_gguf_file
 
     with pytest.raises(ProfileError) as caught:
@@ -73,3 +77,14 @@ def test_a_gguf_without_tensors_asks_for_the_count(run, tmp_path):
     result = run("import", "gguf", path)
     assert result.exit_code == 2
     assert result.stderr == f"kvplan: error: {path}: the file lists no tensors; give --params\n"
+
+
+def test_a_gate_words_a_profile_problem_with_the_flag_too(run, tmp_path):
+    path = _tensorless_gguf(tmp_path / "empty.gguf")
+    gate = tmp_path / "g.yaml"
+    gate.write_text(f"configurations:\n  - name: a\n    device: pixel8\n    model: {path}\n    ctx: 4k\n")
+    result = run("gate", gate)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"kvplan: error: {gate}:4: configurations.0.model: invalid model profile '{path}':",
+        f"kvplan: error:   {path}: the file lists no tensors; give --params"]
