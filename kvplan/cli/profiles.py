@@ -204,8 +204,8 @@ def validate(
                                                           "(plain lines) or json.")] = ValidateFormat.table,
 ) -> None:
     from kvplan.cli import terminal
-    from kvplan.cli.terminal import ExitCode
     from kvplan.cli.fieldnames import cli_message
+    from kvplan.cli.terminal import ExitCode
     from kvplan.profiles.check import validate_file
     from kvplan.render.profiles import JSON_SCHEMA_VERSION
 

@@ -46,8 +46,8 @@ def test_a_document_of_neither_kind(run, tmp_path):
 
     path = tmp_path / "x.yaml"
     path.write_text("foo: 1\n")
-    assert validate_file(path).problems == [f"{path}:1: (document): cannot tell a device from a model by its keys; "
-                                            "give kind=device or kind=model"]
+    problem = f"{path}:1: (document): cannot tell a device from a model by its keys; give kind=device or kind=model"
+    assert validate_file(path).problems == [problem]
     result = run("profiles", "validate", path)
     assert result.exit_code == 2
     assert f"{path}:1: (document): cannot tell a device from a model by its keys; give --kind device or " \
