@@ -69,7 +69,7 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
             fmt = format_from_bits(bits)
             try:
                 changes.append(_change("kv_bits", bits, evaluate(s.with_changes(k_format=fmt, v_format=fmt))))
-            except KvplanError:  # a runtime (kvplan.runtimes) without this cache type, or refusing it
+            except KvplanError:  # a runtime (kvplan.caches.runtimes) without this cache type, or refusing it
                 continue
     for n in range(s.sequences - 1, 0, -1):  # the most sequences that fit, each count evaluated once
         trial = evaluate(s.with_changes(sequences=n))
@@ -86,7 +86,7 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
     for window in windows:
         try:
             trial = evaluate(s.with_changes(sliding_window=window))
-        except KvplanError:  # a runtime (kvplan.runtimes) with no way to add a window
+        except KvplanError:  # a runtime (kvplan.caches.runtimes) with no way to add a window
             break
         if trial.fits:
             changes.append(_change("sliding_window", window, trial))

@@ -24,7 +24,7 @@ from kvplan.profiles.catalog import Catalog, Resolved, _looks_like_path
 from kvplan.plan import Knobs, build_scenario
 from kvplan.plan.knobs import check_bit_width
 from kvplan.profiles.field_rules import check_weight_bits
-from kvplan.errors import FieldError, KvplanError, ProfileError
+from kvplan.errors import FieldError, FieldText, KvplanError, ProfileError, ProfileNotFoundError
 from kvplan.engine.formats import format_from_name
 from kvplan.profiles.loading import validate_document
 from kvplan.plan import Evaluation, Scenario, evaluate
@@ -441,11 +441,18 @@ def _name_problems(doc: YamlDocument, catalog: Catalog) -> list[str]:
     return problems
 
 
+def _indented(problem: str) -> str:
+    """A profile's problem under the line that names the profile; one that names a field stays one (FieldText)."""
+    return FieldText(problem.fields, "  " + problem.message) if isinstance(problem, FieldText) else f"  {problem}"
+
+
 def _profile_problems(profiles: _Profiles, kind: str, ref: str, where: str) -> list[str]:
     try:
         profiles.get(kind, ref)
     except ProfileError as exc:
-        return [f"{where}: invalid {kind} profile {ref!r}:"] + [f"  {p}" for p in exc.problems]
+        return [f"{where}: invalid {kind} profile {ref!r}:"] + [_indented(p) for p in exc.problems]
+    except ProfileNotFoundError as exc:  # its pointer names a field: the reporter words it (the CLI: a flag)
+        return [FieldText(exc.names, f"{where}: {exc.message}")]
     except KvplanError as exc:
         return [f"{where}: {exc}"]
     return []

@@ -40,7 +40,7 @@ class Knobs:
     margin_fraction: float = DEFAULT_MARGIN_FRACTION
     target_tokens_per_s: float | None = None
     kv_policy: object | None = None  # PolicySpec, a policy YAML path, a mapping, or "none" (kvplan.profiles.policy)
-    runtime: object | None = None  # a RuntimeSpec, a runtime name or mapping (kvplan.runtimes); "ideal": the
+    runtime: object | None = None  # a RuntimeSpec, a runtime name or mapping (kvplan.profiles.runtime); "ideal": the
     # contract's formula even when the model profile names a runtime; None: the model profile's runtime, else ideal
 
     def merged(self, other: Knobs) -> Knobs:

@@ -35,7 +35,7 @@ class Scenario:
     margin_fraction: float = engine.DEFAULT_MARGIN_FRACTION
     target_tokens_per_s: float | None = None
     kv_policy: object | None = None  # a compression policy (kvplan.profiles.policy), None: plain cache
-    runtime: object | None = None  # runtime-exact rules (kvplan.runtimes), None: the ideal formula
+    runtime: object | None = None  # runtime-exact rules (kvplan.profiles.runtime), None: the ideal formula
     runtime_from_profile: bool = False  # the runtime is the model profile's default (none given)
 
     def __post_init__(self):

@@ -8,10 +8,12 @@ gate file (:mod:`kvplan.gate.spec`) with its keys.
 
 from __future__ import annotations
 
-from kvplan.errors import FieldError
+from kvplan.errors import FieldError, FieldText, ProfileError
 
 FLAGS = {
     "name": "--name",  # a profile's name: import, calibrate, profiles probe
+    "kind": "--kind",  # profiles list / validate: device or model
+    "params": "--params",  # import: the parameter count written instead of the derived one
     "ctx": "--ctx",
     "sequences": "--sequences",
     "pinned_prefix_tokens": "--pinned-prefix",
@@ -53,10 +55,13 @@ def flag(field: str) -> str:
     return FLAGS.get(field, field)
 
 
-def cli_message(exc: BaseException) -> str:
-    """An error as the CLI shows it: a field error with the flags (``--parallel: must be at least 1``,
-    ``add --runtime llama.cpp``), any other error as its text."""
-    if not isinstance(exc, FieldError):
+def cli_message(exc: BaseException | str) -> str:
+    """An error (or a note) as the CLI shows it: a field error or :class:`~kvplan.errors.FieldText` with the
+    flags (``--parallel: must be at least 1``, ``add --runtime llama.cpp``), a profile error's problems each so,
+    anything else as its text."""
+    if isinstance(exc, ProfileError):
+        return "\n".join(cli_message(p) for p in exc.problems)
+    if not isinstance(exc, (FieldError, FieldText)):
         return str(exc)
 
     def name(field: str, value: str | None) -> str:
