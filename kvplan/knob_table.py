@@ -108,9 +108,9 @@ KNOBS: tuple[Knob, ...] = (
          "budget (0.1) or a percentage (10%); a bare number above 1 is refused.", default=DEFAULT_MARGIN_FRACTION,
          typed_default="10%", gate_aliases=("margin",), json_key="margin_fraction"),
     Knob("target_tokens_per_s", "--target-tok-s", "rate", "Decode target: also report the largest context at or "
-         "above this many tokens/s.", in_gate=False, json_key="target_tokens_per_s", argv=False),
+         "above this many tokens/s.", in_gate=False, json_key="target_tokens_per_s"),
     Knob("sliding_window", "--sliding-window", "tokens", "Put every layer behind a sliding window of this many "
-         "tokens (4096, 4k).", noun="a window", json_key=None),
+         "tokens (4096, 4k).", noun="a window", json_key="sliding_window"),
     Knob("kv_policy", "--kv-policy", "policy", "KV cache compression policy: a YAML file (docs/kv-policies.md), "
          "or 'none' for the plain cache even when the model profile has a kv_policy.", json_key="kv_policy",
          json_plain=False, argv=False),

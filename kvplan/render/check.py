@@ -47,6 +47,7 @@ def format_json(ev: Evaluation, runtime_command: str | None = None) -> dict:
         "weights": weights_json(ev),
         "k_format": ev.layout.k_format.name,
         "v_format": ev.layout.v_format.name,
+        "sliding_window": _echo(s, "sliding_window"),
         "kv_bytes_per_token": ev.kv_bytes_per_token,
         "verdict": ev.verdict.value,
         "margin_fraction": _echo(s, "margin_fraction"),
