@@ -104,8 +104,8 @@ def show(
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
     weights: Annotated[bool, typer.Option("--weights", help="A model's weights tensor by tensor (see above).")] = False,
-    weight_type: o.WeightTypeOpt = None,
-    weight_group_size: o.WeightGroupOpt = None,
+    weight_type: o.knob_option("weight_type") = None,
+    weight_group_size: o.knob_option("weight_group_size") = None,
 ) -> None:
     from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
