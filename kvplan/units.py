@@ -195,15 +195,30 @@ def parse_flop_per_s(value: object) -> float:
 
 
 def parse_count(value: object) -> int:
-    """Parse a count such as ``6.74B`` (billion), ``494M``, ``7e9`` or a plain integer."""
+    """Parse a count such as ``6.74B`` (billion), ``494M``, ``7e9`` or a plain integer.
+
+    A bare fraction is refused with the suffix it probably lacks (``6.74`` → "did you mean 6.74B?"); a bare
+    whole number that is too small for the model is the profile's check (:mod:`kvplan.profiles.plausible`).
+    """
     if not isinstance(value, str):
-        return int(_finish(_check_plain(value, "a count"), "a count", integral=True, positive=True))
+        number = _check_plain(value, "a count")
+        _suggest_suffix(number, repr(value) if isinstance(value, float) else str(value))
+        return int(_finish(number, "a count", integral=True, positive=True))
     text = value.strip()
     match = _COUNT_RE.match(text)
     if not match:
         raise QuantityError(f"expected a count like '6.74B', got {_kind_hint(text)} {value!r}{_case_hint(text)}")
     number = _decimal(match["num"]) * _COUNT[match["prefix"] or ""]
+    if not match["prefix"]:
+        _suggest_suffix(number, match["num"])
     return int(_finish(number, "a count", integral=True, positive=True))
+
+
+def _suggest_suffix(number: Decimal, text: str) -> None:
+    """A bare fraction below 1,000 (``6.74``) is a count missing its suffix: refuse it with ``6.74B``."""
+    if number.is_finite() and 0 < number < 1000 and number != number.to_integral_value():
+        raise QuantityError(f"a count must be a whole number, got {text}: did you mean {text}B "
+                            f"({int(number * 10**9):,})?")
 
 
 def _token_number(text: str) -> Decimal | None:

@@ -35,8 +35,8 @@ import re
 from pathlib import Path
 
 from kvplan.errors import ProfileError
-from kvplan.importers.common import (DEFAULT_WEIGHT_BITS, ImportedProfile, finish, slug, swa_pattern_layers,
-                                     weight_format_name, whole_count, window_pattern)
+from kvplan.importers.common import (DEFAULT_WEIGHT_BITS, ImportedProfile, check_given_params, finish, slug,
+                                     swa_pattern_layers, weight_format_name, whole_count, window_pattern)
 from kvplan.importers.gguf_header import header_metadata, read_local_header
 from kvplan.profiles.spec import layer_count_problem
 
@@ -292,6 +292,8 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         if active_note:
             params_note += f"; {active_note}"
     else:
+        check_given_params(params, layers=layers, attention_heads=heads, head_dim=key_len, v_head_dim=val_len,
+                            hidden_size=hidden)
         params_note = "given on the command line (--params)"
         count = meta.get(k + "expert_count")
         if isinstance(count, int) and count > 0:

@@ -1,0 +1,52 @@
+"""Issue #27, sharp edges found by exploratory testing: inputs that were silently misread (the CLI side)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LLAMA_2_7B_CONFIG = ROOT / "tests/data/hf_configs/llama-2-7b.json"
+SHAPE = "layers: 32\nattention_heads: 32\nkv_heads: 32\nhead_dim: 128\n"
+
+
+def _model(tmp_path, params: str) -> Path:
+    path = tmp_path / "m.yaml"
+    path.write_text(f"name: m\nparams: {params}\n{SHAPE}")
+    return path
+
+
+# --- params: 7 read as 7 parameters --------------------------------------------------------------------------------
+# 32 layers × (32 heads × 128) × 4,096 = 536,870,912 parameters of output projections: a floor no 7 can reach.
+
+def test_a_bare_params_7_is_refused_with_7b(run, tmp_path):
+    result = run("check", "--device", "pixel8", "--model", str(_model(tmp_path, "7")), "--ctx", "4k")
+    assert result.exit_code == 2
+    assert "params: 7 is fewer parameters than the attention output projections of this shape alone " \
+           "(32 layers × 4,096 × 4,096 = 536,870,912): did you mean 7B (7,000,000,000)?" in result.stderr
+
+
+def test_profiles_validate_refuses_params_7(run, tmp_path):
+    result = run("profiles", "validate", str(_model(tmp_path, "7")))
+    assert result.exit_code == 2 and "did you mean 7B" in result.stdout + result.stderr
+
+
+def test_a_fraction_of_a_parameter_suggests_billions(run, tmp_path):
+    result = run("profiles", "validate", str(_model(tmp_path, "6.74")))
+    assert "a count must be a whole number, got 6.74: did you mean 6.74B (6,740,000,000)?" in \
+        result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("params, suffix", [("7", "7B"), ("600", "600M")])
+def test_import_refuses_a_params_option_the_shape_cannot_hold(run, tmp_path, params, suffix):
+    out = tmp_path / "x.yaml"
+    result = run("import", "hf", str(LLAMA_2_7B_CONFIG), "--params", params, "-o", str(out))
+    assert result.exit_code == 2 and not out.exists()
+    assert f"did you mean {suffix} " in result.stderr
+
+
+def test_params_at_the_floor_stands(run, tmp_path):
+    # exactly 536,870,912 is the floor: accepted (kvplan refuses only what no model of this shape can have)
+    result = run("profiles", "validate", str(_model(tmp_path, "536870912")))
+    assert result.exit_code == 0, result.stdout + result.stderr
