@@ -21,6 +21,10 @@ from kvplan.plan import Evaluation, evaluate
 KV_BITS_STEPS = (8, 4)
 WEIGHT_BITS_STEPS = (8, 4, 3)
 WINDOW_STEPS = (8192, 4096, 2048, 1024)
+# The smaller GGUF types suggested for a model already in a GGUF type: llama.cpp's common k-quant and i-quant
+# presets (the legacy q4_0/q4_1/q5_0/q5_1 and iq4_nl are left out: a smaller k-quant beats each of them).
+GGUF_STEPS = ("q8_0", "q6_k", "q5_k_m", "q5_k_s", "q4_k_m", "q4_k_s", "iq4_xs", "q3_k_l", "q3_k_m", "q3_k_s", "q2_k")
+_OTHER_GGUF = ("f32", "f16", "bf16", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")
 
 # Caveat codes (JSON ``caveats``; the render layer words them).
 CTX_BEYOND_TRAINED = "ctx_beyond_trained"  # the context one sequence attends is past the model's max_context
@@ -32,7 +36,7 @@ CAVEATS = (CTX_BEYOND_TRAINED, WINDOW_NOT_TRAINED)
 class Change:
     """One edit to a configuration: ``kind`` names the knob, ``value`` its new setting."""
 
-    kind: str  # ctx | kv_bits | weight_bits | sequences | sliding_window | model
+    kind: str  # ctx | kv_bits | weight_bits | weight_type | sequences | sliding_window | model
     value: object
     evaluation: Evaluation
     caveats: tuple[str, ...] = field(default=())  # codes of CAVEATS, in that order
@@ -101,9 +105,13 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         if fitting:
             n = fitting[0]
             changes.append(_change("sequences", n, evaluate(s.with_changes(sequences=n))))
-    for bits in WEIGHT_BITS_STEPS:
-        if bits < ev.weight_bits:
-            changes.append(_change("weight_bits", bits, evaluate(s.with_changes(weight_bits=bits))))
+    gguf_steps = smaller_gguf_types(ev)
+    if gguf_steps is not None:  # a real GGUF format: the real smaller ones, not uniform widths no file has
+        changes.extend(_change("weight_type", name, evaluate(s.with_changes(weight_type=name))) for name in gguf_steps)
+    else:
+        for bits in WEIGHT_BITS_STEPS:
+            if bits < ev.weight_bits:
+                changes.append(_change("weight_bits", bits, evaluate(s.with_changes(weight_bits=bits))))
     own = getattr(s.model, "sliding_window", None) or 0
     # a window over every layer also replaces a model's own smaller ones (Gemma's 512-token local layers): never
     # suggest one that widens them, which would cost more cache on those layers than the model's design
@@ -121,6 +129,21 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
     return changes
 
 
+def smaller_gguf_types(ev: Evaluation) -> list[str] | None:
+    """The GGUF types of :data:`GGUF_STEPS` that price ``ev``'s model below its current GGUF weights, largest
+    (least lossy) first; None when the weights are not a GGUF type (then uniform widths are the steps)."""
+    from kvplan.plan.weights import priced_weights
+
+    current = getattr(ev.weights_pricing, "format", None)
+    if current is None and ev.scenario.weight_bits is None:  # an imported GGUF: its file's bytes, its type named
+        current = getattr(ev.scenario.model, "weight_type", None)
+    if current not in GGUF_STEPS and current not in _OTHER_GGUF:
+        return None
+    model, group = ev.scenario.model, 0
+    priced = [(priced_weights(model, name, group).total_bytes, name) for name in GGUF_STEPS]
+    return [name for total, name in sorted(priced, reverse=True) if total < ev.weights_bytes]
+
+
 def _rank(change: Change) -> tuple:
     """Fewest caveats first, then most headroom, then fastest decode (then :func:`_least_loss_first` within a kind)."""
     return len(change.caveats), -change.evaluation.headroom_bytes, -change.evaluation.decode_tokens_per_s
@@ -136,7 +159,7 @@ def _least_loss_first(ranked: list[Change]) -> list[Change]:
     out = list(ranked)
     for positions in groups.values():
         members = sorted((ranked[i] for i in positions), key=lambda c: -c.value if isinstance(c.value, (int, float))
-                         else 0)
+                         else -c.evaluation.weights_bytes if c.kind == "weight_type" else 0)
         for i, change in zip(positions, members):
             out[i] = change
     return out

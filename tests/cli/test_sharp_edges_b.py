@@ -50,3 +50,29 @@ def test_params_at_the_floor_stands(run, tmp_path):
     # exactly 536,870,912 is the floor: accepted (kvplan refuses only what no model of this shape can have)
     result = run("profiles", "validate", str(_model(tmp_path, "536870912")))
     assert result.exit_code == 0, result.stdout + result.stderr
+
+
+# --- fit with a real GGUF format suggested uniform widths no file has ---------------------------------------------
+
+def test_fit_in_a_gguf_type_suggests_the_smaller_gguf_types(run_json):
+    # qwen2.5-7b in q4_k_m at 32k is over on a Pixel 8; the smaller llama.cpp presets are priced per tensor
+    code, doc = run_json("fit", "--device", "pixel8", "--model", "qwen2.5-7b", "--ctx", "32k",
+                         "--weight-type", "q4_k_m")
+    kinds = {(c["change"], c["value"]) for c in doc["changes_to_fit"]}
+    assert not any(kind == "weight_bits" for kind, _ in kinds)  # no "weights at 3 bits"
+    assert ("weight_type", "q3_k_m") in kinds
+    q3 = next(c for c in doc["changes_to_fit"] if c["value"] == "q3_k_m")
+    # the same figure kvplan check gives for that format: budget − total
+    _, checked = run_json("check", "--device", "pixel8", "--model", "qwen2.5-7b", "--ctx", "32k",
+                          "--weight-type", "q3_k_m")
+    assert q3["headroom_bytes"] == checked["memory"]["headroom_bytes"]
+    assert q3["headroom_bytes"] == checked["memory"]["budget_bytes"] - checked["memory"]["total_bytes"]
+    # the least lossy first among the types: q3_k_l (larger) ranks before q3_k_m, q3_k_m before q2_k
+    order = [c["value"] for c in doc["changes_to_fit"] if c["change"] == "weight_type"]
+    assert order.index("q3_k_m") < order.index("q2_k")
+
+
+def test_fit_at_a_uniform_width_still_suggests_widths(run_json):
+    code, doc = run_json("fit", "--device", "pixel8", "--model", "qwen2.5-7b", "--ctx", "32k", "--weight-bits", "5")
+    assert any(c["change"] == "weight_bits" for c in doc["changes_to_fit"])
+    assert not any(c["change"] == "weight_type" for c in doc["changes_to_fit"])
