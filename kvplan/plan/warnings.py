@@ -91,6 +91,33 @@ def ignored_window(ev: Evaluation) -> str | None:
             + (", over the budget" if over else ""))
 
 
+def window_override(ev: Evaluation) -> str | None:
+    """A ``sliding_window`` asked for (it puts every layer behind one window) that changes what the model was
+    trained to attend: it replaces the model's own window on its local layers (Gemma's 512 → 100,000), or puts
+    a window on layers trained with full attention; None when the figures are the model's own."""
+    s, m = ev.scenario, ev.scenario.model
+    window = s.sliding_window
+    if window is None:
+        return None
+    ctx, own = ev.ctx_per_sequence_tokens, m.sliding_window
+    has_local = bool(own) and m.sliding_window_pattern != []
+    has_global = not own or m.sliding_window_pattern != "all"
+    parts = []
+    if has_local and min(ctx, window) != min(ctx, own):
+        way = "widens" if window > own else "narrows"
+        parts.append(f"it {way} the {own:,}-token window {m.name}'s local layers were trained with")
+    if has_global and window < ctx:
+        if has_local:
+            parts.append(f"{m.name}'s global layers were trained with full attention, and the window drops tokens "
+                         "they were trained to attend")
+        else:
+            parts.append(f"{m.name} was trained with full attention on every layer, and the window drops tokens it "
+                         "was trained to attend")
+    if not parts:
+        return None
+    return f"sliding_window {window:,} puts every layer behind one window: {'; '.join(parts)} (quality untested)"
+
+
 def unpriced_buffers(ev: Evaluation) -> str | None:
     """Under llama.cpp, why its compute and output buffers are left out of the total (None: they are in it)."""
     if getattr(ev.layout, "name", None) != "llama.cpp" or ev.buffers_bytes:
@@ -104,9 +131,9 @@ def unpriced_buffers(ev: Evaluation) -> str | None:
 def warnings_of(ev: Evaluation) -> tuple[str, ...]:
     """Every warning about one evaluation, most important first."""
     out = []
-    window = ignored_window(ev)
-    if window:
-        out.append(window)
+    for warning in (ignored_window(ev), window_override(ev)):
+        if warning:
+            out.append(warning)
     unpriced = unpriced_buffers(ev)
     if unpriced:
         out.append(unpriced)

@@ -76,3 +76,48 @@ def test_fit_at_a_uniform_width_still_suggests_widths(run_json):
     code, doc = run_json("fit", "--device", "pixel8", "--model", "qwen2.5-7b", "--ctx", "32k", "--weight-bits", "5")
     assert any(c["change"] == "weight_bits" for c in doc["changes_to_fit"])
     assert not any(c["change"] == "weight_type" for c in doc["changes_to_fit"])
+
+
+# --- --sliding-window changing the figures in silence ----------------------------------------------------------------
+
+def _window_warnings(doc):
+    return [w for w in doc["warnings"] if w.startswith("sliding_window ")]
+
+
+def test_check_warns_when_a_window_replaces_the_trained_one(run_json):
+    # gemma-3-4b: 5 local layers (1,024-token window) : 1 global. 100k on every layer widens the local layers' window
+    code, doc = run_json("check", "--device", "pixel8", "--model", "gemma-3-4b", "--ctx", "8k",
+                         "--sliding-window", "100k")
+    assert _window_warnings(doc) == ["sliding_window 102,400 puts every layer behind one window: it widens the "
+                                     "1,024-token window gemma-3-4b's local layers were trained with (quality untested)"]
+
+
+def test_check_warns_when_a_window_is_added_to_a_model_without_one(run, run_json):
+    code, doc = run_json("check", "--device", "pixel8", "--model", "7b", "--ctx", "8k", "--sliding-window", "2048")
+    assert len(_window_warnings(doc)) == 1 and "llama-2-7b was trained with full attention" in doc["warnings"][0]
+    text = run("check", "--device", "pixel8", "--model", "7b", "--ctx", "8k", "--sliding-window", "2048").stdout
+    assert "warning: sliding_window 2,048 puts every layer behind one window" in text
+
+
+@pytest.mark.parametrize("args", [
+    ("--model", "7b", "--ctx", "2k", "--sliding-window", "4096"),  # a window wider than the context: no change
+    ("--model", "7b", "--ctx", "8k"),  # no window asked for
+])
+def test_no_window_warning_when_the_figures_are_the_models_own(run_json, args):
+    code, doc = run_json("check", "--device", "pixel8", *args)
+    assert _window_warnings(doc) == []
+
+
+@pytest.mark.parametrize("command", [["sweep"], ["compare", "--model", "8b"]])
+def test_sweep_and_compare_warn_too(run_json, command):
+    code, doc = run_json(command[0], "--device", "pixel8", "--model", "7b", *command[1:], "--ctx", "8k",
+                         "--sliding-window", "2048")
+    assert any(w.startswith("sliding_window 2,048") for w in doc["warnings"])
+
+
+def test_gate_warns_for_a_window_key(run, tmp_path):
+    gate = tmp_path / "g.yaml"
+    gate.write_text("configurations:\n  - name: a\n    device: pixel8\n    model: 7b\n    ctx: 8k\n"
+                    "    sliding_window: 2048\n")
+    result = run("gate", str(gate))
+    assert "a: warning: sliding_window 2,048 puts every layer behind one window" in result.stdout + result.stderr
