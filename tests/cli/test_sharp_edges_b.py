@@ -121,3 +121,28 @@ def test_gate_warns_for_a_window_key(run, tmp_path):
                     "    sliding_window: 2048\n")
     result = run("gate", str(gate))
     assert "a: warning: sliding_window 2,048 puts every layer behind one window" in result.stdout + result.stderr
+
+
+# --- llama.cpp -n 3: a rate labelled with the context asked for, not the tokens a sequence holds ------------------
+
+def test_decode_label_says_the_tokens_one_sequence_holds(run):
+    # -c 8,192 over 3 unshared streams: pad(8,192 / 3, 256) = ⌈2,730.7 / 256⌉ × 256 = 11 × 256 = 2,816 cells each
+    out = run("check", "--device", "pixel8", "--model", "7b", "--ctx", "8k", "--runtime", "llama.cpp", "-n", "3").stdout
+    assert "decode per sequence at 2,816 tokens (one sequence's share of 8,192)" in out
+    assert "decode per sequence at 8,192 tokens" not in out
+
+
+def test_decode_label_without_a_shared_context_is_the_context(run):
+    # the ideal formula: each of the 3 sequences holds the whole 8,192
+    out = run("check", "--device", "pixel8", "--model", "7b", "--ctx", "8k", "-n", "3").stdout
+    assert "decode per sequence at 8,192 tokens from RAM" in out
+
+
+def test_report_quotes_the_rate_at_the_tokens_a_sequence_holds(run, tmp_path):
+    gate = tmp_path / "g.yaml"
+    gate.write_text("configurations:\n  - name: a\n    device: pixel8\n    model: 7b\n    ctx: 8k\n    sequences: 3\n"
+                    "    runtime: llama.cpp\n")
+    out = tmp_path / "r.md"
+    run("report", str(gate), "-o", str(out))
+    text = out.read_text()
+    assert "tok/s over 3 sequences at 2,816 tokens (one sequence's share of 8,192)." in text
