@@ -26,6 +26,15 @@ MIN_PLAUSIBLE_OS_RESERVE_BYTES = 100 * 10**6
 MIN_RAM_FOR_RESERVE_CHECK_BYTES = 10**9
 #: a context this many times the trained one is far past what any context extension was shown to reach
 MAX_PLAUSIBLE_CTX_OVER_TRAINED = 8
+#: measured fixed costs per decode step are milliseconds (2.37 ms on a Pixel 8, 4.39 ms on Apple chips): one of
+#: more than this is seconds typed for milliseconds
+MAX_PLAUSIBLE_DECODE_LATENCY_S = 0.1
+#: a runtime overhead beyond this share of RAM leaves no room for a model: GB typed for MB
+MAX_PLAUSIBLE_OVERHEAD_OF_RAM = 0.5
+#: a context below this many tokens holds no prompt: a k left out (``ctx: 8`` for 8k)
+MIN_PLAUSIBLE_CTX_TOKENS = 64
+#: no weight format stores fewer bits per weight than this (ternary weights are 1.58; iq1_s 1.56)
+MIN_PLAUSIBLE_WEIGHT_BITS = 1.0
 
 def _size(n: int) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 10**9 else f"{n / 1e6:.2f} MB"
@@ -50,6 +59,12 @@ def implausible_device(d: Device, os_reserve_bytes: int | None = None) -> list[s
                    "is a unit missing?")
     if d.flash_read < MIN_PLAUSIBLE_FLASH_READ_BYTES_PER_S:
         out.append(f"device {d.name}: flash_read {d.flash_read:,.0f} B/s is under 10 MB/s — is a unit missing?")
+    if d.decode_latency > MAX_PLAUSIBLE_DECODE_LATENCY_S:
+        out.append(f"device {d.name}: decode_latency {d.decode_latency:g} s per decode step is over 100 ms; measured "
+                   "ones are a few ms — is the unit right?")
+    if d.runtime_overhead > MAX_PLAUSIBLE_OVERHEAD_OF_RAM * d.ram:
+        out.append(f"device {d.name}: runtime_overhead {_size(d.runtime_overhead)} is over half of its "
+                   f"{_size(d.ram)} of RAM — is the unit right?")
     return out
 
 
@@ -57,6 +72,15 @@ def implausible_inputs(s: Scenario, ctx_per_sequence: int) -> list[str]:
     """Figures that validate but are almost surely a slip (a unit left out, a context typed with extra zeros)."""
     m = s.model
     out = implausible_device(s.device, s.os_reserve_in_force_bytes)
+    # ctx 1 is how fit evaluates a configuration it was given no context for (its max-context probe): no warning
+    if 1 < s.ctx < MIN_PLAUSIBLE_CTX_TOKENS:
+        out.append(f"context {s.ctx:,} tokens is under {MIN_PLAUSIBLE_CTX_TOKENS} — is a k missing "
+                   f"({s.ctx}k = {s.ctx * 1024:,} tokens)?")
+    bits = s.weight_bits if s.weight_bits is not None else (
+        None if m.weights is not None or getattr(m, "weight_type", None) or s.weight_type else m.weight_bits)
+    if bits is not None and bits < MIN_PLAUSIBLE_WEIGHT_BITS:
+        out.append(f"weight_bits {bits:g} is under {MIN_PLAUSIBLE_WEIGHT_BITS:g} bit per weight, fewer than any "
+                   "weight format stores (ternary weights take 1.58)")
     trained = m.max_context or 0
     if trained and ctx_per_sequence > MAX_PLAUSIBLE_CTX_OVER_TRAINED * trained:
         out.append(f"context {s.ctx:,} tokens: {ctx_per_sequence / trained:,.1f}× {m.name}'s trained {trained:,} "

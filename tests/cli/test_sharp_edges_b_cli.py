@@ -146,3 +146,45 @@ def test_report_quotes_the_rate_at_the_tokens_a_sequence_holds(run, tmp_path):
     run("report", str(gate), "-o", str(out))
     text = out.read_text()
     assert "tok/s over 3 sequences at 2,816 tokens (one sequence's share of 8,192)." in text
+
+
+# --- implausible inputs without a warning --------------------------------------------------------------------------
+
+DEVICE = "name: slow\nram: 8 GB\nos_reserve: 2 GB\nmemory_bandwidth: 50 GB/s\nflash_read: 2 GB/s\n"
+
+
+def test_a_decode_latency_of_seconds_and_an_overhead_past_half_the_ram_warn(run_json, tmp_path):
+    device = tmp_path / "d.yaml"
+    device.write_text(DEVICE + "decode_latency: 5 s\nruntime_overhead: 10 GB\n")
+    code, doc = run_json("check", "--device", str(device), "--model", "7b", "--ctx", "4k")
+    assert "device slow: decode_latency 5 s per decode step is over 100 ms; measured ones are a few ms — is the " \
+           "unit right?" in doc["warnings"]
+    # 10 GB > 0.5 × 8 GB
+    assert "device slow: runtime_overhead 10.00 GB is over half of its 8.00 GB of RAM — is the unit right?" in \
+        doc["warnings"]
+
+
+def test_plausible_device_figures_do_not_warn(run_json, tmp_path):
+    device = tmp_path / "d.yaml"
+    device.write_text(DEVICE + "decode_latency: 4.39 ms\nruntime_overhead: 300 MB\n")
+    code, doc = run_json("check", "--device", str(device), "--model", "7b", "--ctx", "4k")
+    assert doc["warnings"] == []
+
+
+def test_weight_bits_below_one_warns(run_json):
+    code, doc = run_json("check", "--device", "pixel8", "--model", "7b", "--ctx", "4k", "--weight-bits", "1e-3")
+    assert any(w.startswith("weight_bits 0.001 is under 1 bit per weight") for w in doc["warnings"])
+
+
+def test_a_gate_context_of_8_tokens_warns(run, tmp_path):
+    gate = tmp_path / "g.yaml"
+    gate.write_text("configurations:\n  - name: a\n    device: pixel8\n    model: 7b\n    ctx: 8\n")
+    result = run("gate", str(gate))
+    assert "a: warning: context 8 tokens is under 64 — is a k missing (8k = 8,192 tokens)?" in \
+        result.stdout + result.stderr
+
+
+def test_devices_are_listed_in_natural_order(run):
+    out = run("profiles", "list", "--kind", "device").stdout
+    assert out.index("galaxy-s24 ") < out.index("galaxy-s24-ultra")
+    assert out.index("macbook-air-m2-8gb") < out.index("macbook-air-m2-16gb")
