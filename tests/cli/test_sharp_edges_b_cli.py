@@ -188,3 +188,20 @@ def test_devices_are_listed_in_natural_order(run):
     out = run("profiles", "list", "--kind", "device").stdout
     assert out.index("galaxy-s24 ") < out.index("galaxy-s24-ultra")
     assert out.index("macbook-air-m2-8gb") < out.index("macbook-air-m2-16gb")
+
+
+# --- one GGUF parser, one message -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "not a readable GGUF file: the file is empty"),
+    (b"GGUF\x03\x00\x00\x00" + b"\x00" * 4, "not a readable GGUF file: damaged or truncated (12 bytes; the file ends "
+                                            "inside the GGUF header)"),
+    (b"GGML" + b"\x00" * 20, "not a readable GGUF file: it starts with b'GGML', a GGUF file with b'GGUF'"),
+])
+def test_check_and_import_refuse_a_bad_gguf_alike(run, tmp_path, content, message):
+    path = tmp_path / "m.gguf"
+    path.write_bytes(content)
+    checked = run("check", "--device", "pixel8", "--model", str(path), "--ctx", "4k")
+    imported = run("import", "gguf", str(path))
+    assert checked.exit_code == imported.exit_code == 2
+    assert checked.stderr == imported.stderr == f"kvplan: error: {path}: {message}\n"
