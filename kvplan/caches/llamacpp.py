@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from kvplan import engine
 from kvplan.errors import FieldError
 from kvplan.engine.formats import ElementFormat
+from kvplan.engine.schedule import attention_runs
 from kvplan.profiles.runtime import LLAMA_MAX_SEQ, LlamaCppSpec
 from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
-from kvplan.caches.memo import PerModel
+from kvplan.profiles.memo import PerModel
 
 PAD_CELLS = 256  # GGML_PAD(…, 256) in llama_context and llama_kv_cache_iswa
 _CELLS = ("ctx", "sequences", "runtime")  # what sets the cells per sequence (-c over -np)
@@ -331,7 +332,7 @@ def llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None = N
                    v_format: ElementFormat | None = None) -> LlamaCppCache:
     """Decide llama.cpp's rules for ``model`` (from its ``architecture``) and size one cell.
 
-    Memoized per model object (:mod:`kvplan.caches.memo`); the result is immutable.
+    Memoized per model object (:mod:`kvplan.profiles.memo`); the result is immutable.
     """
     return _CACHES.get(model, (spec, k_format, v_format), lambda: _llamacpp_cache(spec, model, k_format, v_format))
 
@@ -342,7 +343,10 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
     k_format, v_format = (as_llamacpp_type(f) for f in asked)
     _check_type(k_format, "k")
     _check_type(v_format, "v")
-    if model.mla is not None and k_format != v_format:
+    schedule = model.schedule
+    attention_runs(schedule, "llama.cpp")
+    mla = schedule.latent
+    if mla and k_format != v_format:
         raise FieldError(("k_type", "v_type"), f"llama.cpp refuses different K ({k_format.name}) and V "
                          f"({v_format.name}) cache types for an MLA model (llama_init_from_model: model does not "
                          "support different K and V cache types); give one {kv_type}",
@@ -357,41 +361,43 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
     for side, a, b in (("K", asked[0], k_format), ("V", asked[1], v_format)):
         if a != b:
             rules.append(f"{side} cache {a.name} is llama.cpp's {b.name}")
-    mla = model.mla is not None
-    swa = model.sliding_window is not None and arch in SWA_ARCHITECTURES
-    if model.sliding_window is not None and not swa:
-        rules.append(f"sliding window {model.sliding_window:,} ignored: {window_ignored_because(arch)}; "
+    windows = schedule.windows()
+    if len(windows) > 1:
+        raise FieldError("model", f"layers with {len(windows)} different windows ({', '.join(f'{w:,}' for w in windows)}"
+                         " tokens): llama.cpp's cache has one window (n_swa)")
+    window = windows[0] if windows else None
+    swa = window is not None and arch in SWA_ARCHITECTURES
+    if window is not None and not swa:
+        rules.append(f"sliding window {window:,} ignored: {window_ignored_because(arch)}; "
                      "full context on every layer")
     if mla:
-        rules.append(f"MLA: one K row of {model.mla.kv_lora_rank} + {model.mla.qk_rope_head_dim} values per cell "
-                     "per layer, no V tensor")
+        latent = next(ly for _, ly in schedule.runs if ly.latent_rank is not None)
+        rules.append(f"MLA: one K row of {latent.latent_rank} + {latent.k_values - latent.latent_rank} values per "
+                     "cell per layer, no V tensor")
     fa_off = spec.flash_attn == "off"
-    v_width_max = max(model.kv_heads_of(i) * model.v_dim for i in range(model.layers))
-    if fa_off and not mla and any(model.kv_heads_of(i) * model.v_dim != v_width_max for i in range(model.layers)):
+    v_width_max = max(layer.v_values for _, layer in schedule.runs)
+    if fa_off and not mla and any(layer.v_values != v_width_max for _, layer in schedule.runs):
         rules.append(f"flash attention off: V transposed, every V row padded to {v_width_max} values")
     if spec.flash_attn == "auto" and v_format.group_size:
         rules.append("flash attention auto: assumed on (llama.cpp refuses a quantized V cache if it resolves off)")
     global_bpc = swa_bpc = k_global = k_swa = 0
     global_layers = 0
-    for layer in range(model.layers):
-        if mla:
-            k_row = _row_bytes(k_format, model.mla.kv_lora_rank + model.mla.qk_rope_head_dim, "K")
-            v_row = 0
+    for count, layer in schedule.groups():  # one K (and V) tensor per layer; equal layers priced once
+        k_row = _row_bytes(k_format, layer.k_values, "K")
+        v_row = 0 if layer.latent_rank is not None else _row_bytes(
+            v_format, v_width_max if fa_off else layer.v_values, "V")
+        if swa and layer.window_tokens is not None:
+            swa_bpc += count * (k_row + v_row)
+            k_swa += count * k_row
         else:
-            n_kv = model.kv_heads_of(layer)
-            k_row = _row_bytes(k_format, n_kv * model.head_dim, "K")
-            v_row = _row_bytes(v_format, v_width_max if fa_off else n_kv * model.v_dim, "V")
-        if swa and model.is_local(layer):
-            swa_bpc += k_row + v_row
-            k_swa += k_row
-        else:
-            global_bpc += k_row + v_row
-            k_global += k_row
-            global_layers += 1
+            global_bpc += count * (k_row + v_row)
+            k_global += count * k_row
+            global_layers += count
+    layers = schedule.layers
     if swa:
-        rules.append(f"{model.layers - global_layers} of {model.layers} layers windowed ({model.sliding_window:,} "
+        rules.append(f"{layers - global_layers} of {layers} layers windowed ({window:,} "
                      "tokens), the rest full context")
-    return LlamaCppCache(spec, k_format, v_format, global_bpc, swa_bpc, model.sliding_window if swa else None,
-                         global_layers, model.layers - global_layers, k_global, k_swa, model.max_context,
+    return LlamaCppCache(spec, k_format, v_format, global_bpc, swa_bpc, window if swa else None,
+                         global_layers, layers - global_layers, k_global, k_swa, model.max_context,
                          model.vocab_size,
                          tuple(rules))

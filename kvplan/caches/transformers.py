@@ -39,6 +39,7 @@ from kvplan import engine
 from kvplan.engine._ops import minimum, where
 from kvplan.errors import FieldError
 from kvplan.engine.formats import ElementFormat
+from kvplan.engine.schedule import Attention, attention_runs
 from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
 from kvplan.profiles.runtime import TransformersSpec
 
@@ -167,8 +168,9 @@ class TransformersCache:
 
 
 def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | None = None,
-                       v_format: ElementFormat | None = None) -> TransformersCache:
-    """Decide transformers' rules for ``model`` and size one token of each layer kind."""
+                       v_format: ElementFormat | None = None, sliding_window: int | None = None) -> TransformersCache:
+    """Decide transformers' rules for ``model`` (its schedule; ``sliding_window``: every layer behind that
+    window) and size one token of each layer kind."""
     k_format = k_format or model.k_format()
     v_format = v_format or model.v_format()
     for side, fmt in (("k", k_format), ("v", v_format)):
@@ -178,35 +180,40 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
     if k_format != v_format:
         raise FieldError(FORMAT_FIELDS["kv"] + ("runtime",), "transformers keeps K and V in the same dtype; give one "
                          "{kv_type}", lead=None)
+    schedule = model.schedule if sliding_window is None else model.schedule.with_window(sliding_window)
+    attention_runs(schedule, "transformers")
+    windows = schedule.windows()
+    if len(windows) > 1:
+        raise FieldError("model", f"layers with {len(windows)} different windows ({', '.join(f'{w:,}' for w in windows)}"
+                         " tokens): the transformers cache model follows one sliding window")
     arch = (model.architecture or "").lower()
     rules = [f"architecture {arch or 'unknown'}", f"cache dtype {TORCH_DTYPES[k_format.name]}",
              "DynamicCache: full-attention layers hold every token" if spec.cache == "dynamic"
              else "StaticCache: tensors preallocated"]
-    if model.mla is not None:
+    if schedule.latent:
         rules.append(mla_rule(model, k_format))
     full_bpt = sliding_bpt = 0
     global_layers = 0
-    for layer in range(model.layers):
-        b = layer_bytes_per_token(model, layer, k_format, v_format)
-        if model.is_local(layer):
+    for count, layer in schedule.groups():
+        b = count * layer_bytes_per_token(layer, k_format, v_format)
+        if layer.window_tokens is not None:
             sliding_bpt += b
         else:
             full_bpt += b
-            global_layers += 1
-    window = model.sliding_window if sliding_bpt else None
+            global_layers += count
+    window = windows[0] if sliding_bpt else None
     if window:
-        rules.append(f"{model.layers - global_layers} of {model.layers} layers slide (window {window:,})")
+        rules.append(f"{schedule.layers - global_layers} of {schedule.layers} layers slide (window {window:,})")
     return TransformersCache(spec, k_format, v_format, full_bpt, sliding_bpt, window, global_layers,
-                             model.layers - global_layers, tuple(rules))
+                             schedule.layers - global_layers, tuple(rules))
 
 
-def layer_bytes_per_token(model, layer: int, k_format: ElementFormat, v_format: ElementFormat) -> int:
-    """K+V bytes one token adds to ``layer``: the MLA latent (keys ``kv_lora_rank``, values
-    ``qk_rope_head_dim``, one head) or per-head K and V."""
-    if model.mla is not None:
-        return k_format.row_bytes(model.mla.kv_lora_rank) + v_format.row_bytes(model.mla.qk_rope_head_dim)
-    n_kv = model.kv_heads_of(layer)
-    return k_format.row_bytes(n_kv * model.head_dim) + v_format.row_bytes(n_kv * model.v_dim)
+def layer_bytes_per_token(layer: Attention, k_format: ElementFormat, v_format: ElementFormat) -> int:
+    """K+V bytes one token adds to an attention layer: the MLA latent (keys ``kv_lora_rank``, values
+    ``qk_rope_head_dim``, one head: the schedule's K row split at its ``latent_rank``) or per-head K and V."""
+    if layer.latent_rank is not None:
+        return k_format.row_bytes(layer.latent_rank) + v_format.row_bytes(layer.k_values - layer.latent_rank)
+    return k_format.row_bytes(layer.k_values) + v_format.row_bytes(layer.v_values)
 
 
 def expanded_mla_bytes_per_token(model, fmt: ElementFormat) -> int:
@@ -217,7 +224,9 @@ def expanded_mla_bytes_per_token(model, fmt: ElementFormat) -> int:
 
 
 def mla_rule(model, fmt: ElementFormat) -> str:
-    latent = model.layers * layer_bytes_per_token(model, 0, fmt, fmt)
-    return (f"MLA latent cached (transformers ≥ {LATENT_SINCE}): {model.mla.kv_lora_rank} + "
-            f"{model.mla.qk_rope_head_dim} values per token per layer, {latent:,} B/token; ≤ 5.14.1 cached "
+    latent_layers = [(n, ly) for n, ly in model.schedule.groups() if ly.latent_rank is not None]
+    latent = sum(n * layer_bytes_per_token(ly, fmt, fmt) for n, ly in latent_layers)
+    first = latent_layers[0][1]
+    return (f"MLA latent cached (transformers ≥ {LATENT_SINCE}): {first.latent_rank} + "
+            f"{first.k_values - first.latent_rank} values per token per layer, {latent:,} B/token; ≤ 5.14.1 cached "
             f"per-head K/V, {expanded_mla_bytes_per_token(model, fmt):,} B/token")

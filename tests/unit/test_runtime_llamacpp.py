@@ -128,7 +128,7 @@ def test_gemma2_even_layers_windowed():
 def test_mistral_and_phi3_windows_are_ignored(name):
     m = model(name)
     c = cache(name)
-    per_cell = m.layers * 2 * m.kv_heads_of(0) * m.head_dim * 2
+    per_cell = m.layers * 2 * m.kv_heads * m.head_dim * 2
     # mistral: 32 × 2 × 8 × 128 × 2 = 131,072 B per cell; phi-3: 32 × 2 × 32 × 96 × 2 = 393,216
     assert c.kv_bytes(8192) == 8192 * per_cell
     assert not c.windows
