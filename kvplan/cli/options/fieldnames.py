@@ -12,6 +12,7 @@ from kvplan.errors import FieldError
 
 FLAGS = {
     "name": "--name",  # a profile's name: import, calibrate, profiles probe
+    "params": "--params",  # import hf / import gguf
     "ctx": "--ctx",
     "sequences": "--sequences",
     "pinned_prefix_tokens": "--pinned-prefix",
