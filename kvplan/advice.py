@@ -21,6 +21,10 @@ from kvplan.plan.results import Advice, Change  # noqa: F401  (advice's results,
 KV_BITS_STEPS = (8, 4)
 WEIGHT_BITS_STEPS = (8, 4, 3)
 WINDOW_STEPS = (8192, 4096, 2048, 1024)
+# The smaller GGUF types suggested for a model already in a GGUF type: llama.cpp's common k-quant and i-quant
+# presets (the legacy q4_0/q4_1/q5_0/q5_1 and iq4_nl are left out: a smaller k-quant beats each of them).
+GGUF_STEPS = ("q8_0", "q6_k", "q5_k_m", "q5_k_s", "q4_k_m", "q4_k_s", "iq4_xs", "q3_k_l", "q3_k_m", "q3_k_s", "q2_k")
+_OTHER_GGUF = ("f32", "f16", "bf16", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")
 
 # Caveat codes (JSON ``caveats``; the render layer words them).
 CTX_BEYOND_TRAINED = "ctx_beyond_trained"  # the context one sequence attends is past the model's max_context
@@ -49,6 +53,13 @@ def caveats_of(kind: str, value: object, ev: Evaluation) -> tuple[str, ...]:
 
 
 def _change(kind: str, value: object, ev: Evaluation) -> Change:
+    if kind == "sliding_window":  # the window's warning is the change's caveat here (WINDOW_NOT_TRAINED): say it once
+        from dataclasses import replace
+
+        from kvplan.plan.warnings import window_override
+
+        said = window_override(ev)
+        ev = replace(ev, warnings=tuple(w for w in ev.warnings if w != said))
     return Change(kind, value, ev, caveats_of(kind, value, ev))
 
 
@@ -77,9 +88,13 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         if trial.fits:
             changes.append(_change("sequences", n, trial))
             break
-    for bits in WEIGHT_BITS_STEPS:
-        if bits < ev.weight_bits:
-            changes.append(_change("weight_bits", bits, evaluate(s.with_changes(weight_bits=bits))))
+    gguf_steps = smaller_gguf_types(ev)
+    if gguf_steps is not None:  # a real GGUF format: the real smaller ones, not uniform widths no file has
+        changes.extend(_change("weight_type", name, evaluate(s.with_changes(weight_type=name))) for name in gguf_steps)
+    else:
+        for bits in WEIGHT_BITS_STEPS:
+            if bits < ev.weight_bits:
+                changes.append(_change("weight_bits", bits, evaluate(s.with_changes(weight_bits=bits))))
     own = min(s.model.schedule.windows(), default=0)
     # a window over every layer also replaces a model's own smaller ones (Gemma's 512-token local layers): never
     # suggest one that widens them, which would cost more cache on those layers than the model's design
@@ -97,6 +112,21 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
     return changes
 
 
+def smaller_gguf_types(ev: Evaluation) -> list[str] | None:
+    """The GGUF types of :data:`GGUF_STEPS` that price ``ev``'s model below its current GGUF weights, largest
+    (least lossy) first; None when the weights are not a GGUF type (then uniform widths are the steps)."""
+    from kvplan.plan.weights import priced_weights
+
+    current = getattr(ev.weights_pricing, "format", None)
+    if current is None and ev.scenario.weight_bits is None:  # an imported GGUF: its file's bytes, its type named
+        current = getattr(ev.scenario.model, "weight_type", None)
+    if current not in GGUF_STEPS and current not in _OTHER_GGUF:
+        return None
+    model, group = ev.scenario.model, 0
+    priced = [(priced_weights(model, name, group).total_bytes, name) for name in GGUF_STEPS]
+    return [name for total, name in sorted(priced, reverse=True) if total < ev.weights_bytes]
+
+
 def _rank(change: Change) -> tuple:
     """Fewest caveats first, then most headroom, then fastest decode (then :func:`_least_loss_first` within a kind)."""
     return len(change.caveats), -change.evaluation.headroom_bytes, -change.evaluation.decode_tokens_per_s
@@ -112,7 +142,7 @@ def _least_loss_first(ranked: list[Change]) -> list[Change]:
     out = list(ranked)
     for positions in groups.values():
         members = sorted((ranked[i] for i in positions), key=lambda c: -c.value if isinstance(c.value, (int, float))
-                         else 0)
+                         else -c.evaluation.weights_bytes if c.kind == "weight_type" else 0)
         for i, change in zip(positions, members):
             out[i] = change
     return out

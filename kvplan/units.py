@@ -195,15 +195,30 @@ def parse_flop_per_s(value: object) -> float:
 
 
 def parse_count(value: object) -> int:
-    """Parse a count such as ``6.74B`` (billion), ``494M``, ``7e9`` or a plain integer."""
+    """Parse a count such as ``6.74B`` (billion), ``494M``, ``7e9`` or a plain integer.
+
+    A bare fraction is refused with the suffix it probably lacks (``6.74`` → "did you mean 6.74B?"); a bare
+    whole number that is too small for the model is the profile's check (:mod:`kvplan.profiles.plausible`).
+    """
     if not isinstance(value, str):
-        return int(_finish(_check_plain(value, "a count"), "a count", integral=True, positive=True))
+        number = _check_plain(value, "a count")
+        _suggest_suffix(number, repr(value) if isinstance(value, float) else str(value))
+        return int(_finish(number, "a count", integral=True, positive=True))
     text = value.strip()
     match = _COUNT_RE.match(text)
     if not match:
         raise QuantityError(f"expected a count like '6.74B', got {_kind_hint(text)} {value!r}{_case_hint(text)}")
     number = _decimal(match["num"]) * _COUNT[match["prefix"] or ""]
+    if not match["prefix"]:
+        _suggest_suffix(number, match["num"])
     return int(_finish(number, "a count", integral=True, positive=True))
+
+
+def _suggest_suffix(number: Decimal, text: str) -> None:
+    """A bare fraction below 1,000 (``6.74``) is a count missing its suffix: refuse it with ``6.74B``."""
+    if number.is_finite() and 0 < number < 1000 and number != number.to_integral_value():
+        raise QuantityError(f"a count must be a whole number, got {text}: did you mean {text}B "
+                            f"({int(number * 10**9):,})?")
 
 
 def _token_number(text: str) -> Decimal | None:
@@ -245,6 +260,10 @@ def _token_mistake(text: str, noun: str) -> str:
             return f"{text} is a size, not a token count such as {spelled}{tokens}"
         return f"{text} is a size; {noun} is a token count such as {spelled}{tokens}"
     if "," in text:
+        parts = [part.strip() for part in text.split(",")]
+        if len(parts) > 1 and all(_token_number(p) is not None for p in parts) and any(
+                p[-1:].isalpha() for p in parts):  # 1k,2k: no misplaced separator, but a list where one count goes
+            return f"{noun} is one value, got a list {text!r}"
         return (f"expected a token count like '8k', '8192' or '8,192', got {text!r} (thousands separators go every "
                 "three digits: 8,192)")
     return f"expected a token count like '8k', '8192' or '8,192' (k = 1,024 tokens, M = 1,048,576), got {text!r}"
@@ -281,6 +300,10 @@ def split_token_list(text: str) -> list[str]:
         return [item.strip() for item in text.split(",")]
     items = [item.strip() for item in re.split(r",(?!\d{3}(?:$|,|\.\.|:))", text)]
     grouped = next((item for item in items if "," in item and ".." not in item), None)  # a range is unambiguous
+    if grouped is not None and ", " not in text and len(items) > 1:  # 1,024,2,048: 2 counts, or 4?
+        raise QuantityError(f"{text!r} is ambiguous in a list: a comma both groups digits (8,192) and separates "
+                            f"values; write the counts without separators ('{','.join(i.replace(',', '') for i in items)}')"
+                            f" or separate the values with a comma and a space ('{', '.join(items)}')")
     if grouped is not None and ", " not in text:  # 256,512: one count or two? Refuse rather than guess
         one = grouped.replace(",", "")
         raise QuantityError(f"{text!r} is ambiguous in a list: {grouped} reads as one count ({one}) or as "

@@ -57,12 +57,21 @@ def local_hf_config_model(path_text: str, fast: bool = True) -> Resolved:
     return Resolved(profile, path, "file", note)
 
 
+def _worded_header(shard: Path):
+    from kvplan.hub.gguf_remote import read_local_header
+    from kvplan.importers.gguf import worded_damage
+
+    with worded_damage(shard, shard.stat().st_size):
+        return read_local_header(shard, what="")
+
+
 def local_gguf_model(path_text: str, fast: bool = True) -> Resolved:
     """A local GGUF file named as a model: its header only (every shard's, for a split model), priced like a Hub
     file — the same parser and conversion as ``hf:…:QUANT``, so no ``gguf`` package is needed."""
-    from kvplan.errors import NotFoundError, ProfileError
+    from kvplan.errors import NotFoundError
     from kvplan.hub.gguf_remote import _SPLIT_RE, header_metadata, profile_mapping_from_gguf, read_local_header
     from kvplan.importers.common import slug
+    from kvplan.importers.gguf import check_gguf_start, worded_damage
 
     path = Path(path_text).expanduser()
     if not path.is_file():
@@ -75,16 +84,19 @@ def local_gguf_model(path_text: str, fast: bool = True) -> Resolved:
         missing = [s.name for s in shards if not s.is_file()]
         if missing:
             raise NotFoundError(f"model {path_text!r}: split GGUF, shard(s) {', '.join(missing)} not beside it")
-        header = read_local_header(shards[0])
+        first = shards[0]
+        with worded_damage(first, check_gguf_start(first, first)):
+            header = read_local_header(first, what="")
         if header.metadata.get("split.tensors.count") != len(header.tensors):
-            header.tensors[:] = [t for s in shards for t in read_local_header(s).tensors]
+            for shard in shards[1:]:
+                check_gguf_start(shard, shard)
+            header.tensors[:] = [t for s in shards for t in _worded_header(s).tensors]
             notes.append(f"split GGUF: the headers of all {count} shards were read")
-    else:
-        header = read_local_header(path)
-    try:  # tensor sizes are worked out here, after the header was read: an unknown type surfaces only now
+    else:  # the checks and wording of `import gguf` (kvplan.importers.gguf): one parser, one message
+        with worded_damage(path_text, check_gguf_start(path, path_text)):
+            header = read_local_header(path, what="")
+    with worded_damage(path_text, path.stat().st_size):  # tensor sizes: an unknown type surfaces only now
         meta, tensors = header_metadata(header)
-    except ProfileError as exc:
-        raise ProfileError([f"{path_text}: {problem}" for problem in exc.problems]) from None
     name = slug(split.group("stem") if split else path.stem)
     _mapping, imported = profile_mapping_from_gguf(meta, tensors, where=str(path), name=name)
     profile = imported.model

@@ -116,6 +116,16 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "…"
 
 
+def check_given_params(params: int, **shape) -> None:
+    """A parameter count given for this shape that cannot fill it (``7`` for 7B): an error about the field the
+    caller gave, not about a line of the profile it was written into."""
+    from kvplan.profiles.plausible import params_problem
+
+    problem = params_problem(params, **shape)
+    if problem is not None:
+        raise FieldError("params", problem)
+
+
 # The weight format an imported profile gets unless told: 4 bits per weight, what every built-in model profile
 # assumes (on-device deployments run 4-bit weights), so an imported model compares like for like with them.
 DEFAULT_WEIGHT_BITS = 4

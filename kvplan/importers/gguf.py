@@ -32,11 +32,13 @@ block count past the schema's bound is refused before any per-layer work.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 from kvplan.errors import FieldText, ProfileError
-from kvplan.importers.common import (DEFAULT_WEIGHT_BITS, MOE_PARAMS_GIVEN, PARAMS_GIVEN, ImportedProfile, finish,
-                                     slug, swa_pattern_layers, weight_format_name, whole_count, window_pattern)
+from kvplan.importers.common import (DEFAULT_WEIGHT_BITS, MOE_PARAMS_GIVEN, PARAMS_GIVEN, ImportedProfile,
+                                     check_given_params, finish, slug, swa_pattern_layers, weight_format_name,
+                                     whole_count, window_pattern)
 from kvplan.importers.gguf_header import header_metadata, read_local_header
 from kvplan.profiles.spec import layer_count_problem
 
@@ -56,6 +58,24 @@ def _read_file(path: str | Path) -> tuple[dict, list[tuple], list[str]]:
         if not p.is_file():
             raise ProfileError([f"{path}: split GGUF, shard {p.name} not beside it"])
         path = p
+    size = check_gguf_start(p, path)
+    with worded_damage(path, size):
+        header = read_local_header(p, what="")
+        meta, tensors = header_metadata(header)  # tensor sizes: an unknown storage type surfaces here
+    notes = []
+    if split and meta.get("split.tensors.count") != len(tensors):
+        tensors, note = _split_tensors(p, split)
+        notes.append(note)
+    end = header.data_offset + max((t.offset + t.nbytes for t in header.tensors), default=0)
+    if size < end:
+        notes.append(f"{Path(path).name} is {size:,} bytes but its tensor table reaches byte {end:,} (an "
+                     "incomplete download?): the profile needs only the header, which is whole")
+    return meta, tensors, notes
+
+
+def check_gguf_start(p: Path, path: str | Path) -> int:
+    """The size of the GGUF file ``p`` (named ``path``) [bytes]; a ProfileError when it cannot be read, is empty or
+    is no GGUF file. ``import gguf`` and ``--model x.gguf`` both start here, so they refuse a file alike."""
     try:
         with open(p, "rb") as handle:
             head = handle.read(4)
@@ -66,21 +86,17 @@ def _read_file(path: str | Path) -> tuple[dict, list[tuple], list[str]]:
         raise ProfileError([f"{path}: not a readable GGUF file: the file is empty"])
     if head != b"GGUF":
         raise ProfileError([f"{path}: not a readable GGUF file: it starts with {head!r}, a GGUF file with b'GGUF'"])
+    return size
+
+
+@contextmanager
+def worded_damage(path: str | Path, size: int):
+    """The header parser's problems inside, each as ``path: not a readable GGUF file: …`` (:func:`_damage`)."""
     try:
-        header = read_local_header(p, what="")
-        meta, tensors = header_metadata(header)  # tensor sizes: an unknown storage type surfaces here
+        yield
     except ProfileError as exc:
         raise ProfileError([f"{path}: not a readable GGUF file: {_damage(problem, size)}"
                             for problem in exc.problems]) from None
-    notes = []
-    if split and meta.get("split.tensors.count") != len(tensors):
-        tensors, note = _split_tensors(p, split)
-        notes.append(note)
-    end = header.data_offset + max((t.offset + t.nbytes for t in header.tensors), default=0)
-    if size < end:
-        notes.append(f"{Path(path).name} is {size:,} bytes but its tensor table reaches byte {end:,} (an "
-                     "incomplete download?): the profile needs only the header, which is whole")
-    return meta, tensors, notes
 
 
 _SPLIT_RE = re.compile(r"^(?P<stem>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
@@ -96,11 +112,8 @@ def _split_tensors(p: Path, split: re.Match) -> tuple[list[tuple], str]:
         raise ProfileError([f"{p}: split GGUF, shard(s) {', '.join(missing)} not beside it"])
     found = []
     for shard in shards:
-        try:
+        with worded_damage(shard, shard.stat().st_size):
             found.extend(header_metadata(read_local_header(shard, what=""))[1])
-        except ProfileError as exc:
-            raise ProfileError([f"{shard}: not a readable GGUF file: {_damage(problem, shard.stat().st_size)}"
-                                for problem in exc.problems]) from None
     return found, f"split GGUF: the headers of all {count} shards were read"
 
 
@@ -291,12 +304,16 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
     params_active = None
     if params is None:
         if not n_elements:
-            raise ProfileError([FieldText("params", f"{where}: the file lists no tensors; give {{params}}")])
+            raise ProfileError([FieldText("params", f"{where}: the file lists no tensors, so kvplan cannot count its "
+                                          "parameters: import it with a parameter count (kvplan import gguf FILE "
+                                          "{params} 6.74B) and use that profile")])
         params, params_note = n_elements, f"sum of the {len(tensors)} tensor shapes in the GGUF header: {n_elements:,}"
         params_active, active_note = _active_params(meta, tensors, arch, params, notes, where)
         if active_note:
             params_note += f"; {active_note}"
     else:
+        check_given_params(params, layers=layers, attention_heads=heads, head_dim=key_len, v_head_dim=val_len,
+                           hidden_size=hidden)
         params_note = params_source
         count = meta.get(k + "expert_count")
         if isinstance(count, int) and count > 0:

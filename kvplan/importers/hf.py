@@ -28,8 +28,8 @@ import re
 from pathlib import Path
 
 from kvplan.errors import FieldText, ProfileError
-from kvplan.importers.common import (MOE_PARAMS_GIVEN, PARAMS_GIVEN, ImportedProfile, finish, flag, slug,
-                                     swa_pattern_layers, weight_fields, whole_count, window_pattern)
+from kvplan.importers.common import (MOE_PARAMS_GIVEN, PARAMS_GIVEN, ImportedProfile, check_given_params, finish,
+                                     flag, slug, swa_pattern_layers, weight_fields, whole_count, window_pattern)
 from kvplan.importers.hf_arch import MoeLayout, expert_count, moe_layout, positive_count, refuse_unpriceable
 from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
 from kvplan.profiles.spec import layer_count_problem
@@ -336,6 +336,8 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         except (TypeError, ValueError) as exc:  # an optional key of the wrong type (q_lora_rank: "x")
             raise ProfileError([f"{label}: cannot derive the parameter count from this config ({exc})"]) from None
     else:
+        check_given_params(params, layers=layers, attention_heads=heads, head_dim=head_dim, v_head_dim=v_head_dim,
+                           hidden_size=hidden)
         params_note = params_source
         if moe is not None:
             notes.append(MOE_PARAMS_GIVEN)

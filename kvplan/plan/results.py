@@ -141,7 +141,7 @@ class Evaluation:
 class Change:
     """One edit to a configuration: ``kind`` names the knob, ``value`` its new setting."""
 
-    kind: str  # ctx | kv_bits | weight_bits | sequences | sliding_window | model
+    kind: str  # ctx | kv_bits | weight_bits | weight_type | sequences | sliding_window | model
     value: object
     evaluation: Evaluation
     caveats: tuple[str, ...] = field(default=())  # codes of CAVEATS, in that order

@@ -26,6 +26,15 @@ MIN_PLAUSIBLE_OS_RESERVE_BYTES = 100 * 10**6
 MIN_RAM_FOR_RESERVE_CHECK_BYTES = 10**9
 #: a context this many times the trained one is far past what any context extension was shown to reach
 MAX_PLAUSIBLE_CTX_OVER_TRAINED = 8
+#: measured fixed costs per decode step are milliseconds (2.37 ms on a Pixel 8, 4.39 ms on Apple chips): one of
+#: more than this is seconds typed for milliseconds
+MAX_PLAUSIBLE_DECODE_LATENCY_S = 0.1
+#: a runtime overhead beyond this share of RAM leaves no room for a model: GB typed for MB
+MAX_PLAUSIBLE_OVERHEAD_OF_RAM = 0.5
+#: a context below this many tokens holds no prompt: a k left out (``ctx: 8`` for 8k)
+MIN_PLAUSIBLE_CTX_TOKENS = 64
+#: no weight format stores fewer bits per weight than this (ternary weights are 1.58; iq1_s 1.56)
+MIN_PLAUSIBLE_WEIGHT_BITS = 1.0
 
 def _size(n: int) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 10**9 else f"{n / 1e6:.2f} MB"
@@ -50,6 +59,12 @@ def implausible_device(d: Device, os_reserve_bytes: int | None = None) -> list[s
                    "is a unit missing?")
     if d.flash_read < MIN_PLAUSIBLE_FLASH_READ_BYTES_PER_S:
         out.append(f"device {d.name}: flash_read {d.flash_read:,.0f} B/s is under 10 MB/s — is a unit missing?")
+    if d.decode_latency > MAX_PLAUSIBLE_DECODE_LATENCY_S:
+        out.append(f"device {d.name}: decode_latency {d.decode_latency:g} s per decode step is over 100 ms; measured "
+                   "ones are a few ms — is the unit right?")
+    if d.runtime_overhead > MAX_PLAUSIBLE_OVERHEAD_OF_RAM * d.ram:
+        out.append(f"device {d.name}: runtime_overhead {_size(d.runtime_overhead)} is over half of its "
+                   f"{_size(d.ram)} of RAM — is the unit right?")
     return out
 
 
@@ -57,6 +72,15 @@ def implausible_inputs(s: Scenario, ctx_per_sequence: int) -> list[str]:
     """Figures that validate but are almost surely a slip (a unit left out, a context typed with extra zeros)."""
     m = s.model
     out = implausible_device(s.device, s.os_reserve_in_force_bytes)
+    # ctx 1 is how fit evaluates a configuration it was given no context for (its max-context probe): no warning
+    if 1 < s.ctx < MIN_PLAUSIBLE_CTX_TOKENS:
+        out.append(f"context {s.ctx:,} tokens is under {MIN_PLAUSIBLE_CTX_TOKENS} — is a k missing "
+                   f"({s.ctx}k = {s.ctx * 1024:,} tokens)?")
+    bits = s.weight_bits if s.weight_bits is not None else (
+        None if m.weights is not None or getattr(m, "weight_type", None) or s.weight_type else m.weight_bits)
+    if bits is not None and bits < MIN_PLAUSIBLE_WEIGHT_BITS:
+        out.append(f"weight_bits {bits:g} is under {MIN_PLAUSIBLE_WEIGHT_BITS:g} bit per weight, fewer than any "
+                   "weight format stores (ternary weights take 1.58)")
     trained = m.max_context or 0
     if trained and ctx_per_sequence > MAX_PLAUSIBLE_CTX_OVER_TRAINED * trained:
         out.append(f"context {s.ctx:,} tokens: {ctx_per_sequence / trained:,.1f}× {m.name}'s trained {trained:,} "
@@ -93,6 +117,33 @@ def ignored_window(ev: Evaluation) -> str | None:
             + (", over the budget" if over else ""))
 
 
+def window_override(ev: Evaluation) -> str | None:
+    """A ``sliding_window`` asked for (it puts every layer behind one window) that changes what the model was
+    trained to attend: it replaces the model's own window on its local layers (Gemma's 512 → 100,000), or puts
+    a window on layers trained with full attention; None when the figures are the model's own."""
+    s, m = ev.scenario, ev.scenario.model
+    window = s.sliding_window
+    if window is None:
+        return None
+    ctx, own = ev.ctx_per_sequence_tokens, m.sliding_window
+    has_local = bool(own) and m.sliding_window_pattern != []
+    has_global = not own or m.sliding_window_pattern != "all"
+    parts = []
+    if has_local and min(ctx, window) != min(ctx, own):
+        way = "widens" if window > own else "narrows"
+        parts.append(f"it {way} the {own:,}-token window {m.name}'s local layers were trained with")
+    if has_global and window < ctx:
+        if has_local:
+            parts.append(f"{m.name}'s global layers were trained with full attention, and the window drops tokens "
+                         "they were trained to attend")
+        else:
+            parts.append(f"{m.name} was trained with full attention on every layer, and the window drops tokens it "
+                         "was trained to attend")
+    if not parts:
+        return None
+    return f"sliding_window {window:,} puts every layer behind one window: {'; '.join(parts)} (quality untested)"
+
+
 def unpriced_buffers(ev: Evaluation) -> str | None:
     """Under llama.cpp, why its compute and output buffers are left out of the total (None: they are in it)."""
     if getattr(ev.cache, "name", None) != "llama.cpp" or ev.buffers_bytes:
@@ -106,9 +157,9 @@ def unpriced_buffers(ev: Evaluation) -> str | None:
 def warnings_of(ev: Evaluation) -> tuple[str, ...]:
     """Every warning about one evaluation, most important first."""
     out = []
-    window = ignored_window(ev)
-    if window:
-        out.append(window)
+    for warning in (ignored_window(ev), window_override(ev)):
+        if warning:
+            out.append(warning)
     unpriced = unpriced_buffers(ev)
     if unpriced:
         out.append(unpriced)

@@ -205,6 +205,14 @@ class Catalog:
         return cache[kind]
 
 
+def natural_key(path: Path) -> tuple:
+    """Profiles in natural order of their file names: a shorter name before the names it begins
+    (``galaxy-s24`` before ``galaxy-s24-ultra``; sorting the file names put ``-ultra.yaml`` first, as ``-``
+    sorts before ``.``), and numbers by value (``macbook-air-m2-8gb`` before ``…-16gb``)."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                 for part in re.split(r"(\d+)", path.stem.lower()) if part), path.suffix
+
+
 def _folder_index(kind: Kind, folder: Path) -> list[tuple[str, list[str], Path]]:
     """(name, aliases, path) of the profiles of ``kind`` in one folder (cached by the folder's listing)."""
     from kvplan.profiles import cache as profile_cache
@@ -213,7 +221,7 @@ def _folder_index(kind: Kind, folder: Path) -> list[tuple[str, list[str], Path]]
     if cached is not None:
         return [(name, aliases, Path(path)) for name, aliases, path in cached]
     rows = []
-    for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):  # both YAML spellings
+    for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")], key=natural_key):  # both YAML spellings
         data = _quick_load(path)
         if not isinstance(data, dict) or _kind_of_data(data) not in (kind, None):
             continue

@@ -13,7 +13,8 @@ import math
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, WithJsonSchema,
+                      field_validator, model_validator)
 
 from kvplan.engine.formats import format_from_name
 from kvplan.profiles.methods import ModelMethods, element_format
@@ -270,6 +271,22 @@ class Model(_Profile, ModelMethods):
             raise ValueError(f"must be at most params ({value:,} > {params:,}): the parameters one token uses "
                              "are a subset of all of them")
         return value
+
+    @model_validator(mode="after")
+    def _params_hold_the_shape(self):
+        """A parameter count below what the model's shape holds is a missing suffix (``params: 7`` for 7B), which
+        would otherwise price the weights at a few bytes and call any model a fit."""
+        from kvplan.profiles.plausible import model_params_problem
+
+        errors = [(name, problem) for name in ("params", "params_active")
+                  if (problem := model_params_problem(self, getattr(self, name))) is not None]
+        if errors:
+            from pydantic_core import InitErrorDetails, PydanticCustomError
+
+            raise ValidationError.from_exception_data(type(self).__name__, [
+                InitErrorDetails(type=PydanticCustomError("value_error", "{problem}", {"problem": problem}),
+                                 loc=(name,), input=getattr(self, name)) for name, problem in errors])
+        return self
 
     @field_validator("kv_heads")
     @classmethod

@@ -53,6 +53,7 @@ def describe_change(change: Change) -> str:
         "ctx": lambda: f"context {v:,} tokens",
         "kv_bits": lambda: f"KV cache at {v} bits",
         "weight_bits": lambda: f"weights at {v} bits",
+        "weight_type": lambda: f"weights in {v} ({change.evaluation.weight_bits:.2f} bits/weight)",
         "sequences": lambda: f"{v} concurrent sequence{'s' if v != 1 else ''}",
         "sliding_window": lambda: f"sliding window of {v:,} tokens on every layer",
     }.get(change.kind, lambda: f"{change.kind} = {v}")()

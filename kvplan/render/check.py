@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import math
 
 from kvplan.knob_table import KNOBS
-from kvplan.render import fmt
+from kvplan.render import fmt, rates
 from kvplan.render import maxctx as maxctx_render
 from kvplan.render import policy as policy_render
 from kvplan.render import runtime as runtime_render
@@ -244,7 +244,7 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
     each = " per sequence" if n > 1 else ""
     plus = f" + {_ms(latency)}/step" if latency else ""
     as_if = " from RAM, as if it fit" if ev.flash.steady_overflow_bytes else ""  # the flash rate is its own row
-    t.add(f"decode{each} at {fmt.n_tokens(s.ctx)}{as_if} ({fmt.percent(d.bandwidth_efficiency)} of "
+    t.add(f"decode{each} at {rates.decode_ctx_text(ev)}{as_if} ({fmt.percent(d.bandwidth_efficiency)} of "
           f"{fmt.rate(d.memory_bandwidth, units)}{plus})", f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
     if n > 1:
         t.add(f"decode, all {n} sequences together (one step reads the weights once)",

@@ -58,6 +58,11 @@ def per_s(x: float) -> str:
     return f"{x:,.1f}" if x < 100 else f"{x:,.0f}"
 
 
+# The unit a long duration is printed in: the largest whose count stays at least 2 (120 s is "2.0 min"; a flash read
+# of 7.9 years was "4161015.9 min"), with digit groups past that (1,234.5 years).
+_LONG_UNITS = ((365.25 * 86400, "years"), (86400, "d"), (3600, "h"), (60, "min"))
+
+
 def seconds(x: float) -> str:
     if x < 1e-3:
         return f"{x * 1e6:.0f} µs"
@@ -65,7 +70,8 @@ def seconds(x: float) -> str:
         return f"{x * 1e3:.0f} ms"
     if x < 120:
         return f"{x:.2f} s"
-    return f"{x / 60:.1f} min"
+    scale, unit = next((scale, unit) for scale, unit in _LONG_UNITS if x >= 2 * scale or unit == "min")
+    return f"{x / scale:,.1f} {unit}"
 
 
 def percent(x: float) -> str:

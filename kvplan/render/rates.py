@@ -34,6 +34,16 @@ def rate_text(ev: Evaluation) -> str:
             f"{fmt.per_s(ev.aggregate_decode_tokens_per_s)} tok/s over {n} sequences")
 
 
+def decode_ctx_text(ev: Evaluation) -> str:
+    """The context a decode rate is quoted at: the tokens one sequence holds. Under llama.cpp the sequences share
+    ``-c`` (3 sequences of -c 8,192 hold 2,816 cells each), so that is not the context asked for."""
+    s = ev.scenario
+    held = ev.ctx_per_sequence_tokens or s.ctx
+    if held == s.ctx:
+        return fmt.n_tokens(s.ctx)
+    return f"{fmt.n_tokens(held)} (one sequence's share of {s.ctx:,})"
+
+
 def warnings_of(evaluations: Iterable[Evaluation]) -> list[str]:
     """Every evaluation's ``warnings``, in order of first appearance, each once."""
     return list(dict.fromkeys(w for ev in evaluations for w in ev.warnings))

@@ -140,7 +140,7 @@ def _configuration(report: Report, cfg: GateConfig, res: ConfigResult, units: st
     where = f" (line {cfg.line})" if cfg.line else ""
     add(Paragraph(f"{s.device.name} × {s.model.name} at {fmt.n_tokens(s.ctx)}{where}: **{ev.verdict.value}**, "
                   f"{fmt.bytes_(ev.total_bytes, units)} of a {fmt.bytes_(ev.budget_bytes, units)} budget, "
-                  f"{rates.rate_text(ev)} at {fmt.n_tokens(s.ctx)}."))
+                  f"{rates.rate_text(ev)} at {rates.decode_ctx_text(ev)}."))
     if cfg.explicit_thresholds:
         per = s.sequences > 1
         t = Table("thresholds", ["threshold", "limit", "actual", "missed by", "result"],

@@ -15,8 +15,19 @@ np = pytest.importorskip("numpy")
 from kvplan.importers.gguf import profile_from_gguf_file  # noqa: E402
 
 
+HIDDEN = 512  # embedding_length of every file written here
+
+
+def attn_output_elements(layers=4, heads=8, key_length=64, value_length=None) -> int:
+    """The elements of the output projections a shape holds at least: layers × heads × value length × hidden
+    (kvplan refuses a parameter count below them, kvplan.profiles.plausible); 4 × 8 × 64 × 512 = 1,048,576."""
+    return layers * heads * (value_length or key_length or HIDDEN // heads) * HIDDEN
+
+
 def write_gguf(path, arch: str, *, layers=4, heads=8, kv_heads=2, key_length=64, value_length=None, window=None,
                pattern=None, tensors=None, extra=None, name="Tiny Test"):
+    """A GGUF whose tensors are ``tensors`` plus one F16 attention output tensor of
+    :func:`attn_output_elements` (the fewest parameters the shape can have)."""
     w = gguf.GGUFWriter(str(path), arch)
     w.add_name(name)
     w.add_block_count(layers)
@@ -36,7 +47,9 @@ def write_gguf(path, arch: str, *, layers=4, heads=8, kv_heads=2, key_length=64,
         w.add_sliding_window_pattern(pattern)
     for key, value in (extra or {}).items():
         w.add_uint32(key.format(arch=arch), value)
-    for tname, shape, dtype in tensors or [("token_embd.weight", (16, 8), np.float16)]:
+    padding = attn_output_elements(layers, heads, key_length, value_length) // HIDDEN
+    for tname, shape, dtype in [*(tensors or [("token_embd.weight", (16, 8), np.float16)]),
+                                ("blk.0.attn_output.weight", (padding, HIDDEN), np.float16)]:
         w.add_tensor(tname, np.zeros(shape, dtype=dtype))
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -58,9 +71,10 @@ def test_plain_model(tmp_path):
 def test_params_and_weights_come_from_the_tensor_shapes(tmp_path):
     tensors = [("token_embd.weight", (16, 8), np.float16), ("output.weight", (16, 8), np.float32)]
     model = profile_from_gguf_file(write_gguf(tmp_path / "m.gguf", "llama", tensors=tensors)).model
-    assert model.params == 128 + 128  # 16 × 8 elements each
-    assert model.weights == 128 * 2 + 128 * 4 == 768  # f16 + f32 bytes
-    assert model.weight_bits == 768 * 8 / 256 == 24
+    pad = attn_output_elements()  # 1,048,576 F16 elements of blk.0.attn_output.weight
+    assert model.params == 128 + 128 + pad == 1_048_832  # 16 × 8 elements each, and the output projection
+    assert model.weights == 128 * 2 + 128 * 4 + pad * 2 == 2_097_920  # f16 + f32 + f16 bytes
+    assert model.weight_bits == round(2_097_920 * 8 / 1_048_832, 3) == 16.002
     assert model.tie_embeddings is False  # an output.weight tensor exists
 
 
@@ -154,13 +168,14 @@ def test_moe_params_active_from_the_expert_tensors(tmp_path):
     path = write_gguf(tmp_path / "m.gguf", "qwen2moe", tensors=_moe_tensors(), extra=MOE_KEYS)
     model = profile_from_gguf_file(path).model
     # per layer: 3 routed tensors × 8 × 4 × 8 = 768, router 8 × 8 = 64, shared expert 4 × 8 = 32 → 864;
-    # params = embedding 16 × 8 = 128 + 2 layers × 864 = 1,856
-    assert model.params == 128 + 2 * (768 + 64 + 32) == 1856
+    # params = embedding 16 × 8 = 128 + 2 layers × 864 = 1,856, + the output projection 4 × 8 × 64 × 512 = 1,048,576
+    pad = attn_output_elements()
+    assert model.params == 128 + 2 * (768 + 64 + 32) + pad == 1_050_432
     # one routed expert: 768 / 8 = 96 per layer, 192 over 2 layers; 8 − 2 = 6 idle experts:
-    # active = 1,856 − 6 × 192 = 704 (= 128 + 2 × (2 × 96 + 64 + 32))
-    assert model.params_active == 1856 - 6 * 192 == 128 + 2 * (2 * 96 + 64 + 32) == 704
+    # active = 1,050,432 − 6 × 192 = 1,049,280 (= 128 + 2 × (2 × 96 + 64 + 32) + pad)
+    assert model.params_active == 1_050_432 - 6 * 192 == 128 + 2 * (2 * 96 + 64 + 32) + pad == 1_049_280
     assert "expert_used_count 2 of qwen2moe.expert_count 8" in model.sources["params"]
-    assert "1,856 − 1,152 = 704" in model.sources["params"]
+    assert "1,050,432 − 1,152 = 1,049,280" in model.sources["params"]
 
 
 def test_dense_file_has_no_params_active(tmp_path):
@@ -183,6 +198,6 @@ def test_moe_without_usable_expert_figures_says_so(tmp_path, extra, tensors, not
 
 def test_moe_with_params_given_leaves_active_to_the_user(tmp_path):
     path = write_gguf(tmp_path / "m.gguf", "qwen2moe", tensors=_moe_tensors(), extra=MOE_KEYS)
-    imported = profile_from_gguf_file(path, params=10_000)
-    assert imported.model.params == 10_000 and imported.model.params_active is None
+    imported = profile_from_gguf_file(path, params=10_000_000)
+    assert imported.model.params == 10_000_000 and imported.model.params_active is None
     assert any("derived only when params is" in n for n in imported.notes)

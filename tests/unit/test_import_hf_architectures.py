@@ -98,8 +98,8 @@ def test_wrong_values_are_named_with_the_missing_ones():
 def test_given_params_needs_only_the_shape_keys():
     # head_dim given: hidden_size, vocab_size and intermediate_size only derive the parameter count
     config = {"model_type": "foo", "num_hidden_layers": 4, "num_attention_heads": 8, "head_dim": 64}
-    model = profile_from_hf_config(config, name="x", params=1_000_000).model
-    assert (model.layers, model.head_dim, model.params) == (4, 64, 1_000_000)
+    model = profile_from_hf_config(config, name="x", params=2_000_000).model  # ≥ 4 × 512 × 512 = 1,048,576
+    assert (model.layers, model.head_dim, model.params) == (4, 64, 2_000_000)
 
 
 def test_the_label_names_the_source_as_the_user_gave_it():

@@ -103,7 +103,7 @@ def test_the_cli_gives_one_line_and_exit_2(run, tmp_path):
 # --- a layer count past the bound: refused before any per-layer work --------------------------------------------
 
 def test_the_schema_bounds_layers():
-    base = {"name": "x", "params": 1000, "attention_heads": 4, "kv_heads": 4, "head_dim": 8}
+    base = {"name": "x", "params": "1B", "attention_heads": 4, "kv_heads": 4, "head_dim": 8}
     assert Model.model_validate({**base, "layers": MAX_LAYERS}).layers == 10_000
     with pytest.raises(ValueError, match=r"100,000,000 layers is more than kvplan plans for \(at most 10,000"):
         Model.model_validate({**base, "layers": 100_000_000})
@@ -163,7 +163,8 @@ def _s(text: str) -> bytes:
 
 
 def write_gguf(path: Path, data: bool = True, **overrides) -> Path:
-    """A llama GGUF (2 layers, 4 heads, 2 KV heads, width 256) with one 256×256 F32 tensor; ``overrides`` are
+    """A llama GGUF (2 layers, 4 heads, 2 KV heads, width 256) with one 256×512 F32 tensor (131,072 values: the
+    2 × 256 × 256 of output projections a parameter count of this shape must reach); ``overrides`` are
     ``key=(type, value)`` with type u32, i32, u64, f32, bool, str or an ``("arr", element type, [values])``."""
     kv = {"general.architecture": ("str", "llama"), "llama.block_count": ("u32", 2),
           "llama.context_length": ("u32", 4096), "llama.embedding_length": ("u32", 256),
@@ -181,9 +182,9 @@ def write_gguf(path: Path, data: bool = True, **overrides) -> Path:
         else:
             code, fmt = _CODES[spec[0]]
             out += struct.pack("<I", code) + struct.pack(fmt, spec[1])
-    out += _s("token_embd.weight") + struct.pack("<IQQIQ", 2, 256, 256, 0, 0)
+    out += _s("token_embd.weight") + struct.pack("<IQQIQ", 2, 256, 512, 0, 0)
     out += b"\0" * (-len(out) % 32)
-    path.write_bytes(bytes(out) + (b"\0" * 256 * 256 * 4 if data else b""))
+    path.write_bytes(bytes(out) + (b"\0" * 256 * 512 * 4 if data else b""))
     return path
 
 
@@ -243,7 +244,7 @@ def test_import_and_model_read_a_header_only_file_alike(tmp_path):
     path = write_gguf(tmp_path / "m.gguf", data=False)
     imported = profile_from_gguf_file(path, name="m")
     assert imported.model.model_dump() == local_gguf_model(str(path), fast=False).profile.model_dump()
-    assert imported.model.weights == 256 * 256 * 4  # from the tensor table: 65,536 F32 values
+    assert imported.model.weights == 256 * 512 * 4  # from the tensor table: 131,072 F32 values
     assert any("incomplete download?" in note for note in imported.notes)
     assert not any("incomplete" in n for n in profile_from_gguf_file(write_gguf(tmp_path / "f.gguf")).notes)
 
