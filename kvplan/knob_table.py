@@ -40,7 +40,8 @@ KINDS = {
     "rate": "a positive rate (tokens/s)",
     "bits": "a whole bit width 1-32",
     "fractional_bits": "a bit width that may be fractional (4.5)",
-    "format_name": "a format by name (q4_k_m, q8_0)",
+    "weight_format": "a weight format by name (q4_k_m, mlx-4bit)",
+    "cache_type": "a cache type by runtime name (q8_0)",
     "runtime": "a runtime (its own option group: --runtime and each runtime's options)",
     "policy": "a KV compression policy (its own option group: --kv-policy and the --kv-* policy options)",
 }
@@ -82,7 +83,7 @@ KNOBS: tuple[Knob, ...] = (
          gate_aliases=("pinned_prefix",), json_key="pinned_prefix_tokens"),
     Knob("weight_bits", "--weight-bits", "fractional_bits", "Bits per weight (may be fractional, q4_0 is 4.5); "
          "default: the model's.", json_key="weight_bits", json_plain=False),
-    Knob("weight_type", "--weight-type", "format_name", "Weight format by name, priced tensor by tensor: a GGUF "
+    Knob("weight_type", "--weight-type", "weight_format", "Weight format by name, priced tensor by tensor: a GGUF "
          "type (q4_k_m, q4_0, q8_0, q6_k, iq4_xs, …) or mlx-4bit, mlx-8bit, gptq-4bit, awq-4bit, executorch-8da4w.",
          json_key="weights.type", json_plain=False),
     Knob("weight_group_size", "--weight-group-size", "count", "Group size of a group-quantized --weight-type "
@@ -95,11 +96,11 @@ KNOBS: tuple[Knob, ...] = (
          json_key="v_format", json_plain=False, argv=False),
     Knob("kv_group_size", "--kv-group-size", "count", "Group-quantize the cache: one fp16 scale per this many "
          "values.", minimum=1, in_scenario=False, json_key="k_format", json_plain=False, argv=False),
-    Knob("kv_type", "--kv-type", "format_name", "Cache type by runtime name: f32, f16, bf16, fp8, q8_0, q4_0, "
+    Knob("kv_type", "--kv-type", "cache_type", "Cache type by runtime name: f32, f16, bf16, fp8, q8_0, q4_0, "
          "q4_1, q5_0, q5_1, iq4_nl.", in_scenario=False, json_key="k_format", json_plain=False, argv=False),
-    Knob("k_type", "--k-type", "format_name", "Key cache type (overrides --kv-type).", in_scenario=False,
+    Knob("k_type", "--k-type", "cache_type", "Key cache type (overrides --kv-type).", in_scenario=False,
          json_key="k_format", json_plain=False, argv=False),
-    Knob("v_type", "--v-type", "format_name", "Value cache type (overrides --kv-type).", in_scenario=False,
+    Knob("v_type", "--v-type", "cache_type", "Value cache type (overrides --kv-type).", in_scenario=False,
          json_key="v_format", json_plain=False, argv=False),
     Knob("os_reserve_bytes", "--os-reserve", "size", "Override the device's OS reserve, with its unit: '3 GB', "
          "'2.5 GiB' (a bare 3 is refused).", gate_aliases=("os_reserve",), json_key="memory.os_reserve_bytes",
@@ -124,7 +125,7 @@ BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}
 
 # kind → the Python type of the value once read (what a Knobs / Scenario field holds)
 VALUE_TYPES = {"count": int, "tokens": int, "size": int, "fraction": float, "rate": float, "bits": int,
-               "fractional_bits": float, "format_name": str, "runtime": object, "policy": object}
+               "fractional_bits": float, "weight_format": str, "cache_type": str, "runtime": object, "policy": object}
 
 # The knobs of the CLI's cache option group (runtime and policy are groups of their own).
 CACHE_KNOBS: tuple[Knob, ...] = tuple(k for k in KNOBS if k.kind not in ("runtime", "policy"))

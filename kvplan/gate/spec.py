@@ -156,19 +156,15 @@ class _Strict(BaseModel):
                               arbitrary_types_allowed=True)
 
 
-# kind of knob (kvplan.knob_table) → how a gate file writes it (the type pydantic validates)
 def _gate_type(knob):
-    if knob.name == "weight_bits":
-        return Annotated[WeightBits, _in_kvplans_words(check_weight_bits)]
+    """How a gate file writes ``knob`` (by its kind, kvplan.knob_table): the type pydantic validates it with."""
     if knob.kind == "bits":
         return Annotated[Bits, _in_kvplans_words(_bit_width(knob.name))]
-    if knob.name == "pinned_prefix_tokens":
-        return TokensOrZero
-    if knob.kind in ("format_name", "size", "fraction", "tokens", "count", "runtime", "policy"):
-        cache_type = knob.kind == "format_name" and knob.name.endswith("_type") and knob.name != "weight_type"
-        return {"format_name": CacheType if cache_type else str, "size": SizeBytes, "fraction": Margin,
-                "tokens": Tokens, "count": PositiveInt, "runtime": Runtime, "policy": KvPolicy}[knob.kind]
-    raise TypeError(f"no gate-file type for knob {knob.name} ({knob.kind})")
+    if knob.kind == "tokens":
+        return TokensOrZero if knob.default == 0 else Tokens
+    return {"count": PositiveInt, "fractional_bits": Annotated[WeightBits, _in_kvplans_words(check_weight_bits)],
+            "weight_format": str, "cache_type": CacheType, "size": SizeBytes, "fraction": Margin, "runtime": Runtime,
+            "policy": KvPolicy}[knob.kind]  # a kind without a gate type: a KeyError at import, and the parity test
 
 
 class _OneSpelling(_Strict):

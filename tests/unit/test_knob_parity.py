@@ -36,6 +36,10 @@ def _subfield_flags() -> set[str]:
 
 
 def test_the_table_is_well_formed():
+    from kvplan.cli.options.declarations import _CLI_TYPES
+    from kvplan.knob_table import VALUE_TYPES
+
+    assert set(KINDS) == set(_CLI_TYPES) == set(VALUE_TYPES)  # every kind has a Python type and a CLI type
     assert len({k.name for k in KNOBS}) == len({k.flag for k in KNOBS}) == len(KNOBS)
     for k in KNOBS:
         assert k.kind in KINDS, k.name
