@@ -304,9 +304,10 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
     params_active = None
     if params is None:
         if not n_elements:
+            # check -m x.gguf has no --params: the count goes in through kvplan import gguf, into a profile
             raise ProfileError([FieldText("params", f"{where}: the file lists no tensors, so kvplan cannot count its "
-                                          "parameters: import it with a parameter count (kvplan import gguf FILE "
-                                          "{params} 6.74B) and use that profile")])
+                                          "parameters: import it with a parameter count ({params}) and use that "
+                                          "profile")])
         params, params_note = n_elements, f"sum of the {len(tensors)} tensor shapes in the GGUF header: {n_elements:,}"
         params_active, active_note = _active_params(meta, tensors, arch, params, notes, where)
         if active_note:

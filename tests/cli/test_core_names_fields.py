@@ -73,10 +73,10 @@ def test_a_gguf_without_tensors_asks_for_the_count(run, tmp_path):
 
     with pytest.raises(ProfileError) as caught:
         profile_from_gguf_file(path)
-    assert str(caught.value) == f"{path}: the file lists no tensors; give params"
+    assert str(caught.value) == f"{path}: the file lists no tensors, so kvplan cannot count its parameters: import it with a parameter count (params) and use that profile"
     result = run("import", "gguf", path)
     assert result.exit_code == 2
-    assert result.stderr == f"kvplan: error: {path}: the file lists no tensors; give --params\n"
+    assert result.stderr == f"kvplan: error: {path}: the file lists no tensors, so kvplan cannot count its parameters: import it with a parameter count (--params) and use that profile\n"
 
 
 def test_a_gate_words_a_profile_problem_with_the_flag_too(run, tmp_path):
@@ -87,4 +87,4 @@ def test_a_gate_words_a_profile_problem_with_the_flag_too(run, tmp_path):
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         f"kvplan: error: {gate}:4: configurations.0.model: invalid model profile '{path}':",
-        f"kvplan: error:   {path}: the file lists no tensors; give --params"]
+        f"kvplan: error:   {path}: the file lists no tensors, so kvplan cannot count its parameters: import it with a parameter count (--params) and use that profile"]
