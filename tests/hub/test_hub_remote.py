@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hubfake import (
     LLAMA_CONFIG,
+    TINY_LLAMA_CONFIG,
     LLAMA_DERIVED_PARAMS,
     TOKEN,
     FakeRepo,
@@ -55,7 +56,7 @@ def test_config_end_to_end_with_the_hubs_safetensors_summary(hub, hub_env):
 def test_safetensors_metadata_param_count_from_the_file_headers(hub, hub_env):
     tensors = {"model.embed_tokens.weight": ("BF16", [1000, 64]), "lm_head.weight": ("BF16", [1000, 64]),
                "model.norm.weight": ("F32", [64])}
-    hub.add(FakeRepo("org/tiny", {"config.json": json.dumps(LLAMA_CONFIG).encode(),
+    hub.add(FakeRepo("org/tiny", {"config.json": json.dumps(TINY_LLAMA_CONFIG).encode(),
                                   "model.safetensors": safetensors_file(tensors)}))
     out = resolve_in_subprocess("hf:org/tiny", hub_env)
     assert out["ok"], out
@@ -73,7 +74,7 @@ def test_sharded_safetensors_through_the_index(hub, hub_env):
     index = {"metadata": {"total_size": 3216}, "weight_map": {
         "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
         "lm_head.weight": "model-00002-of-00002.safetensors", "model.norm.weight": "model-00002-of-00002.safetensors"}}
-    hub.add(FakeRepo("org/sharded", {"config.json": json.dumps(LLAMA_CONFIG).encode(),
+    hub.add(FakeRepo("org/sharded", {"config.json": json.dumps(TINY_LLAMA_CONFIG).encode(),
                                      "model.safetensors.index.json": json.dumps(index).encode(),
                                      "model-00001-of-00002.safetensors": a, "model-00002-of-00002.safetensors": b}))
     out = resolve_in_subprocess("hf:org/sharded", hub_env)
@@ -160,7 +161,7 @@ def test_online_without_kvplans_cache_then_offline_from_the_hugging_face_cache(h
         "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
         "lm_head.weight": "model-00002-of-00002.safetensors", "model.norm.weight": "model-00002-of-00002.safetensors"}}
     repo = hub.add(FakeRepo("org/sharded-bf16", {
-        "config.json": json.dumps(LLAMA_CONFIG).encode(), "model.safetensors.index.json": json.dumps(index).encode(),
+        "config.json": json.dumps(TINY_LLAMA_CONFIG).encode(), "model.safetensors.index.json": json.dumps(index).encode(),
         "model-00001-of-00002.safetensors": a, "model-00002-of-00002.safetensors": b},
         safetensors={"parameters": {"BF16": 1608}, "total": 1608}, tags=("v1.0",)))
     ref = "hf:org/sharded-bf16" + (f"@{revision}" if revision else "")
