@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kvplan.errors import ProfileError
+from kvplan.files import jsonio
 
 FORMATS = ("json", "jsonl", "csv", "md")
 
@@ -256,35 +256,49 @@ def _row_from_record(record, source, line, index, problems) -> BenchRow | None:
     )
 
 
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+class LineCounter:
+    """The 1-based line of an offset in ``text``, for offsets met in increasing order: each call counts the
+    newlines since the previous one, so a file's rows cost one pass over it, not one pass each.
+
+    ``chars_scanned`` is the number of characters counted so far (at most ``len(text)`` in increasing order)."""
+
+    def __init__(self, text: str):
+        self.text, self._offset, self._line, self.chars_scanned = text, 0, 1, 0
+
+    def line_of(self, offset: int) -> int:
+        if offset < self._offset:  # going back (not done by the readers): count again from the start
+            self._offset, self._line = 0, 1
+        self._line += self.text.count("\n", self._offset, offset)
+        self.chars_scanned += offset - self._offset
+        self._offset = offset
+        return self._line
 
 
 def _read_json(text, source, problems):
-    decoder = json.JSONDecoder()
+    lines = LineCounter(text)
     records, pos = [], len(text) - len(text.lstrip())
     if not text.startswith("[", pos):
-        problems.add(_line_of(text, pos), "json", "expected a JSON array of llama-bench rows ('[')")
+        problems.add(lines.line_of(pos), "json", "expected a JSON array of llama-bench rows ('[')")
         return records
     pos += 1
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
             pos += 1
         if pos >= len(text):
-            problems.add(_line_of(text, pos), "json", "unterminated array (no closing ']')")
+            problems.add(lines.line_of(pos), "json", "unterminated array (no closing ']')")
             return records
         if text[pos] == "]":
             rest = text[pos + 1:].strip()
             if rest:
-                problems.add(_line_of(text, pos + 1 + text[pos + 1:].index(rest[0])), "json",
+                problems.add(lines.line_of(pos + 1 + text[pos + 1:].index(rest[0])), "json",
                              "unexpected text after the array")
             return records
         try:
-            obj, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            problems.add(exc.lineno, "json", exc.msg)
+            obj, end = jsonio.raw_decode(text, pos)
+        except jsonio.JsonError as exc:
+            problems.add(exc.line, "json", exc.message)
             return records
-        records.append((_line_of(text, pos), obj))
+        records.append((lines.line_of(pos), obj))
         pos = end
 
 
@@ -294,9 +308,9 @@ def _read_jsonl(text, source, problems):
         if not line.strip():
             continue
         try:
-            records.append((number, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            problems.add(number, "jsonl", exc.msg)
+            records.append((number, jsonio.loads(line)))
+        except jsonio.JsonError as exc:
+            problems.add(number, "jsonl", exc.message)
     return records
 
 
