@@ -35,7 +35,8 @@ _OLD_BACKEND_FLAGS = (("cuda", "CUDA"), ("vulkan", "Vulkan"), ("kompute", "Kompu
                       ("sycl", "SYCL"), ("opencl", "OpenCL"), ("gpu_blas", "GPU BLAS"), ("blas", "BLAS"))
 _SIZE_UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "TiB": 1024 ** 4}
 _PARAM_UNITS = {"": 1, "K": 10 ** 3, "M": 10 ** 6, "B": 10 ** 9, "G": 10 ** 9, "T": 10 ** 12}
-_TEST_RE = re.compile(r"^(?:pp\s*(?P<pp>\d+))?\s*\+?\s*(?:tg\s*(?P<tg>\d+))?(?:\s*@\s*d\s*(?P<d>\d+))?$")
+# At most 12 digits a count: a longer one is no benchmark (and 5,000 digits would be more than int() converts).
+_TEST_RE = re.compile(r"^(?:pp\s*(?P<pp>\d{1,12}))?\s*\+?\s*(?:tg\s*(?P<tg>\d{1,12}))?(?:\s*@\s*d\s*(?P<d>\d{1,12}))?$")
 # A Markdown cell's number: digits with at most one decimal point (``3.56``, ``.5``, ``21``; llama-bench prints
 # ``%.2f``), so a cell like ``3.5.6`` or ``6..74`` is refused by the pattern and never reaches ``float()``.
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
@@ -356,6 +357,9 @@ def _md_size(text, line, problems):
         problems.add(line, "size", f"expected a size like '3.56 GiB', got {text!r}")
         return None
     value = float(match.group(1)) * _SIZE_UNITS[match.group(2)]
+    if not math.isfinite(value) or value > 2**63:
+        problems.add(line, "size", f"implausibly large: {text[:40]!r}")
+        return None
     if value <= 0:
         problems.add(line, "size", f"must be > 0, got {text!r}")
         return None
@@ -367,7 +371,11 @@ def _md_params(text, line, problems):
     if not match:
         problems.add(line, "params", f"expected a count like '6.74 B', got {text!r}")
         return None
-    value = round(float(match.group(1)) * _PARAM_UNITS[match.group(2)])
+    number = float(match.group(1)) * _PARAM_UNITS[match.group(2)]
+    if not math.isfinite(number) or number > 2**63:
+        problems.add(line, "params", f"implausibly large: {text[:40]!r}")
+        return None
+    value = round(number)
     if value <= 0:
         problems.add(line, "params", f"must be > 0, got {text!r}")
         return None

@@ -106,24 +106,56 @@ def _resolvers() -> dict:
 
 
 def _construct_int(loader, node):
-    return int(loader.construct_scalar(node))  # the digits are bounded by _check_nodes before constructing
+    value = loader.construct_scalar(node)  # its digits are bounded by _check_nodes before constructing
+    if not _INT_RE.match(value):  # an explicit !!int on something else
+        raise _not_a(node, value, "a whole number")
+    return int(value)
 
 
 def _construct_float(loader, node):
     value = loader.construct_scalar(node)
     lowered = value.lower()
-    if lowered.endswith(".inf"):
+    if lowered.endswith(".inf") and _FLOAT_RE.match(value):
         return float("-inf") if value.startswith("-") else float("inf")
     if lowered == ".nan":
         return float("nan")
+    if not (_FLOAT_RE.match(value) or _INT_RE.match(value) or re.fullmatch(r"[-+]?[0-9]+[eE][-+]?[0-9]+", value)):
+        raise _not_a(node, value, "a number")
     return float(value)
+
+
+def _construct_bool(loader, node):
+    value = loader.construct_scalar(node)
+    if not _BOOL_RE.match(value):
+        raise _not_a(node, value, "true or false")
+    return value.lower() == "true"
+
+
+def _construct_null(loader, node):
+    value = loader.construct_scalar(node)
+    if not _NULL_RE.match(value):
+        raise _not_a(node, value, "null")
+    return None
+
+
+def _not_a(node, value: str, what: str) -> yaml.constructor.ConstructorError:
+    return yaml.constructor.ConstructorError(None, None, f"tagged {node.tag.replace('tag:yaml.org,2002:', '!!')} "
+                                             f"but {str(value)[:40]!r} is not {what}", node.start_mark)
+
+
+# Tags of YAML 1.1's wider schema that no kvplan file needs (and whose constructors fail on bad text):
+# refused as unsupported tags, as a !!python/… tag is.
+_NOT_CONSTRUCTED = tuple(f"tag:yaml.org,2002:{t}" for t in ("timestamp", "binary", "set", "omap", "pairs"))
 
 
 def _yaml12(cls):
     """``cls`` reading plain scalars by the YAML 1.2 core schema (see the module docstring)."""
-    loader = type(cls.__name__ + "12", (cls,), {"yaml_implicit_resolvers": _resolvers()})
-    loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-    loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+    constructors = {tag: f for tag, f in cls.yaml_constructors.items() if tag not in _NOT_CONSTRUCTED}
+    loader = type(cls.__name__ + "12", (cls,), {"yaml_implicit_resolvers": _resolvers(),
+                                                "yaml_constructors": constructors})
+    for tag, construct in (("int", _construct_int), ("float", _construct_float), ("bool", _construct_bool),
+                           ("null", _construct_null)):
+        loader.add_constructor(f"tag:yaml.org,2002:{tag}", construct)
     return loader
 
 
