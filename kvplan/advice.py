@@ -12,11 +12,11 @@ own list). A change that leans on something the model was not trained for carrie
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from kvplan.errors import KvplanError
 from kvplan.engine.formats import format_from_bits
 from kvplan.plan import Evaluation, evaluate
+from kvplan.plan.results import Advice, Change  # noqa: F401  (advice's results, read by render)
 
 KV_BITS_STEPS = (8, 4)
 WEIGHT_BITS_STEPS = (8, 4, 3)
@@ -26,32 +26,6 @@ WINDOW_STEPS = (8192, 4096, 2048, 1024)
 CTX_BEYOND_TRAINED = "ctx_beyond_trained"  # the context one sequence attends is past the model's max_context
 WINDOW_NOT_TRAINED = "window_not_trained"  # a window on layers the model was trained with full attention
 CAVEATS = (CTX_BEYOND_TRAINED, WINDOW_NOT_TRAINED)
-
-
-@dataclass(frozen=True)
-class Change:
-    """One edit to a configuration: ``kind`` names the knob, ``value`` its new setting."""
-
-    kind: str  # ctx | kv_bits | weight_bits | sequences | sliding_window | model
-    value: object
-    evaluation: Evaluation
-    caveats: tuple[str, ...] = field(default=())  # codes of CAVEATS, in that order
-
-    @property
-    def fits(self) -> bool:
-        return self.evaluation.fits
-
-    @property
-    def keeps_model(self) -> bool:
-        return self.kind != "model"
-
-
-@dataclass(frozen=True)
-class Advice:
-    """The judged changes: those that keep the model (ranked), and other models that fit (apart)."""
-
-    keep_model: tuple[Change, ...]
-    other_models: tuple[Change, ...]
 
 
 def window_trained(model, window: int) -> bool:
@@ -84,11 +58,12 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
     if ev.max_ctx is not None and 0 < ev.max_ctx < s.ctx:
         cut = _change("ctx", ev.max_ctx, evaluate(s.with_changes(ctx=ev.max_ctx)))
         changes.append(cut)
-        trained = ev.max_ctx_trained
-        if CTX_BEYOND_TRAINED in cut.caveats and trained and trained < ev.max_ctx:
-            # The largest context that fits needs a context extension; the trained one does not.
+        # The largest context that fits needs a context extension; the trained one does not (less the pinned
+        # prefix, which every sequence attends in front of its own tokens)
+        trained = (ev.max_ctx_trained or 0) - s.pinned_prefix_tokens
+        if CTX_BEYOND_TRAINED in cut.caveats and 0 < trained < ev.max_ctx:
             changes.append(_change("ctx", trained, evaluate(s.with_changes(ctx=trained))))
-    current_bits = max(ev.layout.k_format.bits, ev.layout.v_format.bits)
+    current_bits = max(ev.cache.k_format.bits, ev.cache.v_format.bits)
     for bits in KV_BITS_STEPS:
         if bits < current_bits:
             fmt = format_from_bits(bits)
@@ -96,18 +71,18 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
                 changes.append(_change("kv_bits", bits, evaluate(s.with_changes(k_format=fmt, v_format=fmt))))
             except KvplanError:  # a runtime (kvplan.runtimes) without this cache type, or refusing it
                 continue
-    if s.sequences > 1:
-        fitting = [n for n in range(s.sequences - 1, 0, -1) if evaluate(s.with_changes(sequences=n)).fits]
-        if fitting:
-            n = fitting[0]
-            changes.append(_change("sequences", n, evaluate(s.with_changes(sequences=n))))
+    for n in range(s.sequences - 1, 0, -1):  # the most sequences that fit, each count evaluated once
+        trial = evaluate(s.with_changes(sequences=n))
+        if trial.fits:
+            changes.append(_change("sequences", n, trial))
+            break
     for bits in WEIGHT_BITS_STEPS:
         if bits < ev.weight_bits:
             changes.append(_change("weight_bits", bits, evaluate(s.with_changes(weight_bits=bits))))
     own = getattr(s.model, "sliding_window", None) or 0
     # a window over every layer also replaces a model's own smaller ones (Gemma's 512-token local layers): never
     # suggest one that widens them, which would cost more cache on those layers than the model's design
-    windows = [w for w in WINDOW_STEPS if w < s.ctx and ev.layout.global_layers > 0 and not (own and w > own)]
+    windows = [w for w in WINDOW_STEPS if w < s.ctx and ev.cache.global_layers > 0 and not (own and w > own)]
     for window in windows:
         try:
             trial = evaluate(s.with_changes(sliding_window=window))

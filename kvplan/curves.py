@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from kvplan import engine
 from kvplan.errors import KvplanError
 from kvplan.engine.formats import NAMED_FORMATS
-from kvplan.plan import Evaluation, Scenario, cache_model_for, evaluate
+from kvplan.plan import Evaluation, Scenario, cache_model_for, core, evaluate
+from kvplan.plan.basis import basis_of
 
 GRID_POINTS = 512  # points per curve, besides the exact marks (ctx, max_ctx, window edges)
 MIN_CTX_AXIS_TOKENS = 4096
@@ -85,13 +86,13 @@ def default_ctx_max(ev: Evaluation, show_ctx: bool = True) -> int:
     """Context axis end: past the max-context crossing, the scenario's ctx and any window [tokens].
 
     A cache that cannot hold more than N tokens (StaticCache's ``max_cache_len``) ends the axis at N exactly."""
-    limit = ctx_limit_of(ev.layout)
+    limit = ctx_limit_of(ev.cache)
     if limit:
         return limit[0]
     want = MIN_CTX_AXIS_TOKENS
     if ev.max_ctx is not None:
         want = max(want, 1.25 * ev.max_ctx)
-    windows = _windows(ev.layout)
+    windows = _windows(ev.cache)
     if windows and ev.max_ctx is None:
         want = max(want, 2 * max(windows))
     if show_ctx:
@@ -135,35 +136,26 @@ class MemoryCurves:
 
 
 def buffers_bytes(scenario: Scenario, ev: Evaluation, ctx_tokens):
-    """The runtime buffers :func:`~kvplan.plan.evaluate` counts in the total, at every context [bytes].
-
-    llama.cpp sizes its compute buffer from ``-c`` (the KQ mask; the scores without flash attention), so each
-    context is priced on its own, by the function evaluate uses; other runtimes add none."""
-    import numpy as np
-
-    from kvplan.plan.evaluation import runtime_buffers
-
-    if runtime_buffers(scenario, ev.layout, scenario.ctx) is None:
-        return np.zeros(len(ctx_tokens), dtype=np.int64)
-    return np.array([runtime_buffers(scenario, ev.layout, int(c)).total_bytes for c in ctx_tokens], dtype=np.int64)
+    """The runtime buffers :func:`~kvplan.plan.evaluate` counts in the total, at every context [bytes]
+    (:func:`kvplan.plan.core.buffers_bytes_at`: llama.cpp sizes its compute buffer from ``-c``; other runtimes
+    add none)."""
+    return core.buffers_bytes_at(_basis(ev), ctx_tokens, scenario.sequences)
 
 
-def _fixed_bytes(ev: Evaluation) -> int:
-    """What the total holds besides the cache and the buffers: weights, pinned prefix, overhead [bytes]."""
-    return ev.weights_bytes + ev.pinned_prefix_bytes + ev.overhead_bytes
+def _basis(ev: Evaluation):
+    """The basis ``ev`` was evaluated from: the curves take their points from the same core functions."""
+    return ev.basis if ev.basis is not None else basis_of(ev.scenario)
 
 
 def memory_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ctx: bool = True) -> MemoryCurves:
     ev = evaluate(scenario)
-    ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.layout)
-    marks = (ev.max_ctx, scenario.ctx if show_ctx else None, *_windows(ev.layout))
+    ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.cache)
+    marks = (ev.max_ctx, scenario.ctx if show_ctx else None, *_windows(ev.cache))
     ctx = ctx_grid(ctx_max_tokens, marks)
-    kv = cache_bytes(ev.layout, ctx, scenario.sequences, peak=True)
-    buffers = buffers_bytes(scenario, ev, ctx)
-    total = engine.total_bytes(ev.weights_bytes, kv, 1, ev.pinned_prefix_bytes, ev.overhead_bytes) + buffers
+    memory = core.memory_at(_basis(ev), ctx, scenario.sequences)
     quoted = scenario.ctx if show_ctx else int(ctx[-1])
-    return MemoryCurves(ev, ctx, kv, total, show_ctx, ctx_limit_of(ev.layout), buffers,
-                        warnings_at(scenario, ev, quoted))
+    return MemoryCurves(ev, ctx, memory.kv_peak_bytes, memory.total_bytes, show_ctx, ctx_limit_of(ev.cache),
+                        memory.buffers_bytes, warnings_at(scenario, ev, quoted))
 
 
 # --- decode -----------------------------------------------------------------------------------
@@ -190,58 +182,33 @@ class DecodeCurves:
     warnings: tuple[str, ...] = ()  # :func:`warnings_at` --ctx, else the axis end
 
 
-def decode_rate(step_bytes, device):
-    """Tokens/s per sequence from RAM, as :func:`~kvplan.plan.evaluate` computes it: the two-term model
-    ``1 / (bytes / (efficiency × bandwidth) + decode_latency)`` (latency 0: the bandwidth model)."""
-    return engine.decode_tokens_per_s(device.memory_bandwidth, step_bytes, device.bandwidth_efficiency,
-                                      _latency_s(device))
-
-
-def _latency_s(device) -> float:
-    return float(getattr(device, "decode_latency", 0.0) or 0.0)
-
-
 def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ctx: bool = True,
                   target_tokens_per_s: float | None = None) -> DecodeCurves:
-    """Same formulas as :func:`kvplan.plan.evaluation`, over an array of contexts."""
+    """The core's decode and flash figures (:mod:`kvplan.plan.core`) over an array of contexts."""
     import numpy as np
 
     ev = evaluate(scenario)
-    ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.layout)
+    b = _basis(ev)
+    ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.cache)
     # the last context that is "fit" (headroom ≥ the margin) and the first "tight" one, exact on the grid
-    fit_edge = ev.layout.max_ctx(ev.budget_bytes - ev.margin_bytes - _fixed_bytes(ev) - ev.buffers_bytes,
-                                 scenario.sequences)
-    fit_edge = int(fit_edge) if math.isfinite(fit_edge) and fit_edge >= 0 else None
+    fit_edge = core.tokens_or_none(core.fit_ctx_at(b, ev.margin_bytes, ev.buffers_bytes, scenario.sequences))
     marks = (ev.max_ctx, ev.max_ctx + 1 if ev.max_ctx is not None else None,
              fit_edge, fit_edge + 1 if fit_edge is not None else None,
-             scenario.ctx if show_ctx else None, *_windows(ev.layout))
+             scenario.ctx if show_ctx else None, *_windows(ev.cache))
     ctx = ctx_grid(ctx_max_tokens, marks)
-    device = scenario.device
-    kv = cache_bytes(ev.layout, ctx, scenario.sequences)
-    kv_peak = cache_bytes(ev.layout, ctx, scenario.sequences, peak=True)
-    step = engine.bytes_per_token(ev.weights_read_bytes, kv + ev.pinned_prefix_bytes)
-    bandwidth, efficiency = device.memory_bandwidth, device.bandwidth_efficiency
-    rate = decode_rate(step, device)
-    roofline = engine.decode_tokens_per_s(bandwidth, step, 1.0)
-    total = (engine.total_bytes(ev.weights_bytes, kv_peak, 1, ev.pinned_prefix_bytes, ev.overhead_bytes)
-             + buffers_bytes(scenario, ev, ctx))
-    # as evaluate's flash table: decode runs at the steady cache size (a peak right after prefill is gone by the
-    # first step); that overflow's share of each step is read from flash, the rest from RAM, plus the latency
-    transient_peak = (kv_peak - kv) if getattr(ev.layout, "peak_is_transient", False) else 0
-    steady_overflow = engine.overflow_bytes(total - transient_peak, ev.budget_bytes)
-    per_token_s = (engine.streamed_seconds_per_token(step, steady_overflow, bandwidth * efficiency, device.flash_read)
-                   + _latency_s(device))
-    streamed = np.where(steady_overflow > 0, 1.0 / per_token_s, np.nan)
-    codes = np.asarray(engine.verdict_code(ev.budget_bytes - total, ev.budget_bytes, scenario.margin_fraction),
-                       dtype=np.int8)
+    memory = core.memory_at(b, ctx, scenario.sequences)
+    decode = core.decode_at(b, memory.kv_bytes)
+    streamed = core.streamed_at(b, memory, decode)
+    codes = memory.verdict_code
     fits = np.flatnonzero(codes == 0)
     fit_ctx = int(ctx[fits[-1]]) if fits.size and fits[-1] + 1 < len(ctx) else None
     target = target_tokens_per_s if target_tokens_per_s is not None else scenario.target_tokens_per_s
     quoted = scenario.ctx if show_ctx else int(ctx[-1])
+    rate = decode.tokens_per_s
     # Evaluation.aggregate_decode_tokens_per_s over the grid: the per-sequence rate × sequences
-    return DecodeCurves(ev, ctx, rate, roofline, streamed, target or None, show_ctx, ctx_limit_of(ev.layout),
-                        codes, fit_ctx, _latency_s(device), rate * scenario.sequences,
-                        warnings_at(scenario, ev, quoted))
+    return DecodeCurves(ev, ctx, rate, decode.roofline_tokens_per_s, streamed.tokens_per_s, target or None,
+                        show_ctx, ctx_limit_of(ev.cache), codes, fit_ctx, scenario.device.decode_latency,
+                        rate * scenario.sequences, warnings_at(scenario, ev, quoted))
 
 
 # --- attention variants -----------------------------------------------------------------------

@@ -52,7 +52,7 @@ def field_name(field: str, value: str | None = None) -> str:
 class FieldError(UsageError):
     """A usage error about named fields (``ctx``, ``sequences``, ``runtime.parallel``, ``pinned_prefix_tokens``,
     ``kv_policy``, …), worded by whoever reports it: ``str()`` names the fields (``runtime.parallel: must be at
-    least 1, got 0``), the CLI names its flags (``--parallel: …``, :mod:`kvplan.cli.fieldnames`), a gate file its
+    least 1, got 0``), the CLI names its flags (``--parallel: …``, :mod:`kvplan.cli.options.fieldnames`), a gate file its
     keys, at the line of the key (:mod:`kvplan.gate.spec`).
 
     ``fields``: what the error is about, best first; named before the message, joined by ``lead``

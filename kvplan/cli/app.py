@@ -1,7 +1,7 @@
 """The ``kvplan`` application: global options, command registration, and error handling.
 
 Every command runs inside :class:`KvplanGroup.invoke`, the one place where user
-errors become ``kvplan: error: …`` (a field error worded with the flags, :mod:`kvplan.cli.fieldnames`) with exit code 2 and bugs become exit code 3
+errors become ``kvplan: error: …`` (a field error worded with the flags, :mod:`kvplan.cli.options.fieldnames`) with exit code 2 and bugs become exit code 3
 (with the traceback only under ``--debug`` or ``KVPLAN_DEBUG=1``).
 """
 
@@ -16,8 +16,8 @@ import typer
 from typer.core import TyperGroup
 
 from kvplan.cli import terminal
-from kvplan.cli.fieldnames import cli_message
-from kvplan.cli.once import install as install_once
+from kvplan.cli.options.fieldnames import cli_message
+from kvplan.cli.options.once import install as install_once
 from kvplan.cli.terminal import ExitCode
 from kvplan.errors import KvplanError
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from kvplan.cli import option_groups as g
-from kvplan.cli import options as o
-from kvplan.cli import planopts as p
-from kvplan.cli.groups import Given, with_groups
+from kvplan.cli import terminal
+from kvplan.cli.options import knob_groups as g
+from kvplan.cli.options import declarations as o
+from kvplan.cli.options import planning as p
+from kvplan.cli.options.formats import FormatByOutputOpt, OutputFormat, choose_format
+from kvplan.cli.options.groups import Given, with_groups
 
 HELP = """Compare devices × models at one context: verdict, headroom, decode tokens/s, max context.
 
@@ -23,7 +25,7 @@ def compare(
     cache_knobs: Given = None,
     policy_knobs: Given = None,
     runtime_knobs: Given = None,
-    output_format: p.TabularFormatOpt = None,
+    output_format: FormatByOutputOpt = None,
     output: p.OutputOpt = None,
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
@@ -33,13 +35,13 @@ def compare(
     from kvplan.plan import build_scenario
     from kvplan.errors import UsageError
     from kvplan.plan import evaluate
-    from kvplan.cli.fieldnames import cli_message
+    from kvplan.cli.options.fieldnames import cli_message
     from kvplan.render import compare as render
 
     if not device and not model:
         raise UsageError("give --model (compared on every built-in device), --device (every built-in model), "
                          "or both")
-    fmt_ = p.output_format(output_format, output)
+    fmt_ = choose_format(output_format, output)
     if output:
         from kvplan.files.outfiles import check_writable
 
@@ -59,11 +61,11 @@ def compare(
                 raise UsageError(f"{d.name} × {m.name}: {cli_message(exc)}") from None
         evaluations.append(row)
 
-    if fmt_ is p.TabularFormat.json:
+    if fmt_ is OutputFormat.json:
         import json
 
         text = json.dumps(render.compare_json(evaluations), indent=2, allow_nan=False) + "\n"
-    elif fmt_ is p.TabularFormat.csv:
+    elif fmt_ is OutputFormat.csv:
         text = render.compare_csv(evaluations)
         from kvplan.render.rates import warnings_of
 
@@ -76,8 +78,8 @@ def compare(
             return
         from kvplan.render.tables import to_markdown, to_plain
 
-        text = to_markdown(tables) if fmt_ is p.TabularFormat.markdown else to_plain(tables)
-    p.write_or_display_text(text, output)
+        text = to_markdown(tables) if fmt_ is OutputFormat.markdown else to_plain(tables)
+    terminal.write_or_display_text(text, output)
 
 
 def _resolve(catalog, kind: str, refs: list[str] | None) -> list:

@@ -6,10 +6,12 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli import option_groups as g
-from kvplan.cli import options as o
-from kvplan.cli import planopts as p
-from kvplan.cli.groups import Given, with_groups
+from kvplan.cli import terminal
+from kvplan.cli.options import knob_groups as g
+from kvplan.cli.options import declarations as o
+from kvplan.cli.options import planning as p
+from kvplan.cli.options.formats import FormatByOutputOpt, OutputFormat, choose_format
+from kvplan.cli.options.groups import Given, with_groups
 
 HELP = """The largest context that fits a device, and the changes that would make a target context fit.
 
@@ -37,7 +39,7 @@ def fit(
     cache_knobs: Given = None,
     policy_knobs: Given = None,
     runtime_knobs: Given = None,
-    output_format: p.TabularFormatOpt = None,
+    output_format: FormatByOutputOpt = None,
     output: p.OutputOpt = None,
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
@@ -50,11 +52,11 @@ def fit(
     from kvplan.plan import build_scenario
     from kvplan.plan import evaluate
     from kvplan.render import check as render_check
-    from kvplan.cli.check_argv import check_argv
+    from kvplan.cli.check.argv import check_argv
     from kvplan.render import fit as render
 
-    fmt_ = p.output_format(output_format, output)  # a bad -o extension fails here, before any work
-    if fmt_ is p.TabularFormat.csv and ctx is None:
+    fmt_ = choose_format(output_format, output)  # a bad -o extension fails here, before any work
+    if fmt_ is OutputFormat.csv and ctx is None:
         asked = "--format csv" if output_format is not None else f"--output {output} (CSV by its extension)"
         raise UsageError(f"{asked} lists the configuration at --ctx and the changes that make it fit: give "
                          "--ctx (e.g. --ctx 8k); for the largest context alone use --format json or table")
@@ -83,16 +85,16 @@ def fit(
     commands = [argv_of(c) for c in advice.keep_model] if advice else []
     model_commands = [argv_of(c) for c in advice.other_models] if advice else []
 
-    if fmt_ is p.TabularFormat.json:
+    if fmt_ is OutputFormat.json:
         import json
 
         document = render.fit_json(probe, ev, advice, commands, model_commands)
-        p.write_or_display_text(json.dumps(document, indent=2, allow_nan=False) + "\n", output)
-    elif fmt_ is p.TabularFormat.csv:
+        terminal.write_or_display_text(json.dumps(document, indent=2, allow_nan=False) + "\n", output)
+    elif fmt_ is OutputFormat.csv:
         from kvplan.render.tables import to_csv
 
         given = check_argv(ev.scenario, device, model, profiles_dir) + extra_argv
-        p.write_or_display_text(to_csv(render.FIT_CSV_COLUMNS,
+        terminal.write_or_display_text(to_csv(render.FIT_CSV_COLUMNS,
                                        render.fit_csv_rows(ev, advice, commands, model_commands, given)), output)
         from kvplan.cli import terminal
         from kvplan.render.rates import warnings_of
@@ -112,7 +114,7 @@ def fit(
         if output:
             from kvplan.render.tables import to_markdown, to_plain
 
-            p.write_or_display_text(to_markdown(tables) if fmt_ is p.TabularFormat.markdown else to_plain(tables),
+            terminal.write_or_display_text(to_markdown(tables) if fmt_ is OutputFormat.markdown else to_plain(tables),
                                     output)
         else:
             terminal.display_tables(tables, fmt_.value)

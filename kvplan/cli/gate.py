@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli import options as o
+from kvplan.cli.options import declarations as o
+from kvplan.cli.options.formats import FormatOpt, OutputFormat
 
 HELP = """Check every configuration of one or more release files against their thresholds (a CI gate).
 
@@ -29,7 +30,7 @@ def gate(
     junit: JunitOpt = None,
     json_file: JsonOpt = None,
     markdown_file: MarkdownOpt = None,
-    output_format: o.FormatOpt = o.OutputFormat.table,
+    output_format: FormatOpt = OutputFormat.table,
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
@@ -66,9 +67,9 @@ def gate(
     for name, path in outputs.items():
         write_text_atomic(path, reporters.render(name, results, units.value))
         terminal.display_note(f"wrote {path}")
-    if output_format is o.OutputFormat.json:
+    if output_format is OutputFormat.json:
         terminal.display_json(reporters.json_document(results))
-    elif output_format is o.OutputFormat.markdown:
+    elif output_format is OutputFormat.markdown:
         terminal.display_text(reporters.to_markdown_text(results, units.value))
     else:
         terminal.display_tables(reporters.tables(results, units.value), output_format.value)

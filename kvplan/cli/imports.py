@@ -198,7 +198,7 @@ def _check_options(name: str | None, params: str | None, weight_bits: float | No
                    weight_type: str | None) -> int | None:
     """The options that fill profile fields, checked as typed before any file or request is read (an error
     names the option, not the line of a profile the user never wrote); the parameter count they give."""
-    from kvplan.cli.options import parse_option
+    from kvplan.cli.options.declarations import parse_option
     from kvplan.importers.common import weight_format_name
     from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
     from kvplan.units import parse_count

@@ -9,10 +9,10 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli import options as o
-from kvplan.cli import planopts as p
-from kvplan.cli import option_groups as g
-from kvplan.cli.groups import Given, with_groups
+from kvplan.cli.options import declarations as o
+from kvplan.cli.options import planning as p
+from kvplan.cli.options import knob_groups as g
+from kvplan.cli.options.groups import Given, with_groups
 
 HELP = """Draw a plot: memory, attention, decode or fitmap (PNG, SVG or PDF by the file's extension).
 

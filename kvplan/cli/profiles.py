@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli import options as o
+from kvplan.cli.options import declarations as o
+from kvplan.cli.options.formats import TABLE_JSON, FormatOpt, OutputFormat, format_option
 
 HELP = """Device and model profiles: list the known ones, show one with its sources,
 validate profile files, print the JSON Schema of either kind."""
@@ -20,7 +21,6 @@ class KindChoice(str, Enum):
 
 
 KindOpt = Annotated[KindChoice | None, typer.Option("--kind", "-k", help="Only this kind of profile.")]
-ListFormatOpt = Annotated[o.OutputFormat, typer.Option("--format", "-f", help="Output format.")]
 
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, rich_markup_mode=None,
                   context_settings={"help_option_names": ["-h", "--help"]})
@@ -37,7 +37,7 @@ def list_(
     kind: KindOpt = None,
     name: Annotated[str | None, typer.Option("--name", help="Only profiles whose name or an alias contains "
                                              "this text (case-insensitive).")] = None,
-    output_format: ListFormatOpt = o.OutputFormat.table,
+    output_format: FormatOpt = OutputFormat.table,
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
@@ -76,7 +76,7 @@ def list_(
             warnings.extend(profile_warnings(k, profile))
             entries.append((render.list_row_json(k, profile, path, origin, shadowed_names, figures_of(k, profile)),
                             profile))
-    if output_format is o.OutputFormat.json:
+    if output_format is OutputFormat.json:
         terminal.display_json(render.list_json([row for row, _ in entries], invalid_rows + warnings))
     else:
         for warning in warnings:
@@ -100,7 +100,7 @@ named format it says what the uniform weight_bits gives."""
 def show(
     name: Annotated[str, typer.Argument(help="Profile name, alias, or YAML path.", show_default=False)],
     kind: KindOpt = None,
-    output_format: ListFormatOpt = o.OutputFormat.table,
+    output_format: FormatOpt = OutputFormat.table,
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
     weights: Annotated[bool, typer.Option("--weights", help="A model's weights tensor by tensor (see above).")] = False,
@@ -127,13 +127,13 @@ def show(
     if weights:
         _show_weights(resolved.profile, weight_type, weight_group_size, warnings, output_format, units)
         return
-    if output_format is o.OutputFormat.json:
+    if output_format is OutputFormat.json:
         terminal.display_json(render.show_json(found_kind, resolved.profile, resolved.path, resolved.origin,
                                              figures_of(found_kind, resolved.profile), warnings))
     else:
         for warning in warnings:
             terminal.display_warning(warning)
-        width = None if output_format is o.OutputFormat.markdown else terminal.text_width()
+        width = None if output_format is OutputFormat.markdown else terminal.text_width()
         tables = render.show_tables(found_kind, resolved.profile, resolved.path, resolved.origin,
                                     figures_of(found_kind, resolved.profile), units.value, width)
         terminal.display_tables(tables, output_format.value)
@@ -146,7 +146,7 @@ def _show_weights(model, weight_type, group_size, warnings, output_format, units
     from kvplan.render.weight_table import weights_json, weights_tables
 
     breakdown = weight_breakdown(model, weight_type, group_size)
-    if output_format is o.OutputFormat.json:
+    if output_format is OutputFormat.json:
         terminal.display_json(weights_json(breakdown, warnings, JSON_SCHEMA_VERSION))
         return
     for warning in warnings:
@@ -191,17 +191,12 @@ window llama.cpp ignores), as 'profiles show' prints it: on stderr, and in JSON 
 code: 0 when every file is valid, 2 when any is not."""
 
 
-class ValidateFormat(str, Enum):  # problems are lines, not a table: no markdown form
-    table = "table"
-    json = "json"
-
-
 @app.command("validate", help=VALIDATE_HELP)
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Profile YAML files.", show_default=False)],
     kind: KindOpt = None,
-    output_format: Annotated[ValidateFormat, typer.Option("--format", "-f", help="Output format: table "
-                                                          "(plain lines) or json.")] = ValidateFormat.table,
+    # problems are lines, not a table: no markdown form
+    output_format: format_option(TABLE_JSON, help="Output format: table (plain lines) or json.") = OutputFormat.table,
 ) -> None:
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
@@ -212,7 +207,7 @@ def validate(
     bad = [r for r in results if r.problems]
     found = [_valid_profile_warnings(r) for r in results]
     every = list(dict.fromkeys(w for warnings in found for w in warnings))
-    if output_format is ValidateFormat.json:
+    if output_format is OutputFormat.json:
         terminal.display_json({"schema_version": JSON_SCHEMA_VERSION, "warnings": every, "ok": not bad,
                                "files": [{**r.as_json(), "warnings": w} for r, w in zip(results, found)]})
     else:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli import options as o
+from kvplan.cli.options import declarations as o
 
 HELP = """Write a design-review report for the configurations of one or more gate files.
 

@@ -287,3 +287,14 @@ def progress(total: int, description: str, worth_showing: bool = True):
     if worth_showing and sys.stderr.isatty() and not env_flag("KVPLAN_PLAIN"):
         return _RichProgress(total, description)
     return _NoProgress()
+
+
+def write_or_display_text(text: str, output: str | None) -> None:
+    """``text`` written whole to ``output`` (with a note saying so), else printed to stdout."""
+    from kvplan.files.outfiles import write_text_atomic
+
+    if output:
+        write_text_atomic(output, text)
+        display_note(f"wrote {output}")
+    else:
+        display_text(text)

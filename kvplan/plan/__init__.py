@@ -4,6 +4,7 @@
 """
 
 from kvplan.plan.scenario import Scenario
+from kvplan.plan import core
 from kvplan.plan.evaluation import (
     Evaluation,
     Flash,
@@ -15,5 +16,5 @@ from kvplan.plan.evaluation import (
 )
 from kvplan.plan.knobs import Knobs, build_scenario, element_formats
 
-__all__ = ["Evaluation", "Flash", "Knobs", "Scenario", "build_scenario", "cache_model_for", "element_formats",
+__all__ = ["Evaluation", "core", "Flash", "Knobs", "Scenario", "build_scenario", "cache_model_for", "element_formats",
            "evaluate", "max_ctx_limited_by", "prefill_seconds_of", "weights_of"]

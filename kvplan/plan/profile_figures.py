@@ -35,7 +35,7 @@ def device_figures(d: Device) -> dict:
 def model_figures(m: Model) -> dict:
     """Key figures of a model in base units."""
     from kvplan.caches.ideal import cache_layout
-    from kvplan.plan import weights_of
+    from kvplan.plan.basis import weights_of
 
     layout = cache_layout(m)
     weights, weights_read, _ = weights_of(m, None)

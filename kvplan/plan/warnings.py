@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from kvplan.errors import KvplanError
 
 if TYPE_CHECKING:
-    from kvplan.plan.evaluation import Evaluation
+    from kvplan.plan.results import Evaluation
     from kvplan.profiles.spec import Device
     from kvplan.plan.scenario import Scenario
 
@@ -71,7 +71,7 @@ def ignored_window(ev: Evaluation) -> str | None:
     s, m = ev.scenario, ev.scenario.model
     if s.runtime is not None or s.sliding_window is not None or not m.sliding_window:
         return None
-    if getattr(ev.layout, "policy", None) is not None or ev.ctx_per_sequence_tokens <= m.sliding_window:
+    if getattr(ev.cache, "policy", None) is not None or ev.ctx_per_sequence_tokens <= m.sliding_window:
         return None
     from kvplan.caches.llamacpp import llamacpp_cache, window_ignored_because
     from kvplan.profiles.runtime import runtime_spec
@@ -93,7 +93,7 @@ def ignored_window(ev: Evaluation) -> str | None:
 
 def unpriced_buffers(ev: Evaluation) -> str | None:
     """Under llama.cpp, why its compute and output buffers are left out of the total (None: they are in it)."""
-    if getattr(ev.layout, "name", None) != "llama.cpp" or ev.buffers_bytes:
+    if getattr(ev.cache, "name", None) != "llama.cpp" or ev.buffers_bytes:
         return None
     from kvplan.caches.buffers import unpriced_because
 
@@ -111,26 +111,6 @@ def warnings_of(ev: Evaluation) -> tuple[str, ...]:
     if unpriced:
         out.append(unpriced)
     s = ev.scenario  # the tokens one sequence attends as requested (llama.cpp's padded cells would overstate it)
-    shared = getattr(ev.layout, "name", None) == "llama.cpp" and not getattr(s.runtime, "kv_unified", False)
+    shared = getattr(ev.cache, "name", None) == "llama.cpp" and not getattr(s.runtime, "kv_unified", False)
     out += implausible_inputs(s, -(-s.ctx // s.sequences) if shared else s.ctx)
     return tuple(out)
-
-
-def llamacpp_buffers_if_ideal(s: Scenario):
-    """What llama.cpp would add (compute + output buffers, default options) to an ideal-formula evaluation;
-    None under a runtime, or when the profile lacks the shape the buffers need."""
-    if s.runtime is not None:
-        return None
-    from kvplan.caches.buffers import llamacpp_buffers, unpriced_because
-    from kvplan.caches.llamacpp import llamacpp_cache
-    from kvplan.profiles.runtime import runtime_spec
-
-    if unpriced_because(s.model) or s.sliding_window is not None or s.pinned_prefix_tokens:
-        return None  # llama.cpp cannot put a window on a model, nor keep a prefix outside its -c
-    spec = runtime_spec("llama.cpp")
-    try:  # the line names a --runtime llama.cpp command: say nothing where llama.cpp refuses the request
-        cache = llamacpp_cache(spec, s.model, s.k_format, s.v_format)
-    except KvplanError:
-        return None
-    v_format = cache.v_format or cache.k_format
-    return llamacpp_buffers(spec, s.model, s.ctx * s.sequences, s.sequences, cache.k_format.name, v_format.name)

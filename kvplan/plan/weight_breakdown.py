@@ -10,46 +10,15 @@ share of the total. Without a named format the weights are ``params × weight_bi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kvplan.engine.quantize import PricedTensor, WeightPricing
     from kvplan.profiles.spec import Model
 
+from kvplan.plan.results import TensorGroup, WeightBreakdown
+
 _LAYER_RE = re.compile(r"^blk\.(\d+)\.")
-
-
-@dataclass(frozen=True)
-class TensorGroup:
-    """Tensors of one name pattern, shape and storage type: ``layers`` are the block indices (empty outside
-    blocks), ``bytes`` their sum [bytes]."""
-
-    pattern: str
-    layers: tuple[int, ...]
-    count: int
-    shape: tuple[int, ...]
-    dtype: str
-    kind: str
-    bytes: int
-
-
-@dataclass(frozen=True)
-class WeightBreakdown:
-    """A model's weights in one format. ``weight_type`` None: uniform ``bits_per_weight`` (no tensors);
-    ``explicit``: the profile's own ``weights`` size is what every check uses."""
-
-    model: str
-    weight_type: str | None
-    group_size: int | None
-    total_bytes: int
-    n_params: int
-    bits_per_weight: float
-    read_bytes: int
-    groups: tuple[TensorGroup, ...] = ()
-    tensors: tuple[PricedTensor, ...] = ()
-    explicit_bytes: int | None = None
-    source: str = "option"  # "option": --weight-type; "profile": the profile's weight_type; "uniform"
 
 
 def group_tensors(tensors: tuple[PricedTensor, ...]) -> tuple[TensorGroup, ...]:
@@ -75,7 +44,7 @@ def weight_breakdown(model: Model, weight_type: str | None = None, group_size: i
     neither, what a uniform ``weight_bits`` gives. Raises FieldError for a model without a tensor layout."""
     from kvplan.engine.quantize import FILE_TYPES
     from kvplan.errors import FieldError
-    from kvplan.plan.evaluation import weights_of
+    from kvplan.plan.basis import weights_of
     from kvplan.plan.weights import bytes_read_per_token, priced_weights
 
     source = "option" if weight_type is not None else "profile"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from pathlib import Path
 
 if TYPE_CHECKING:
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Evaluation
 
 
 CHECK_KINDS = ("memory", "decode", "attention")

@@ -19,8 +19,8 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
     ones = np.ones_like(x)
     layers = [("weights", f"weights ({size_label(ev.weights_bytes, units)})", ev.weights_bytes * ones)]
     seq = f", {s.sequences} sequences" if s.sequences > 1 else ""
-    kv_name = ev.layout.k_format.name if ev.layout.k_format == ev.layout.v_format else \
-        f"K {ev.layout.k_format.name} / V {ev.layout.v_format.name}"
+    kv_name = ev.cache.k_format.name if ev.cache.k_format == ev.cache.v_format else \
+        f"K {ev.cache.k_format.name} / V {ev.cache.v_format.name}"
     layers.append(("kv", f"KV cache ({kv_name}{seq})", curves.kv_bytes))
     if ev.pinned_prefix_bytes:
         layers.append(("pinned", f"pinned prefix ({size_label(ev.pinned_prefix_bytes, units)})",

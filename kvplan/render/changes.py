@@ -15,7 +15,7 @@ from kvplan.render import fmt, rates
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from kvplan.advice import Change
+    from kvplan.plan.results import Change
 
 # Kept in step with kvplan.advice (render does not import advice's functions).
 CTX_BEYOND_TRAINED, WINDOW_NOT_TRAINED = "ctx_beyond_trained", "window_not_trained"
@@ -46,6 +46,9 @@ def describe_change(change: Change) -> str:
         return f"model {v}"
     if change.kind == "ctx" and v == change.evaluation.max_ctx_trained:
         return f"context {v:,} tokens (the trained length)"
+    prefix = change.evaluation.scenario.pinned_prefix_tokens
+    if change.kind == "ctx" and prefix and v + prefix == change.evaluation.max_ctx_trained:
+        return f"context {v:,} tokens (the trained length less the pinned prefix)"
     return {
         "ctx": lambda: f"context {v:,} tokens",
         "kv_bits": lambda: f"KV cache at {v} bits",

@@ -13,8 +13,8 @@ from kvplan.render import runtime as runtime_render
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from kvplan.advice import Change
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Change
+    from kvplan.plan.results import Evaluation
 
 JSON_SCHEMA_VERSION = 1
 
@@ -36,8 +36,8 @@ def format_json(ev: Evaluation, runtime_command: str | None = None) -> dict:
         "pinned_prefix_tokens": s.pinned_prefix_tokens,
         "weight_bits": ev.weight_bits,
         "weights": weights_json(ev),
-        "k_format": ev.layout.k_format.name,
-        "v_format": ev.layout.v_format.name,
+        "k_format": ev.cache.k_format.name,
+        "v_format": ev.cache.v_format.name,
         "kv_bytes_per_token": ev.kv_bytes_per_token,
         "verdict": ev.verdict.value,
         "margin_fraction": s.margin_fraction,
@@ -51,6 +51,7 @@ def format_json(ev: Evaluation, runtime_command: str | None = None) -> dict:
         "bytes_per_step": ev.bytes_per_step,
         "max_ctx": ev.max_ctx,
         "max_ctx_limited_by": ev.max_ctx_limited_by,
+        "max_ctx_contiguous": ev.max_ctx_contiguous,
         "max_ctx_trained": ev.max_ctx_trained,
         "ctx_beyond_trained": ev.ctx_beyond_trained,
         "max_ctx_at_target": ev.max_ctx_at_target,
@@ -128,10 +129,10 @@ def describe_change(change: Change) -> str:
 
 
 def _kv_format_label(ev: Evaluation) -> str:
-    policy = getattr(ev.layout, "policy", None)
+    policy = getattr(ev.cache, "policy", None)
     if policy is not None:
         return f"policy {policy.name}"
-    k, v = ev.layout.k_format.name, ev.layout.v_format.name
+    k, v = ev.cache.k_format.name, ev.cache.v_format.name
     return k if k == v else f"K {k} / V {v}"
 
 
@@ -153,7 +154,7 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
     else:
         row(f"weights ({fmt.bits(ev.weight_bits)}-bit, {s.model.params / 1e9:.2f}B params)", ev.weights_bytes)
     # concurrency on its own line: one sequence's cache, then the others'
-    shared_ctx = getattr(ev.layout, "name", None) == "llama.cpp"  # -c is the total of the -np sequences
+    shared_ctx = getattr(ev.cache, "name", None) == "llama.cpp"  # -c is the total of the -np sequences
     if s.sequences > 1 and ev.kv_bytes_per_sequence is None:  # llama.cpp --kv-unified: one shared stream
         row(f"KV cache ({_kv_format_label(ev)}, -c {s.ctx:,} in one stream shared by {s.sequences} sequences)",
             ev.kv_bytes)
@@ -219,9 +220,9 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
     s, d = ev.scenario, ev.scenario.device
     t = Table("speed and limits", ["figure", "value"])
     t.add("KV bytes per token", f"{ev.kv_bytes_per_token:,} B")
-    if ev.layout.windows:
-        windows = ", ".join(f"{w:,}" for w, _ in ev.layout.windows)
-        t.add("layers (global / windowed)", f"{ev.layout.global_layers} / {ev.layout.windowed_layers} (window {windows})")
+    if ev.cache.windows:
+        windows = ", ".join(f"{w:,}" for w, _ in ev.cache.windows)
+        t.add("layers (global / windowed)", f"{ev.cache.global_layers} / {ev.cache.windowed_layers} (window {windows})")
     n = s.sequences
     t.add("bytes read per decode step" + (f" (weights once, {n} sequences' caches)" if n > 1 else ""),
           f"{fmt.bytes_(ev.bytes_per_step, units)}")
@@ -250,6 +251,9 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
         t.add(f"recompute the {s.pinned_prefix_tokens:,}-token pinned prefix instead of keeping it",
               fmt.seconds(ev.pinned_prefix_recompute_s))
     t.add("max context that fits", maxctx_render.max_ctx_text(ev))
+    gap = maxctx_render.contiguous_text(ev)
+    if gap:
+        t.add("every context fits up to", gap)
     if s.target_tokens_per_s:  # as fit: a target out of reach at any context says so
         per = " per sequence" if s.sequences > 1 else ""
         t.add(f"max context at ≥ {s.target_tokens_per_s:g} tok/s{per}", maxctx_render.at_target_text(ev))

@@ -14,7 +14,7 @@ from kvplan.render.tables import Table, to_csv
 from kvplan.sweep import SweepColumns
 
 if TYPE_CHECKING:
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Evaluation
 
 # sweep's columns, in sweep's order (one list for both commands: a row of each for the same point reads the same);
 # max_ctx_at_target, last, only with a decode target
@@ -42,9 +42,9 @@ def _row(ev: Evaluation) -> dict:
     s = ev.scenario
     return {
         "device": s.device.name, "model": s.model.name, "runtime": runtime_label(s.runtime),
-        "kv_policy": policy_label(ev.layout), "ctx": s.ctx, "sequences": s.sequences,
+        "kv_policy": policy_label(ev.cache), "ctx": s.ctx, "sequences": s.sequences,
         "pinned_prefix_tokens": s.pinned_prefix_tokens, "weight_bits": ev.weight_bits,
-        "k_format": ev.layout.k_format.name, "v_format": ev.layout.v_format.name,
+        "k_format": ev.cache.k_format.name, "v_format": ev.cache.v_format.name,
         "kv_bytes_per_token": ev.kv_bytes_per_token, "kv_bytes": ev.kv_bytes, "kv_peak_bytes": ev.kv_peak_bytes,
         "pinned_prefix_bytes": ev.pinned_prefix_bytes, "weights_bytes": ev.weights_bytes,
         "overhead_bytes": ev.overhead_bytes, "total_bytes": ev.total_bytes, "budget_bytes": ev.budget_bytes,
@@ -98,7 +98,7 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
     s = cells[0].scenario
     target = s.target_tokens_per_s
     runtimes = [runtime_label(ev.scenario.runtime) for ev in cells]
-    policies = [policy_label(ev.layout) for ev in cells]
+    policies = [policy_label(ev.cache) for ev in cells]
     # One runtime / policy for every cell: named in the title (the ideal formula and no policy go unsaid);
     # else a column. The KV peak is a column only where some cell's peak differs from its steady cache, the
     # buffers only where some cell has them (as in sweep's table).

@@ -14,8 +14,8 @@ from kvplan.render.csvnum import fixed
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from kvplan.advice import Advice, Change
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Advice, Change
+    from kvplan.plan.results import Evaluation
 
 
 def command_line(argv: list[str]) -> str:
@@ -39,8 +39,8 @@ def fit_json(probe: Evaluation, ev: Evaluation | None, advice: Advice | None,
         "sequences": s.sequences,
         "pinned_prefix_tokens": s.pinned_prefix_tokens,
         "weight_bits": probe.weight_bits,
-        "k_format": probe.layout.k_format.name,
-        "v_format": probe.layout.v_format.name,
+        "k_format": probe.cache.k_format.name,
+        "v_format": probe.cache.v_format.name,
         "kv_bytes_per_token": probe.kv_bytes_per_token,
         "max_ctx": probe.max_ctx,
         "max_ctx_limited_by": probe.max_ctx_limited_by,
@@ -95,9 +95,9 @@ def fit_csv_rows(ev: Evaluation, advice: Advice | None, commands: list[list[str]
 
 def limits_table(probe: Evaluation, ev: Evaluation | None, units: str = "si") -> Table:
     s = probe.scenario
-    knobs = [f"{fmt.bits(probe.weight_bits)}-bit weights", f"KV {probe.layout.k_format.name}"
-             if probe.layout.k_format == probe.layout.v_format
-             else f"K {probe.layout.k_format.name} / V {probe.layout.v_format.name}"]
+    knobs = [f"{fmt.bits(probe.weight_bits)}-bit weights", f"KV {probe.cache.k_format.name}"
+             if probe.cache.k_format == probe.cache.v_format
+             else f"K {probe.cache.k_format.name} / V {probe.cache.v_format.name}"]
     if s.sequences > 1:
         knobs.append(f"{s.sequences} sequences")
     if s.pinned_prefix_tokens:

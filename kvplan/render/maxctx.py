@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Evaluation
 
 
 def _trained(ev: Evaluation) -> int | None:
@@ -43,7 +43,7 @@ def max_ctx_text(ev: Evaluation) -> str:
                     "the budget")
         if ev.max_ctx_limited_by != "unbounded":  # a runtime's preallocated cache (transformers' max_cache_len)
             return f"none: the {_limit_tokens(ev)}cache preallocated for {ev.max_ctx_limited_by} does not fit"
-        windows = getattr(ev.layout, "windows", ()) or ()
+        windows = getattr(ev.cache, "windows", ()) or ()
         stop = max((w for w, _ in windows), default=0)
         where = f" at {stop:,} tokens" if stop else ""
         return f"unbounded: every layer windowed, the cache stops growing{where}{suffix}"
@@ -53,8 +53,18 @@ def max_ctx_text(ev: Evaluation) -> str:
     return f"{ev.max_ctx:,} tokens{suffix}"
 
 
+def contiguous_text(ev: Evaluation) -> str | None:
+    """Where a larger context fits again past one that does not (llama.cpp's compute buffer is smaller at some
+    larger ``-c``): ``91,904 tokens (91,905 does not fit, yet 94,976 does: …)``; None where max context is it."""
+    if ev.max_ctx is None or ev.max_ctx_contiguous is None or ev.max_ctx_contiguous == ev.max_ctx:
+        return None
+    first_gap = ev.max_ctx_contiguous + 1
+    return (f"{ev.max_ctx_contiguous:,} tokens ({first_gap:,} does not fit, yet {ev.max_ctx:,} does: llama.cpp's "
+            "compute buffer is smaller at some larger -c)")
+
+
 def _limit_tokens(ev: Evaluation) -> str:
-    limit = getattr(ev.layout, "ctx_limit", None)
+    limit = getattr(ev.cache, "ctx_limit", None)
     return f"{limit[0]:,}-token " if limit else ""
 
 
@@ -83,6 +93,8 @@ def beyond_trained_note(ev: Evaluation) -> str | None:
     s = ev.scenario
     tokens = ev.ctx_per_sequence_tokens
     what = f"{tokens:,}" if tokens == s.ctx else f"-c {s.ctx:,} ({tokens:,} per sequence)"
+    if s.pinned_prefix_tokens:
+        what += f" after the {s.pinned_prefix_tokens:,}-token pinned prefix ({ev.attended_tokens:,} attended)"
     return (f"{s.model.name} was trained to {ev.max_ctx_trained:,} tokens; {what} needs a context extension "
             "(RoPE scaling)")
 

@@ -8,11 +8,11 @@ from kvplan.render import fmt
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Evaluation
 
 
 def _policy_cache(ev: Evaluation):
-    return ev.layout if getattr(ev.layout, "policy", None) is not None else None
+    return ev.cache if getattr(ev.cache, "policy", None) is not None else None
 
 
 def _name(fmt_) -> str | None:

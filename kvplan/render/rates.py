@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from kvplan.render import fmt
 
 if TYPE_CHECKING:
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Evaluation
 
 DECODE = "decode tok/s"
 DECODE_PER_SEQUENCE = "decode tok/s per sequence"

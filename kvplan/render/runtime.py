@@ -8,11 +8,11 @@ from kvplan.render import fmt
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Evaluation
 
 
 def runtime_cache(ev: Evaluation):
-    return ev.layout if hasattr(ev.layout, "describe") and getattr(ev.layout, "name", None) else None
+    return ev.cache if hasattr(ev.cache, "describe") and getattr(ev.cache, "name", None) else None
 
 
 def runtime_json(ev: Evaluation) -> dict:

@@ -9,7 +9,7 @@ from kvplan.render import fmt
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from kvplan.plan.weight_breakdown import WeightBreakdown
+    from kvplan.plan.results import WeightBreakdown
 
 
 def _ranges(layers: tuple[int, ...]) -> str:

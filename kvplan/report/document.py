@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from kvplan.plan import Evaluation
+    from kvplan.plan.results import Evaluation
 
 
 @dataclass(frozen=True)

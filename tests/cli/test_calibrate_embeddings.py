@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kvplan.cli.calibrate_models import _file_type
+from kvplan.calibrate.models import file_type
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "llama-bench-m2.json"
 
@@ -17,7 +17,7 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "llama-bench-m2.json"
     ("llama 8B Q6_K", "q6_k"), ("qwen3moe 30B.A3B all F32 (guessed)", None), ("llama 8B TQ1_0", None),
 ])
 def test_file_type_of_a_llama_bench_model_type(model_type, expected):
-    assert _file_type(model_type) == expected
+    assert file_type(model_type) == expected
 
 
 def test_model_subtracts_the_input_embedding_table(run, tmp_path):

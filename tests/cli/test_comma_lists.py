@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from kvplan.cli.planopts import split_refs
+from kvplan.cli.options.planning import split_refs
 from kvplan.errors import UsageError
 from tests.conftest import DATA, REF_7B, REF_PHONE
 

@@ -1,12 +1,12 @@
 """Issue #14 point 6: an error names what the user typed. The core raises :class:`FieldError` about a field
-(the library and a file see the field); the CLI words the same error with the flag (kvplan/cli/fieldnames.py).
+(the library and a file see the field); the CLI words the same error with the flag (kvplan/cli/options/fieldnames.py).
 No field is worded by its name on the command line any more."""
 
 from __future__ import annotations
 
 import pytest
 
-from kvplan.cli.fieldnames import FLAGS, cli_message
+from kvplan.cli.options.fieldnames import FLAGS, cli_message
 from kvplan.errors import FieldError, UsageError
 from tests.conftest import DATA, REF_7B, REF_PHONE
 
@@ -86,7 +86,7 @@ def test_scenario_checks_are_field_errors(changes, field, cli):
 
 
 def test_history_bits_flag_uses_the_bit_width_rule_not_pydantic():
-    from kvplan.cli.policy_options import policy_from_options
+    from kvplan.cli.options.policy import policy_from_options
 
     with pytest.raises(FieldError) as caught:
         policy_from_options(recent_window=1024, history_ratio="50%", history_bits="4/99")
@@ -101,7 +101,7 @@ def test_history_bits_flag_uses_the_bit_width_rule_not_pydantic():
 ])
 def test_parse_option_names_the_option(option, parser, text, message):
     import kvplan.units
-    from kvplan.cli.options import parse_option
+    from kvplan.cli.options.declarations import parse_option
 
     with pytest.raises(UsageError) as caught:
         parse_option(option, getattr(kvplan.units, parser), text)
@@ -109,7 +109,7 @@ def test_parse_option_names_the_option(option, parser, text, message):
 
 
 def test_parse_option_returns_the_parsed_value():
-    from kvplan.cli.options import parse_option
+    from kvplan.cli.options.declarations import parse_option
     from kvplan.units import parse_size_bytes
 
     assert parse_option("--ram", parse_size_bytes, "8 GiB") == 8 * 2**30  # 8,589,934,592 B

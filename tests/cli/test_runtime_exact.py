@@ -86,7 +86,7 @@ def expected_transformers(p, ctx, n):
 @pytest.fixture(scope="module")
 def evaluate_json():
     from kvplan.profiles.catalog import Catalog
-    from kvplan.cli import runtime_options as ro
+    from kvplan.cli.options import runtime as ro
     from kvplan.plan import Knobs, build_scenario
     from kvplan.plan import evaluate
     from kvplan.render.check import format_json

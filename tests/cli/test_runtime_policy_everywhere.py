@@ -165,7 +165,7 @@ def test_plot_memory_runtime_line_is_the_runtime_cache(run, tmp_path, monkeypatc
     assert result.exit_code == 0, result.stderr
     (curves,) = seen[0]
     cache = llamacpp_cache(runtime_spec("llama.cpp"), Catalog().model("gemma-3-1b").profile)
-    assert type(curves.evaluation.layout).__name__ == "LlamaCppCache"
+    assert type(curves.evaluation.cache).__name__ == "LlamaCppCache"
     for i in range(0, len(curves.ctx_tokens), 37):
         c = int(curves.ctx_tokens[i])
         assert int(curves.kv_bytes[i]) == cache.kv_bytes(c, 1), c

@@ -12,7 +12,7 @@ from kvplan.engine.tiered import Tier
 from kvplan.errors import ProfileError, UsageError
 from kvplan.plan import Scenario, cache_model_for, evaluate
 from kvplan.caches.ideal import cache_layout
-from kvplan.cli.policy_options import policy_from_options
+from kvplan.cli.options.policy import policy_from_options
 from kvplan.profiles.policy import FormatSpec, PolicySpec, load_policy_file, resolve_policy
 from kvplan.caches.policy import policy_cache
 from kvplan.profiles.spec import Model
@@ -234,7 +234,7 @@ def test_evaluate_counts_the_peak_against_the_budget(ref_models):
     assert ev.kv_bytes == 771_751_936 and ev.kv_peak_bytes == 897_187_840
     assert ev.total_bytes == 1_750_000_000 + 897_187_840
     budget_left = 6_000_000_000 - 1_750_000_000
-    assert ev.layout.kv_peak_bytes(ev.max_ctx) <= budget_left < ev.layout.kv_peak_bytes(ev.max_ctx + 1)
+    assert ev.cache.kv_peak_bytes(ev.max_ctx) <= budget_left < ev.cache.kv_peak_bytes(ev.max_ctx + 1)
 
 
 def test_model_profile_policy_applies_and_none_overrides_it():

@@ -23,16 +23,16 @@ def static():
 
 
 def test_ctx_limit_of_caches(static):
-    assert data.ctx_limit_of(evaluate(static).layout) == (4096, "max_cache_len")
-    assert data.ctx_limit_of(evaluate(static.with_changes(runtime=TransformersSpec())).layout) is None
-    assert data.ctx_limit_of(evaluate(static.with_changes(runtime=runtime_spec("llama.cpp"))).layout) is None
-    assert data.ctx_limit_of(evaluate(static.with_changes(runtime=None)).layout) is None
+    assert data.ctx_limit_of(evaluate(static).cache) == (4096, "max_cache_len")
+    assert data.ctx_limit_of(evaluate(static.with_changes(runtime=TransformersSpec())).cache) is None
+    assert data.ctx_limit_of(evaluate(static.with_changes(runtime=runtime_spec("llama.cpp"))).cache) is None
+    assert data.ctx_limit_of(evaluate(static.with_changes(runtime=None)).cache) is None
 
 
 def test_zero_tokens_hold_no_static_cache(static):
     # the protocol: no tokens, no cache; a 0-token pinned prefix must not add another preallocated cache
     ev = evaluate(static)
-    assert ev.layout.kv_bytes(0) == 0 and ev.pinned_prefix_bytes == 0
+    assert ev.cache.kv_bytes(0) == 0 and ev.pinned_prefix_bytes == 0
     assert ev.total_bytes == 1_750_000_000 + KV_4K == 3_897_483_648
 
 

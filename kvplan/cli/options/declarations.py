@@ -14,12 +14,6 @@ from kvplan.units import TOKENS_RULE
 TOKENS_HELP = f"Tokens: {TOKENS_RULE}."
 
 
-class OutputFormat(str, Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-
-
 class Units(str, Enum):
     si = "si"
     iec = "iec"
@@ -61,7 +55,6 @@ TargetOpt = Annotated[float | None, typer.Option("--target-tok-s",
                                                  "or above this many tokens/s.")]
 SlidingWindowOpt = Annotated[str | None, typer.Option("--sliding-window", help="Put every layer behind a "
                                                     f"sliding window of this many tokens (4096, 4k). {TOKENS_HELP}")]
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
 UnitsOpt = Annotated[Units, typer.Option("--units", help="Sizes in SI (GB = 10^9) or IEC (GiB = 2^30).")]
 ProfilesDirOpt = Annotated[list[str] | None, typer.Option("--profiles-dir", help="Folder of your own "
                                                           "profiles, searched before the built-ins "
@@ -111,8 +104,8 @@ def knobs(*, sequences: int = 1, pinned_prefix: str = "0", weight_bits=None, wei
     """:class:`~kvplan.plan.knobs.Knobs` from single-valued CLI options (parsed, errors naming the option),
     the one place every command that describes a configuration turns its options into knobs.
 
-    ``runtime`` / ``kv_policy`` are already built by ``runtime_options.runtime_knob`` /
-    ``policy_options.policy_knob``."""
+    ``runtime`` / ``kv_policy`` are already built by :func:`kvplan.cli.options.runtime.runtime_knob` /
+    :func:`kvplan.cli.options.policy.policy_knob`."""
     from kvplan.plan import Knobs  # configure pulls in plan: only when a command runs
 
     window = parse_ctx(sliding_window, "--sliding-window", "a window") if sliding_window else None

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from kvplan.cli import option_groups as g
-from kvplan.cli import options as o
-from kvplan.cli.check_plots import PlotDirOpt, PlotFileOpt, check_plot_targets, write_check_plots
-from kvplan.cli.groups import Given, with_groups
-from kvplan.cli.planopts import OutputOpt
+from kvplan.cli.options import knob_groups as g
+from kvplan.cli.options import declarations as o
+from kvplan.cli.options.formats import TABLE_JSON_MARKDOWN, FormatOpt, OutputFormat, choose_format
+from kvplan.cli.check.plots import PlotDirOpt, PlotFileOpt, check_plot_targets, write_check_plots
+from kvplan.cli.options.groups import Given, with_groups
+from kvplan.cli.options.planning import OutputOpt
 
 HELP = """Check one configuration: memory against the device budget, decode speed, max context.
 
@@ -24,7 +25,7 @@ def check(
     cache_knobs: Given = None,
     policy_knobs: Given = None,
     runtime_knobs: Given = None,
-    output_format: o.FormatOpt = o.OutputFormat.table,
+    output_format: FormatOpt = OutputFormat.table,
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
     plot: PlotFileOpt = None,
@@ -33,7 +34,6 @@ def check(
 ) -> None:
     import typer
 
-    from kvplan.cli.planopts import write_or_display_text
     from kvplan.advice import changes_to_fit
     from kvplan.cli import terminal
     from kvplan.cli.terminal import ExitCode
@@ -59,7 +59,7 @@ def check(
     changes = changes_to_fit(ev) if not ev.fits else None
     runtime_command = None
     if ev.llamacpp_buffers_bytes is not None:  # llama.cpp accepts this request: the command that prices it
-        from kvplan.cli.check_argv import check_argv
+        from kvplan.cli.check.argv import check_argv
 
         # llama.cpp's -c is the total of its -np sequences: the same request is -c ctx × sequences
         same_request = scenario.with_changes(ctx=scenario.ctx * scenario.sequences)
@@ -67,13 +67,13 @@ def check(
 
         # quoted for a shell, as fit's commands are: a profile path with a space still runs as shown
         runtime_command = shlex.join(check_argv(same_request, device, model, profiles_dir) + ["--runtime", "llama.cpp"])
-    if output_format is o.OutputFormat.json:
+    if output_format is OutputFormat.json:
         document = render.format_json(ev, runtime_command)
         document["changes_to_fit"] = [render.change_json(c) for c in changes or []]
         if output:
             import json
 
-            write_or_display_text(json.dumps(document, indent=2, allow_nan=False) + "\n", output)
+            terminal.write_or_display_text(json.dumps(document, indent=2, allow_nan=False) + "\n", output)
         else:
             terminal.display_json(document)
     else:
@@ -81,7 +81,7 @@ def check(
         if output:
             from kvplan.render.tables import to_markdown, to_plain
 
-            write_or_display_text(to_markdown(tables) if output_format is o.OutputFormat.markdown
+            terminal.write_or_display_text(to_markdown(tables) if output_format is OutputFormat.markdown
                                   else to_plain(tables), output)
         else:
             terminal.display_tables(tables, output_format.value)
@@ -89,20 +89,14 @@ def check(
     raise typer.Exit(ExitCode.OK if ev.fits else ExitCode.FAILED)
 
 
-def _format_for_output(chosen, output: str | None):
-    """``-o out.json`` / ``out.md`` pick the format when ``--format`` is left at its default; a table otherwise.
-    Checked before any work, so a bad extension never leaves a half-done run."""
+def _format_for_output(chosen: OutputFormat, output: str | None) -> OutputFormat:
+    """The format of ``-o out.json`` / ``out.md`` (:func:`~kvplan.cli.options.formats.choose_format`), checked before
+    any work so a bad extension never leaves a half-done run. check's ``--format`` shows its default (table), so a
+    table asked for is not told apart from none: the extension decides then."""
     if not output:
         return chosen
-    from pathlib import Path
-
-    from kvplan.errors import UsageError
     from kvplan.files.outfiles import check_writable
 
-    suffix = Path(output).suffix.lower()
-    by_suffix = {".json": o.OutputFormat.json, ".md": o.OutputFormat.markdown, ".markdown": o.OutputFormat.markdown,
-                 ".txt": o.OutputFormat.table, "": o.OutputFormat.table}
-    if suffix not in by_suffix and chosen is o.OutputFormat.table:
-        raise UsageError(f"--output {output}: unknown extension {suffix!r}; use .json, .md or .txt, or give --format")
+    fmt = choose_format(None if chosen is OutputFormat.table else chosen, output, TABLE_JSON_MARKDOWN)
     check_writable(output)
-    return by_suffix.get(suffix, chosen) if chosen is o.OutputFormat.table else chosen
+    return fmt

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli.options import TOKENS_HELP
+from kvplan.cli.options.declarations import TOKENS_HELP
 from kvplan.errors import UsageError
 
 KvPolicyOpt = Annotated[str | None, typer.Option(
@@ -38,7 +38,7 @@ def policy_knob(kv_policy: str | None, recent_window: str | None, history_ratio:
     if kv_policy is not None:
         raise UsageError("give --kv-policy or the --kv-recent-window / --kv-history-* / --kv-evict-every flags, "
                          "not both")
-    from kvplan.cli.options import parse_ctx
+    from kvplan.cli.options.declarations import parse_ctx
 
     return policy_from_options(
         recent_window=parse_ctx(recent_window, "--kv-recent-window", "a window") if recent_window is not None
@@ -55,7 +55,7 @@ def policy_from_options(recent_window: int | None = None, history_ratio: str | N
     ``history_bits`` is ``"4"`` (K and V) or ``"4/3"`` (K / V); the history format is
     group-quantized with one fp16 scale per ``history_group_size`` values (default 128, 0 = none).
     """
-    from kvplan.cli.options import parse_option
+    from kvplan.cli.options.declarations import parse_option
     from kvplan.profiles.policy import PolicySpec
     from kvplan.units import parse_fraction
 

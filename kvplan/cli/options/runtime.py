@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli.options import TOKENS_HELP
+from kvplan.cli.options.declarations import TOKENS_HELP
 
 RuntimeOpt = Annotated[str | None, typer.Option(
     "--runtime", help="Whose allocation to compute: ideal (the contract's formula), llama.cpp or transformers "
@@ -40,7 +40,7 @@ def runtime_knob(runtime: str | None = None, parallel: int | None = None, kv_uni
                                 or swa_full or flash_attn is not None or cache is not None
                                 or max_cache_len is not None):
         return None
-    from kvplan.cli.options import parse_ctx
+    from kvplan.cli.options.declarations import parse_ctx
     from kvplan.profiles.runtime import runtime_spec
 
     length = parse_ctx(max_cache_len, "--max-cache-len", "a cache length") if max_cache_len is not None else None

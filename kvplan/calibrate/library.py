@@ -1,4 +1,5 @@
-"""``kvplan calibrate`` without ``--model`` or ``--base``: the library profiles the bench rows name.
+"""The library profiles llama-bench rows name, when the caller names none (``kvplan calibrate`` without a model
+or a base device).
 
 The rules are :mod:`kvplan.calibrate.recognise`; this module lists the library's profiles for it (only the
 built-in ones: a user folder may hold copies or calibrated profiles of the same device and model).

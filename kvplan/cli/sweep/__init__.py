@@ -6,11 +6,13 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli import options as o
-from kvplan.cli import planopts as p
-from kvplan.cli import option_groups as g
-from kvplan.cli.groups import Given, with_groups
-from kvplan.cli.sweep_plot import SweepPlotOpt, check_sweep_plot, write_sweep_plot
+from kvplan.cli.options import declarations as o
+from kvplan.cli.options import planning as p
+from kvplan.cli.options.formats import FormatByOutputOpt, OutputFormat, choose_format
+from kvplan.cli import terminal
+from kvplan.cli.options import knob_groups as g
+from kvplan.cli.options.groups import Given, with_groups
+from kvplan.cli.sweep.plot import SweepPlotOpt, check_sweep_plot, write_sweep_plot
 
 HELP = """Evaluate a grid of configurations at once (vectorized: a million points in well under a second).
 
@@ -115,7 +117,7 @@ def _format_pairs(kv_bits, k_bits, v_bits, kv_type=None, k_type=None, v_type=Non
 
 
 def _format_knobs(pair, group_size: int | None, any_bits: bool) -> dict:
-    """:func:`kvplan.cli.planopts.knobs` arguments for one (K, V) pair; ``--kv-group-size`` applies to the
+    """:func:`kvplan.cli.options.planning.knobs` arguments for one (K, V) pair; ``--kv-group-size`` applies to the
     pairs given in bits (a pair of runtime types has its own blocks), or to all when no bits are listed (so
     the knobs refuse it: "kv_group_size needs kv_bits", as check does)."""
     out = {}
@@ -150,7 +152,7 @@ def sweep(
     target_tok_s: o.TargetOpt = None,
     policy_knobs: Given = None,
     runtime_knobs: Given = None,
-    output_format: p.TabularFormatOpt = None,
+    output_format: FormatByOutputOpt = None,
     output: p.OutputOpt = None,
     show_all: AllOpt = False,
     plot: SweepPlotOpt = None,
@@ -166,7 +168,7 @@ def sweep(
         raise UsageError("--model: give at least one model (repeat --model for more)")
     if not ctx:
         raise UsageError("--ctx: give contexts, e.g. --ctx 1k,4k,8k or --ctx 1k..32k:1k")
-    fmt_ = p.output_format(output_format, output)
+    fmt_ = choose_format(output_format, output)
     if output:
         from kvplan.files.outfiles import check_writable
 
@@ -207,7 +209,7 @@ def sweep(
                                                               kv_policy=policy_value))
              for d in devices for m in models for w in weight_values for pair in pairs]
     parts = _evaluate(bases, ctx_values, seq_values)
-    from kvplan.cli.sweep_warnings import sweep_warnings
+    from kvplan.cli.sweep.warnings import sweep_warnings
 
     _emit(parts, fmt_, output, show_all, units.value, target_tok_s, sweep_warnings(bases, ctx_values, seq_values))
     write_sweep_plot(parts, plot, units.value)
@@ -262,7 +264,7 @@ def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float |
     from kvplan.render import sweep as render
 
     rows = sum(len(part) for part in parts)
-    if fmt_ is p.TabularFormat.csv:  # CSV has no place for them: warnings go to stderr
+    if fmt_ is OutputFormat.csv:  # CSV has no place for them: warnings go to stderr
         from kvplan.cli import terminal
 
         for warning in warnings:
@@ -273,7 +275,7 @@ def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float |
 
         _stream(csv(), rows, "CSV", output)
         return
-    if fmt_ is p.TabularFormat.json and rows > PRETTY_JSON_MAX_ROWS:
+    if fmt_ is OutputFormat.json and rows > PRETTY_JSON_MAX_ROWS:
         def compact():  # vectorized, byte for byte what json.dumps writes (pretty-printing is ~20x slower)
             yield 0, render.json_head(rows, parts[0].columns(), warnings)
             yield from render.json_chunks(parts)
@@ -286,11 +288,11 @@ def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float |
     from kvplan.cli import terminal
 
     cols = engine_sweep.concat(parts)
-    if fmt_ is p.TabularFormat.json:
+    if fmt_ is OutputFormat.json:
         import json
 
         text = json.dumps(render.json_document(cols, warnings), indent=2, allow_nan=False)
-        p.write_or_display_text(text + "\n", output)
+        terminal.write_or_display_text(text + "\n", output)
         return
 
     import numpy as np
@@ -306,7 +308,7 @@ def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float |
     if output:
         from kvplan.render.tables import to_markdown, to_plain
 
-        text = to_markdown(tables) if fmt_ is p.TabularFormat.markdown else to_plain(tables)
-        p.write_or_display_text(text, output)
+        text = to_markdown(tables) if fmt_ is OutputFormat.markdown else to_plain(tables)
+        terminal.write_or_display_text(text, output)
     else:
         terminal.display_tables(tables, fmt_.value)

@@ -5,15 +5,15 @@
 - :data:`RUNTIME`: ``--runtime`` and each runtime's own options.
 
 :func:`knobs_of` turns the three, as given, into :class:`~kvplan.plan.Knobs`. A command takes a group by
-naming a parameter after it and decorating itself with :func:`~kvplan.cli.groups.with_groups`.
+naming a parameter after it and decorating itself with :func:`~kvplan.cli.options.groups.with_groups`.
 """
 
 from __future__ import annotations
 
-from kvplan.cli import options as o
-from kvplan.cli import policy_options as po
-from kvplan.cli import runtime_options as ro
-from kvplan.cli.groups import Given, OptionGroup
+from kvplan.cli.options import declarations as o
+from kvplan.cli.options import policy as po
+from kvplan.cli.options import runtime as ro
+from kvplan.cli.options.groups import Given, OptionGroup
 
 
 def _cache(
@@ -34,7 +34,7 @@ def _cache(
     target_tok_s: o.TargetOpt = None,
     sliding_window: o.SlidingWindowOpt = None,
 ) -> dict:
-    """The cache knobs as :func:`kvplan.cli.options.knobs` keywords (parsed there)."""
+    """The cache knobs as :func:`kvplan.cli.options.declarations.knobs` keywords (parsed there)."""
     return dict(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, weight_type=weight_type,
                 weight_group_size=weight_group_size, kv_bits=kv_bits,
                 k_bits=k_bits, v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type,

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from kvplan.cli import options as o
-from kvplan.cli.calibrate_models import model_facts
+from kvplan.cli.options import declarations as o
+from kvplan.cli.options.formats import TABLE_JSON, OutputFormat, format_option
+from kvplan.cli.calibrate.models import model_facts
 
 HELP = """Fit a device profile's speed figures to llama-bench results and write the profile.
 
@@ -20,17 +20,6 @@ profile (-o) with every fitted figure's provenance under `sources`. RAM, OS rese
 come from --base or --ram/--os-reserve/--flash-read; with none of them, from the library device
 the rows' gpu_info/cpu_info name (one family: the smallest RAM). Without --model, the model is
 recognised from model_type and model_n_params. Exit code 0, 2 on bad input."""
-
-
-class CalibrateFormat(str, Enum):
-    table = "table"
-    json = "json"
-
-
-# Device fields in the order the written profile shows them.
-_ORDER = ("name", "aliases", "description", "platform", "ram", "os_reserve", "memory_bandwidth", "flash_read",
-          "flash_write", "bandwidth_efficiency", "decode_latency", "compute", "compute_efficiency",
-          "runtime_overhead")
 
 
 def calibrate(
@@ -63,11 +52,11 @@ def calibrate(
     plot: Annotated[str | None, typer.Option("--plot", help="Also draw time per token against bytes per "
                                              "token with the fitted line (.png, .svg, .pdf).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
-    output_format: Annotated[CalibrateFormat, typer.Option("--format", "-f", help="Output format.")]
-    = CalibrateFormat.table,
+    output_format: format_option(TABLE_JSON) = OutputFormat.table,
     profiles_dir: o.ProfilesDirOpt = None,
 ) -> None:
     from kvplan.calibrate.fit_device import calibrate_device
+    from kvplan.calibrate.profile import base_fields, default_name, profile_fields
     from kvplan.calibrate.readers import read_bench
     from kvplan.cli import terminal
     from kvplan.errors import OutputError, UsageError
@@ -109,7 +98,7 @@ def calibrate(
     given = {"ram": ram, "os_reserve": os_reserve, "flash_read": flash_read}
     recognised = None
     if base is None and all(v is None for v in given.values()):
-        from kvplan.cli.calibrate_recognition import recognise_base
+        from kvplan.calibrate.library import recognise_base
 
         recognised = recognise_base(catalog, rows)
         base = recognised.name
@@ -117,7 +106,7 @@ def calibrate(
             taken = "RAM, OS reserve, flash and peak bandwidth" if bandwidth is None else "RAM, OS reserve and flash"
             notes.append(f"device recognised: {recognised.reason}; {taken} from {base} (give --base or --ram, "
                          "--os-reserve, --flash-read for another)")
-    base_fields, base_sources, base_name = _base_fields(catalog, base, notes)
+    base_fields, base_sources, base_name = base_fields(catalog, base, notes)
     # how messages name the base device: the option the user typed, or the device recognised for them
     base_said = (None if base_name is None else f"--base {base}" if recognised is None
                  else f"the recognised device {base_name}")
@@ -144,14 +133,14 @@ def calibrate(
             _check_latency(decode_rows, latency_s, latency, base_name)
     else:
         given_here |= _no_decode_rows(bandwidth, latency, base_fields, base_sources, base_name, notes)
-    profile_name = name or _default_name(output, base_name)
+    profile_name = name or default_name(output, base_name)
     calibration = calibrate_device(rows, models=facts, name=profile_name, peak_bandwidth_bytes_per_s=peak_bw,
                                    base_device=base_fields, latency_s=latency_s, latency_source=latency_source,
                                    allow_mixed_hardware=allow_mixed)
     if calibration.decode is not None:
         _check_efficiency(calibration, bandwidth, base_fields, base_said)
     how = f", recognised from the bench file: {recognised.reason}" if recognised and recognised.name else ""
-    device, sources = _profile(calibration, base_fields, base_sources, base_name, bench_files, profile_name, how,
+    device, sources = profile_fields(calibration, base_fields, base_sources, base_name, bench_files, profile_name, how,
                                given_here)
     options = {**given, "memory_bandwidth": bandwidth, "decode_latency": latency if not decode_rows else None}
     fitted = set(calibration.sources) | ({"compute_efficiency"} if "compute" in calibration.sources else set())
@@ -162,7 +151,7 @@ def calibrate(
 
     profile = Device.model_validate({**device, "sources": sources})  # valid: _validated_yaml checked it
     warnings = device_warnings(profile)  # what 'profiles show' would say of the written profile
-    if output_format is CalibrateFormat.json:
+    if output_format is OutputFormat.json:
         terminal.display_json(render.calibrate_json(calibration, profile, output, notes, warnings))
     else:
         for note in notes:
@@ -173,41 +162,8 @@ def calibrate(
     if plot:
         _plot(calibration, plot, profile_name)
     write_text_atomic(output, text)
-    if output_format is not CalibrateFormat.json:
+    if output_format is not OutputFormat.json:
         terminal.display_note(f"wrote {output}" + (f" and {plot}" if plot else ""))
-
-
-# The unit each device field is held in by a profile record (base units), for a base device with no YAML file.
-_RECORD_UNITS = {"ram": "B", "os_reserve": "B", "runtime_overhead": "B", "memory_bandwidth": "B/s",
-                 "flash_read": "B/s", "flash_write": "B/s", "compute": "FLOP/s", "decode_latency": "s"}
-
-
-def _base_fields(catalog, ref: str | None, notes: list[str]) -> tuple[dict, dict, str | None]:
-    """The base device's fields as its YAML writes them (units kept), its sources, and its name."""
-    if ref is None:
-        return {}, {}, None
-    resolved = catalog.device(ref)
-    if resolved.note:
-        notes.append(resolved.note)
-    if resolved.origin == "probe":  # 'this': a probe held as a record in base units, with no YAML file to copy
-        data = {k: _with_unit(k, v) for k, v in resolved.profile.model_dump().items() if v is not None}
-    else:
-        from kvplan.files.yamlio import load_yaml
-
-        data = dict(load_yaml(resolved.path).data)
-    sources = dict(data.pop("sources", None) or {})
-    for key in ("name", "aliases", "description"):
-        data.pop(key, None)
-    return data, sources, resolved.profile.name
-
-
-def _with_unit(field: str, value):
-    """A record's base-unit figure as profile text (``8589934592 B``); a bare number there would be refused."""
-    unit = _RECORD_UNITS.get(field)
-    if unit is None or isinstance(value, str):
-        return value
-    number = int(value) if float(value).is_integer() else value
-    return f"{number!r} {unit}"
 
 
 def _check_reserve_below_ram(fields: dict, given: dict, base_said: str | None) -> None:
@@ -311,41 +267,6 @@ def _check_efficiency(calibration, bandwidth: str | None, base_fields: dict, bas
                          f"this peak (is a unit wrong?); {fix}")
     raise UsageError(f"{said}: the tg rows read faster than this peak (effective bandwidth {effective / 1e9:.1f} "
                      f"GB/s fitted, bandwidth_efficiency would be {efficiency:g}); {fix}")
-
-
-def _default_name(output: str, base_name: str | None) -> str:
-    import re
-
-    from kvplan.profiles.spec import SLUG_PATTERN
-
-    stem = Path(output).stem.lower()
-    if re.match(SLUG_PATTERN, stem):
-        return stem
-    return f"{base_name}-calibrated" if base_name else "calibrated-device"
-
-
-def _profile(calibration, base_fields: dict, base_sources: dict, base_name: str | None, bench_files: list[str],
-             profile_name: str, base_how: str = "", given: set[str] = frozenset()) -> tuple[dict, dict]:
-    fitted = dict(calibration.sources)
-    if "compute" in fitted and "compute_efficiency" not in fitted:
-        fitted["compute_efficiency"] = "sustained / peak compute from the pp fit (see compute)"
-    device = dict(calibration.device)
-    device["name"] = profile_name
-    files = ", ".join(Path(f).name for f in bench_files)
-    device["description"] = (f"calibrated by kvplan calibrate from {files}"
-                             + (f" on {base_name}" if base_name else "")
-                             + (" (recognised from the bench file's hardware; see sources)" if base_how else ""))
-    sources = {}
-    for key in _ORDER:
-        if key in fitted:
-            sources[key] = fitted[key]
-        elif key in given and key in device:  # typed to kvplan calibrate, not copied from the base
-            sources[key] = base_sources[key]
-        elif key in base_sources and key in device:
-            sources[key] = base_sources[key] + (f" (from {base_name}{base_how})" if base_name else "")
-    ordered = {k: device[k] for k in _ORDER if k in device}
-    ordered.update({k: v for k, v in device.items() if k not in ordered})
-    return ordered, sources
 
 
 def _origins(device: dict, fitted: set[str], options: dict[str, str | None], base_name: str | None

@@ -1,0 +1,483 @@
+"""The evaluation core: every figure of a configuration, over one number or arrays of contexts and sequences.
+
+``evaluate`` (one point), the sweep (a grid of points), the plot curves (an axis of contexts), ``fit``'s
+advice and the gate all call these functions, so a figure is derived in exactly one place. Each function
+takes a :class:`~kvplan.plan.basis.Basis` (what the configuration fixes) and ``ctx`` / ``sequences`` as
+Python integers or as numpy integer arrays (broadcast together), and returns the same kind: Python numbers
+for numbers — exact at any size — and numpy arrays for arrays (``int64`` bytes, ``float64`` rates, through the
+same operations, so element ``i`` of an array result equals the scalar result at point ``i``).
+
+The cache model (:class:`~kvplan.caches.ideal.CacheModel`) holds the layer-by-layer rules; this module adds
+the weights, the runtime buffers, the budget, decode and flash, as the product contract states them. No I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kvplan import engine
+from kvplan.errors import KvplanError
+from kvplan.caches.ideal import CacheLayout, CacheModel
+from kvplan.plan.basis import Basis
+from kvplan.plan.scenario import Scenario
+
+if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain records
+    from kvplan.profiles.spec import Device, Model
+
+# max_ctx where no context fits (weights alone exceed the budget) or the cache stops growing (every layer
+# windowed: unbounded) — the scalar figures' None, in integer arrays
+NO_MAX_CTX = -1
+
+
+def _is_array(value) -> bool:
+    return getattr(value, "ndim", 0) > 0
+
+
+def _arrays(ctx, sequences):
+    """``ctx`` and ``sequences`` as two int64 arrays of one shape."""
+    import numpy as np
+
+    return np.broadcast_arrays(np.asarray(ctx, dtype=np.int64), np.asarray(sequences, dtype=np.int64))
+
+
+def _cache_over(fn, ctx, sequences):
+    """``fn(ctx, sequences)`` of a cache model, at a point or over arrays (point by point for a cache model whose
+    rule takes integers only)."""
+    if not (_is_array(ctx) or _is_array(sequences)):
+        return fn(ctx, sequences)
+    import numpy as np
+
+    ctx, sequences = _arrays(ctx, sequences)
+    try:
+        out = np.asarray(fn(ctx, sequences))
+        if out.shape == ctx.shape:
+            return out.astype(np.int64, copy=False)
+    except KvplanError:  # the cache model refuses these points: its error, not a reason to try them one by one
+        raise
+    except (TypeError, ValueError):
+        pass
+    return np.array([fn(int(c), int(n)) for c, n in zip(ctx, sequences)], dtype=np.int64)
+
+
+def _with_sequences(s: Scenario, sequences: int) -> Scenario:
+    return s if sequences == s.sequences else s.with_changes(sequences=sequences)
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+
+def runtime_buffers(s: Scenario, cache: CacheModel, ctx: int, *, floor: bool = False):
+    """llama.cpp's compute and output buffers at ``ctx`` (a :class:`~kvplan.caches.buffers.LlamaCppBuffers`),
+    or None: another cache model, or a profile without the shape fields the compute buffer needs. ``floor``:
+    a lower bound on them at ``ctx`` and every larger one."""
+    if getattr(cache, "name", None) != "llama.cpp":
+        return None
+    from kvplan.caches.buffers import llamacpp_buffers
+
+    v_format = cache.v_format or cache.k_format  # MLA: one latent row, K's type
+    return llamacpp_buffers(cache.spec, s.model, ctx, s.sequences, cache.k_format.name, v_format.name, floor=floor)
+
+
+def buffers_at(b: Basis, ctx: int, sequences: int):
+    """llama.cpp's compute and output buffers at one point (a :class:`~kvplan.caches.buffers.LlamaCppBuffers`),
+    or None under another cache model or a profile without the shape fields; priced once per basis and point
+    (an allocator replay)."""
+    key = (int(ctx), int(sequences))
+    memo = b.buffers_memo
+    if key not in memo:
+        memo[key] = runtime_buffers(_with_sequences(b.scenario, key[1]), b.cache, key[0])
+    return memo[key]
+
+
+def buffers_bytes_at(b: Basis, ctx, sequences):
+    """llama.cpp's compute + output buffers at each point (0 under the other cache models, or where the profile
+    lacks the shape the compute buffer needs) [bytes].
+
+    The closed form is scalar arithmetic, so over arrays it runs once per group of points whose micro-batch,
+    KV cells per stream and sequences agree (:func:`kvplan.caches.buffers.buffer_groups`): a few thousand for a
+    million contexts."""
+    s, cache = b.scenario, b.cache
+    if not (_is_array(ctx) or _is_array(sequences)):
+        priced = buffers_at(b, ctx, sequences)
+        return priced.total_bytes if priced is not None else 0
+    import numpy as np
+
+    ctx, sequences = _arrays(ctx, sequences)
+    if getattr(cache, "name", None) != "llama.cpp" or not ctx.size:
+        return np.zeros(ctx.shape, dtype=np.int64)
+    from kvplan.caches.buffers import buffer_groups
+
+    flat_ctx, flat_seq = ctx.reshape(-1), sequences.reshape(-1)
+    _, first, inverse = np.unique(buffer_groups(cache.spec, flat_ctx, flat_seq), axis=1, return_index=True,
+                                  return_inverse=True)
+    sized = [buffers_bytes_at(b, int(flat_ctx[row]), int(flat_seq[row])) for row in first]
+    return np.asarray(sized, dtype=np.int64)[inverse.reshape(-1)].reshape(ctx.shape)
+
+
+@dataclass(frozen=True, eq=False)
+class Memory:
+    """What a configuration holds at each point [bytes]; ``verdict_code`` indexes :data:`kvplan.engine.VERDICTS`."""
+
+    kv_bytes: object  # steady cache of all sequences
+    kv_peak_bytes: object  # the most the cache holds at any moment (what the total counts)
+    buffers_bytes: object  # runtime buffers (llama.cpp compute + output)
+    total_bytes: object  # weights + kv peak + pinned prefix + overhead + buffers
+    headroom_bytes: object  # budget − total
+    verdict_code: object  # 0 fit, 1 tight, 2 over
+
+
+def memory_at(b: Basis, ctx, sequences) -> Memory:
+    """The memory figures at ``ctx`` tokens with ``sequences`` concurrent sequences.
+
+    ``total = weights + kv_peak(ctx) + pinned prefix + overhead + buffers``; ``headroom = budget − total``; the
+    verdict is ``tight`` when the headroom is under ``margin_fraction · budget``, ``over`` when negative."""
+    cache = b.cache
+    kv = _cache_over(cache.kv_bytes, ctx, sequences)
+    kv_peak = _cache_over(cache.kv_peak_bytes, ctx, sequences)
+    buffers = buffers_bytes_at(b, ctx, sequences)
+    total = engine.total_bytes(b.weights_bytes, kv_peak, 1, b.pinned_prefix_bytes, b.overhead_bytes) + buffers
+    headroom = engine.headroom_bytes(b.budget_bytes, total)
+    code = engine.verdict_code(headroom, b.budget_bytes, b.scenario.margin_fraction)
+    if _is_array(total):
+        import numpy as np
+
+        code = np.asarray(code, dtype=np.int8)
+    return Memory(kv, kv_peak, buffers, total, headroom, code)
+
+
+# --- decode -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Decode:
+    """One decode step at each point: the bytes it streams and the rates per sequence [bytes, tokens/s]."""
+
+    bytes_per_step: object  # weights read + the steady cache + the pinned prefix
+    tokens_per_s: object  # at the device's bandwidth efficiency, plus its fixed decode_latency per step
+    roofline_tokens_per_s: object  # the bound: 100 % bandwidth, no latency
+
+
+def decode_at(b: Basis, kv_bytes) -> Decode:
+    """Decode from RAM with a steady cache of ``kv_bytes`` [bytes] (all sequences): every step streams the
+    weights a token uses and the whole cache once, ``t = bytes / (bandwidth · efficiency) + decode_latency``."""
+    device = b.scenario.device
+    step = engine.bytes_per_token(b.weights_read_bytes, kv_bytes + b.pinned_prefix_bytes)
+    rate = engine.decode_tokens_per_s(device.memory_bandwidth, step, device.bandwidth_efficiency,
+                                      device.decode_latency)
+    roofline = engine.decode_tokens_per_s(device.memory_bandwidth, step, 1.0)
+    return Decode(step, rate, roofline)
+
+
+@dataclass(frozen=True, eq=False)
+class Streamed:
+    """What the overflow costs on flash at each point [bytes, s, tokens/s]."""
+
+    overflow_bytes: object  # total − budget at the peak (0 where it fits)
+    steady_overflow_bytes: object  # total − budget once the cache is at its steady size
+    swap_in_s: object  # reading the whole cache (and pinned prefix) back from flash
+    overflow_swap_in_s: object  # reading only the overflow back
+    tokens_per_s: object  # decode with the steady overflow read from flash every step; NaN where it fits
+    slowdown: object  # time per token streamed ÷ from RAM; NaN where it fits
+
+
+def streamed_at(b: Basis, memory: Memory, decode: Decode) -> Streamed:
+    """Flash figures: decode runs at the steady cache size (a peak right after prefill is gone by the first step);
+    the steady overflow's share of each step is read from flash, the rest from RAM, plus the latency (paid
+    whether the bytes come from RAM or from flash)."""
+    device = b.scenario.device
+    budget = b.budget_bytes
+    overflow = engine.overflow_bytes(memory.total_bytes, budget)
+    transient = (memory.kv_peak_bytes - memory.kv_bytes) if getattr(b.cache, "peak_is_transient", False) else 0
+    steady = engine.overflow_bytes(memory.total_bytes - transient, budget)
+    effective = device.memory_bandwidth * device.bandwidth_efficiency
+    latency_s = device.decode_latency
+    per_token_s = (engine.streamed_seconds_per_token(decode.bytes_per_step, steady, effective, device.flash_read)
+                   + latency_s)
+    ram_s = decode.bytes_per_step / effective + latency_s
+    if _is_array(steady):
+        import numpy as np
+
+        rate = np.where(steady > 0, 1.0 / per_token_s, np.nan)
+        slowdown = np.where(steady > 0, per_token_s / ram_s, np.nan)
+    else:
+        rate = 1.0 / per_token_s if steady > 0 else math.nan
+        slowdown = per_token_s / ram_s if steady > 0 else math.nan
+    return Streamed(overflow, steady, engine.swap_in_seconds(memory.kv_bytes + b.pinned_prefix_bytes,
+                                                             device.flash_read),
+                    engine.swap_in_seconds(overflow, device.flash_read), rate, slowdown)
+
+
+def mean_decode_at(b: Basis, ctx: int, sequences: int) -> tuple[float, int]:
+    """(mean tokens/s over a generation from an empty cache, the tokens each sequence generates) at one point.
+
+    A sequence generates the tokens it can attend: under llama.cpp's ``-np N`` (one stream each) its stream's
+    cells, not the whole ``-c``, and every step of it reads all N streams."""
+    from kvplan.caches.ideal import tokens_per_sequence_of
+
+    device, cache = b.scenario.device, b.cache
+    n = max(ctx, 1)
+    steps = max(min(n, tokens_per_sequence_of(cache, n, sequences)), 1)
+    read = cache.kv_bytes_read_over_generation(n, sequences) + steps * b.pinned_prefix_bytes
+    rate = engine.mean_decode_tokens_per_s(steps, b.weights_read_bytes, read, device.memory_bandwidth,
+                                           device.bandwidth_efficiency, device.decode_latency)
+    return rate, steps
+
+
+# --- max context ------------------------------------------------------------------------------
+
+
+def max_ctx_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only_max_ctx):
+    """Largest ``-c`` whose KV allocation plus buffers fit ``allowance_bytes``, exact to the token
+    (:func:`max_ctx_search`'s last fitting ``-c``)."""
+    return max_ctx_search(s, cache, allowance_bytes, kv_only_max_ctx)[1]
+
+
+def max_ctx_search(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only_max_ctx):
+    """(first crossing, largest fitting ``-c``) of llama.cpp's KV allocation plus buffers in ``allowance_bytes``.
+
+    The answer is at most the KV-only one. Bisection below it finds a ``-c`` that fits with one token more not
+    fitting (the first crossing). cache + buffers is not monotone, though: the compute buffer can shrink by tens
+    of MB from one 256-cell step to the next (the allocator lands tensors in other holes; Gemma 3 at 61,440 →
+    71,680 cells), so a later block of cells may fit again. Every later block is tried while its cache plus a
+    lower bound on the buffers there (the output buffer and the compute buffer's largest tensor, which only grow
+    with ``-c``) still fits. Both are ``engine.NO_CONTEXT_FITS`` when not even ``-c 1`` fits; they differ when a
+    larger ``-c`` fits again past one that does not (:func:`every_fitting_ctx`)."""
+    def fits(ctx: int) -> bool:
+        return cache.kv_peak_bytes(ctx, s.sequences) + runtime_buffers(s, cache, ctx).total_bytes <= allowance_bytes
+
+    if kv_only_max_ctx == engine.NO_CONTEXT_FITS or not fits(1):
+        return engine.NO_CONTEXT_FITS, engine.NO_CONTEXT_FITS
+    hi = 2**40 if kv_only_max_ctx == math.inf else int(kv_only_max_ctx)
+    if fits(hi):
+        return kv_only_max_ctx, kv_only_max_ctx
+    lo = first = engine.largest_fitting(fits, 1, hi)  # fits, lo + 1 does not: the first crossing, maybe not the last
+    if kv_only_max_ctx == math.inf:  # a cache that stops growing: no bound ends the search below
+        return first, lo
+    # -c is padded to whole blocks of 256 cells per KV stream, so the cache is the same across a block and so
+    # are the buffers (past the micro-batch, which grows with -c below -ub): a block's last -c fits if any does
+    block = _cells_block(s, cache)
+    floor = runtime_buffers(s, cache, lo, floor=True).total_bytes
+    start = lo + 2  # lo + 1 does not fit
+    while start <= kv_only_max_ctx and cache.kv_peak_bytes(start, s.sequences) + floor <= allowance_bytes:
+        end = min((start + block - 1) // block * block, int(kv_only_max_ctx))
+        if fits(end):
+            lo = end
+        elif fits(start):  # below -ub the buffers grow within a block: its largest fitting -c
+            lo = engine.largest_fitting(fits, start, end)
+        start = end + 1
+    return first, lo
+
+
+def _cells_block(s: Scenario, cache: CacheModel) -> int:
+    """The ``-c`` step over which llama.cpp's cache stays the same: 256 cells per KV stream [tokens]."""
+    return 256 * (1 if cache.spec.kv_unified else s.sequences)
+
+
+def every_fitting_ctx(s: Scenario, cache: CacheModel, allowance_bytes: int, last: int) -> int:
+    """The largest ``-c`` at or below ``last`` such that it and every smaller ``-c`` fit [tokens].
+
+    Scans llama.cpp's blocks of cells upward from ``-c 1``: a block fits whole when its last ``-c`` fits (the
+    cache is the same across it; the buffers are too, or grow with ``-c`` below ``-ub``), so the first block
+    whose end does not fit holds the answer, found by bisection inside it. One allocator replay per block:
+    called only where :func:`max_ctx_search` found a larger ``-c`` fitting past one that does not."""
+    def fits(ctx: int) -> bool:
+        return cache.kv_peak_bytes(ctx, s.sequences) + runtime_buffers(s, cache, ctx).total_bytes <= allowance_bytes
+
+    block = _cells_block(s, cache)
+    start = 1
+    while start <= last:
+        end = min((start + block - 1) // block * block, last)
+        if not fits(end):
+            return engine.largest_fitting(fits, start, end) if fits(start) else start - 1
+        start = end + 1
+    return last
+
+
+def steady_max_ctx(cache: CacheModel, allowance_bytes, sequences: int = 1):
+    """Largest ``ctx`` whose steady cache (after a decode step: what each step reads) fits ``allowance_bytes``;
+    ``engine.NO_CONTEXT_FITS`` when not even one token does, ``math.inf`` when the cache stops growing below it.
+
+    ``CacheModel.max_ctx`` solves against the peak (right after a prefill, before an eviction), which is the
+    memory answer; a decode rate depends on the bytes a step reads, the steady cache. Where the two are the same
+    (the ideal layout) the closed form is used; otherwise an exact integer search over the steady size, which
+    never decreases with ``ctx``."""
+    if isinstance(cache, CacheLayout):  # steady == peak, in closed form
+        return cache.max_ctx(allowance_bytes, sequences)
+
+    def fits(ctx: int) -> bool:
+        return cache.kv_bytes(ctx, sequences) <= allowance_bytes
+
+    if not fits(1):
+        return engine.NO_CONTEXT_FITS
+    limit = getattr(cache, "ctx_limit", None)
+    hi = int(limit[0]) if limit else 2**40
+    if fits(hi):
+        return hi if limit else math.inf
+    return engine.largest_fitting(fits, 1, hi)
+
+
+def max_ctx_limited_by(max_ctx, cache=None, allowance_bytes=None, sequences=1, pinned_bytes=0) -> str:
+    """Why a solved max context is what it is (a scalar from ``CacheModel.max_ctx``).
+
+    ``weights``: the weights (with the runtime overhead) leave no room for a cache at all;
+    ``pinned_prefix``: they do, but not beside the pinned prefix (``pinned_bytes``, already taken out
+    of ``allowance_bytes``); ``unbounded``: the cache stops growing (every layer windowed) and fits at
+    every context; ``memory``: the budget. A cache that holds a fixed number
+    of tokens (its optional ``ctx_limit``: transformers' StaticCache with ``max_cache_len``) is
+    limited by that option's name (``max_cache_len``), whether its preallocation fits or not, unless
+    ``allowance_bytes`` per sequence would not hold one token. The model's trained context is never a
+    cap on max context (it is reported beside it, :attr:`Evaluation.max_ctx_trained`).
+    """
+    limit = getattr(cache, "ctx_limit", None)
+    if limit and engine.kv_allowance_bytes(allowance_bytes, sequences) >= cache.bytes_per_token:
+        return str(limit[1])
+    if max_ctx == engine.NO_CONTEXT_FITS:
+        return "pinned_prefix" if pinned_bytes and allowance_bytes + pinned_bytes >= 0 else "weights"
+    if max_ctx == math.inf:
+        return "unbounded"
+    return "memory"
+
+
+def _over_sequences(solve, sequences):
+    """``solve(int)`` at each sequence count of an array, once per distinct count (float64: inf, -1 kept)."""
+    import numpy as np
+
+    sequences = np.asarray(sequences, dtype=np.int64)
+    if not sequences.size:
+        return np.zeros(sequences.shape)
+    unique, inverse = np.unique(sequences, return_inverse=True)
+    found = np.array([float(solve(int(n))) for n in unique], dtype=np.float64)
+    return found[inverse.reshape(-1)].reshape(sequences.shape)
+
+
+def max_ctx_at(b: Basis, sequences):
+    """The largest ``ctx`` whose total fits the budget, exact to the token, at each sequence count: an integer,
+    ``math.inf`` (the cache stops growing: unbounded) or :data:`kvplan.engine.NO_CONTEXT_FITS`; over an array,
+    float64 with the same two special values. Never capped at the model's trained context.
+
+    The ideal layout solves in closed form; the other cache models search exactly (once per distinct sequence
+    count: the answer does not depend on the context), with llama.cpp's buffers counted beside the cache."""
+    cache, allowance = b.cache, b.cache_allowance_bytes
+    if _is_array(sequences) and isinstance(cache, CacheLayout):
+        import numpy as np
+
+        return np.asarray(cache.max_ctx(allowance, sequences), dtype=np.float64)
+
+    def solve(n: int):
+        kv_only = cache.max_ctx(allowance, n)
+        s = _with_sequences(b.scenario, n)
+        if getattr(cache, "name", None) != "llama.cpp" or runtime_buffers(s, cache, 1) is None:
+            return kv_only
+        first, last = max_ctx_search(s, cache, allowance, kv_only)
+        b.buffers_memo[("max_ctx", n)] = (first, last)
+        return last
+
+    return _over_sequences(solve, sequences) if _is_array(sequences) else solve(int(sequences))
+
+
+def fit_ctx_at(b: Basis, margin_bytes: int, buffers_bytes: int, sequences: int):
+    """The largest ``ctx`` still ``fit`` rather than ``tight``: the cache's own ``max_ctx`` in what the budget
+    leaves beside the margin, the fixed parts and ``buffers_bytes`` (the buffers at the scenario's own context:
+    where the plots start the tight zone) [tokens]; the same special values as :func:`max_ctx_at`."""
+    return b.cache.max_ctx(b.cache_allowance_bytes - margin_bytes - buffers_bytes, sequences)
+
+
+def every_fitting_ctx_at(b: Basis, sequences: int, solved):
+    """The largest ``ctx`` such that it and every smaller one fit, at one sequence count (``solved``: its
+    :func:`max_ctx_at`). The same as ``solved`` wherever the total only grows with the context; under llama.cpp
+    its compute buffer can be smaller at a larger ``-c``, so a context past one that does not fit may fit again."""
+    found = b.buffers_memo.get(("max_ctx", int(sequences)))
+    if found is None or found[0] == found[1] or not math.isfinite(solved) or solved < 0:
+        return solved
+    s = _with_sequences(b.scenario, int(sequences))
+    return every_fitting_ctx(s, b.cache, b.cache_allowance_bytes, int(solved))
+
+
+def step_allowance_bytes(b: Basis, target_tokens_per_s: float) -> int:
+    """What a decode step may read of the cache and still run at ``target_tokens_per_s`` per sequence [bytes]:
+    ``floor(B / target − latency · B) − weights read − pinned prefix`` (B: effective bandwidth)."""
+    device = b.scenario.device
+    return (math.floor(engine.step_bytes_at_rate(target_tokens_per_s, device.memory_bandwidth,
+                                                 device.bandwidth_efficiency, device.decode_latency))
+            - b.weights_read_bytes - b.pinned_prefix_bytes)
+
+
+def speed_ctx_at(b: Basis, target_tokens_per_s: float, sequences):
+    """The largest ``ctx`` whose steady cache decodes at ``target_tokens_per_s`` or faster, at each sequence count
+    (runtime buffers are not read per step); the same special values as :func:`max_ctx_at`."""
+    cache, allowance = b.cache, step_allowance_bytes(b, target_tokens_per_s)
+    if _is_array(sequences) and isinstance(cache, CacheLayout):
+        import numpy as np
+
+        return np.asarray(cache.max_ctx(allowance, sequences), dtype=np.float64)
+    if _is_array(sequences):
+        return _over_sequences(lambda n: steady_max_ctx(cache, allowance, n), sequences)
+    return steady_max_ctx(cache, allowance, int(sequences))
+
+
+def limited_by_at(b: Basis, solved, sequences):
+    """:func:`max_ctx_limited_by` of each solved max context: a string, or over arrays one label (a 0-d array,
+    the usual case: max context depends on the sequences only) or one per point."""
+    cache, allowance, pinned = b.cache, b.cache_allowance_bytes, b.pinned_prefix_bytes
+    if not _is_array(solved):
+        return max_ctx_limited_by(solved, cache, allowance, int(sequences), pinned)
+    import numpy as np
+
+    sequences = np.asarray(sequences, dtype=np.int64)
+    if getattr(cache, "ctx_limit", None) and len(sequences):  # a preallocated cache: its option, per count
+        unique, first, inverse = np.unique(sequences, return_index=True, return_inverse=True)
+        labels = np.array([max_ctx_limited_by(solved[i], cache, allowance, int(n), pinned)
+                           for n, i in zip(unique, first)])
+        return labels[0] if len(set(labels)) == 1 else labels[inverse.reshape(-1)]
+    codes = np.where(solved == engine.NO_CONTEXT_FITS, 0, np.where(solved == math.inf, 1, 2))
+    labels = np.array([max_ctx_limited_by(engine.NO_CONTEXT_FITS, None, allowance, 1, pinned),
+                       max_ctx_limited_by(math.inf), max_ctx_limited_by(0)])
+    distinct = np.unique(codes)
+    return labels[distinct[0]] if len(distinct) == 1 else labels[codes]
+
+
+def tokens_or_none(solved):
+    """Solved contexts as int64 with :data:`NO_MAX_CTX` for none fits / unbounded (arrays), or int / None."""
+    if not _is_array(solved):
+        return None if solved in (math.inf, engine.NO_CONTEXT_FITS) else int(solved)
+    import numpy as np
+
+    return np.where(np.isfinite(solved) & (solved >= 0), solved, NO_MAX_CTX).astype(np.int64)
+
+
+# --- prefill ----------------------------------------------------------------------------------
+
+
+def prefill_times_of(device: Device, model: Model, tokens, weights_read_bytes, n_ubatch: int = 512):
+    """(compute-bound, memory-bound) seconds to prefill ``tokens`` prompt tokens, or None without ``compute``.
+
+    Compute: ``2 · params_active · T + 2 · layers · T² · heads · head_dim`` FLOPs over
+    ``compute · compute_efficiency`` (``params_active`` when a profile gives it: MoE). Memory: the weights a
+    decode step reads, once per micro-batch of ``n_ubatch`` tokens, at the effective bandwidth — a floor
+    (for a mixture of experts a micro-batch touches more experts than one token, so more than that).
+    The prefill time is the larger of the two (:func:`kvplan.engine.prefill.time_to_first_token`).
+    """
+    if not device.compute:
+        return None
+    params = getattr(model, "params_active", None) or model.params
+    flops = engine.prefill_flops(tokens, params, model.layers, model.attention_heads, model.head_dim)
+    return (engine.prefill_compute_seconds(flops, device.compute, device.compute_efficiency),
+            engine.prefill_memory_seconds(tokens, weights_read_bytes, device.memory_bandwidth,
+                                          device.bandwidth_efficiency, n_ubatch))
+
+
+def prefill_seconds_of(device: Device, model: Model, tokens, weights_read_bytes=0, n_ubatch: int = 512):
+    """Seconds to prefill ``tokens`` prompt tokens (the larger of :func:`prefill_times_of`), or None
+    when the device gives no ``compute``. ``weights_read_bytes = 0`` leaves out the memory floor."""
+    times = prefill_times_of(device, model, tokens, weights_read_bytes, n_ubatch)
+    return None if times is None else engine.maximum(*times)
+
+
+def prefill_at(b: Basis, ctx):
+    """(total, compute-bound, memory-bound) seconds to prefill ``ctx`` prompt tokens, or None when the device
+    gives no ``compute`` (:func:`prefill_times_of` with the basis's weights read and micro-batch)."""
+    s = b.scenario
+    times = prefill_times_of(s.device, s.model, ctx, b.weights_read_bytes, b.n_ubatch)
+    return None if times is None else (engine.maximum(*times), *times)

@@ -1,0 +1,198 @@
+"""The figures of one configuration, as frozen dataclasses of numbers (no display strings).
+
+These are what render, plots and report read; they compute nothing beyond trivial sums, so the layers that
+format them may import this module (and only this one) from ``kvplan.plan``: an evaluation, the changes
+``fit`` judges (:mod:`kvplan.advice` makes them) and a weight breakdown (:mod:`kvplan.plan.weight_breakdown`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from kvplan.engine.memory import Verdict
+
+if TYPE_CHECKING:
+    from kvplan.engine.quantize import PricedTensor
+
+
+@dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
+class Flash:
+    """What the overflow costs when it lives on flash (all zero when the configuration fits)."""
+
+    overflow_bytes: int  # total − budget at the peak (what decides the verdict)
+    swap_in_s: float  # reading the whole KV cache (and pinned prefix) back from flash
+    streamed_decode_tokens_per_s: float  # decode with the steady-state overflow read from flash every step
+    slowdown: float  # time per token streamed ÷ time per token from RAM
+    steady_overflow_bytes: int = 0  # total − budget once the cache is at its steady size (≤ overflow_bytes)
+    overflow_swap_in_s: float = 0.0  # reading only the overflow back from flash
+
+    @property
+    def transient(self) -> bool:
+        """Over the budget only at the peak right after prefill; the steady state fits."""
+        return self.overflow_bytes > 0 and self.steady_overflow_bytes == 0
+
+
+@dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
+class Evaluation:
+    """Every figure of one configuration, in base units."""
+
+    scenario: Scenario
+    cache: CacheModel  # the cache model used (CacheLayout for the ideal formula)
+    weight_bits: float
+    kv_bytes_per_token: int
+    kv_bytes_per_sequence: int | None  # one sequence's cache; None: the sequences share one pool (llama.cpp unified)
+    kv_bytes: int  # steady-state cache of all sequences
+    kv_peak_bytes: int  # the most the cache holds at any moment (equals kv_bytes for the ideal cache)
+    pinned_prefix_bytes: int
+    weights_bytes: int
+    weights_read_bytes: int
+    overhead_bytes: int
+    total_bytes: int
+    budget_bytes: int
+    headroom_bytes: int
+    margin_bytes: int
+    verdict: Verdict
+    bytes_per_step: int
+    decode_tokens_per_s: float
+    decode_tokens_per_s_roofline: float
+    mean_decode_tokens_per_s: float
+    max_ctx: int | None
+    max_ctx_limited_by: str
+    max_ctx_at_target: int | None  # None: no target, out of reach, or met at every context (target_reach)
+    flash: Flash
+    notes: tuple[str, ...] = field(default=())
+    prefill_s: float | None = None  # time to prefill ctx prompt tokens (None: device compute unknown)
+    pinned_prefix_recompute_s: float | None = None  # recomputing the pinned prefix instead of keeping it
+    # with a decode target: "unreachable" (even an empty cache decodes slower), "every context" (the cache stops
+    # growing while still decoding fast enough) or "context" (max_ctx_at_target holds the answer); None: no target
+    target_reach: str | None = None
+    # prefill_s is the larger of: FLOPs / (compute · compute_efficiency), and the weights read once per micro-batch
+    prefill_compute_s: float | None = None
+    prefill_memory_s: float | None = None
+    prefill_n_ubatch: int = 512  # tokens per prefill micro-batch (llama.cpp -ub; 512 where no runtime says)
+    max_ctx_trained: int | None = None  # the model's trained context (profile max_context); not a cap on max_ctx
+    ctx_per_sequence_tokens: int = 0  # the tokens one sequence can attend (llama.cpp: n_ctx_seq)
+    mean_decode_tokens: int = 0  # the generation mean_decode_tokens_per_s averages over, per sequence [tokens]
+    ctx_beyond_trained: bool = False  # attended_tokens > max_ctx_trained: needs a context extension
+    weights_pricing: object | None = None  # the tensor-by-tensor WeightPricing of a named weight_type, else None
+    # runtime buffers beside the cache (llama.cpp's compute and output buffers); 0 where the runtime adds none
+    compute_buffer_bytes: int = 0
+    output_buffer_bytes: int = 0
+    warnings: tuple[str, ...] = field(default=())  # what the user should know before trusting a figure
+    # the largest ctx such that it and every smaller one fit: max_ctx wherever the total only grows with the
+    # context; below it under llama.cpp when a larger -c fits again past one that does not (None with max_ctx)
+    max_ctx_contiguous: int | None = None
+    basis: object | None = None  # the kvplan.plan.basis.Basis it was evaluated from (curves reuse it)
+
+    @cached_property
+    def llamacpp_buffers_bytes(self) -> int | None:
+        """Under the ideal formula, the compute + output buffers llama.cpp would add at its defaults [bytes]; None
+        under a runtime, where llama.cpp would refuse the request, or when the profile lacks the shape. Computed
+        when asked (an allocator replay): the gate and sweeps, which never show it, do not pay for it."""
+        from kvplan.plan.would_add import llamacpp_buffers_if_ideal
+
+        would_add = llamacpp_buffers_if_ideal(self.scenario)
+        return would_add.total_bytes if would_add is not None else None
+
+    @property
+    def layout(self) -> CacheModel:
+        """The cache model: the earlier name of :attr:`cache`, kept for scripts written against it."""
+        return self.cache
+
+    @property
+    def attended_tokens(self) -> int:
+        """The tokens one sequence attends: its own context and the pinned prefix in front of it [tokens]."""
+        return self.ctx_per_sequence_tokens + self.scenario.pinned_prefix_tokens
+
+    @property
+    def buffers_bytes(self) -> int:
+        """Runtime buffers counted in the total (compute + output) [bytes]."""
+        return self.compute_buffer_bytes + self.output_buffer_bytes
+
+    @property
+    def aggregate_decode_tokens_per_s(self) -> float:
+        """Tokens per second over all sequences: a step reads the weights once and emits one token per sequence."""
+        return self.decode_tokens_per_s * self.scenario.sequences
+
+    @property
+    def prefill_bound(self) -> str | None:
+        """Which floor sets the prefill time: ``compute`` (FLOPs) or ``memory`` (weights once per micro-batch)."""
+        if self.prefill_compute_s is None:
+            return None
+        return "memory" if self.prefill_memory_s > self.prefill_compute_s else "compute"
+
+    @property
+    def fits(self) -> bool:
+        return self.verdict is not Verdict.OVER
+
+    def tokens_per_sequence(self, ctx: int) -> int:
+        """The tokens one sequence attends at ``ctx`` under this cache (llama.cpp splits ``-c`` over ``-np``)."""
+        from kvplan.caches.ideal import tokens_per_sequence_of
+
+        return tokens_per_sequence_of(self.cache, ctx, self.scenario.sequences)
+
+
+# --- what would make it fit (kvplan.advice) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    """One edit to a configuration: ``kind`` names the knob, ``value`` its new setting."""
+
+    kind: str  # ctx | kv_bits | weight_bits | sequences | sliding_window | model
+    value: object
+    evaluation: Evaluation
+    caveats: tuple[str, ...] = field(default=())  # codes of CAVEATS, in that order
+
+    @property
+    def fits(self) -> bool:
+        return self.evaluation.fits
+
+    @property
+    def keeps_model(self) -> bool:
+        return self.kind != "model"
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The judged changes: those that keep the model (ranked), and other models that fit (apart)."""
+
+    keep_model: tuple[Change, ...]
+    other_models: tuple[Change, ...]
+
+
+# --- weights tensor by tensor (kvplan.plan.weight_breakdown) ------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorGroup:
+    """Tensors of one name pattern, shape and storage type: ``layers`` are the block indices (empty outside
+    blocks), ``bytes`` their sum [bytes]."""
+
+    pattern: str
+    layers: tuple[int, ...]
+    count: int
+    shape: tuple[int, ...]
+    dtype: str
+    kind: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class WeightBreakdown:
+    """A model's weights in one format. ``weight_type`` None: uniform ``bits_per_weight`` (no tensors);
+    ``explicit``: the profile's own ``weights`` size is what every check uses."""
+
+    model: str
+    weight_type: str | None
+    group_size: int | None
+    total_bytes: int
+    n_params: int
+    bits_per_weight: float
+    read_bytes: int
+    groups: tuple[TensorGroup, ...] = ()
+    tensors: tuple[PricedTensor, ...] = ()
+    explicit_bytes: int | None = None
+    source: str = "option"  # "option": --weight-type; "profile": the profile's weight_type; "uniform"
