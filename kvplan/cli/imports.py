@@ -221,6 +221,6 @@ def _emit(imported, output: Path | None, weight_type_given: str | None = None) -
         terminal.display_text(imported.yaml_text)
     else:
         write_text_atomic(output, imported.yaml_text)
-        terminal.display_note(f"wrote model profile {imported.name!r} to {output}")
+        terminal.display_written(f"wrote model profile {imported.name!r} to {output}")
     for note in notes:
         terminal.display_note(note)

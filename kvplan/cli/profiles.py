@@ -313,5 +313,5 @@ def probe(
         terminal.display_text(text)
     else:
         write_text_atomic(output, text)
-        terminal.display_note(f"wrote device profile {mapping['name']!r} to {output} "
+        terminal.display_written(f"wrote device profile {mapping['name']!r} to {output} "
                               f"(use it with --device {output})")

@@ -73,5 +73,5 @@ def report(
         terminal.display_text(render_markdown(document))
         return
     written = write_report(document, output, units.value)
-    terminal.display_note(f"wrote {written[-1]}" + (f" and {len(written) - 1} plot"
+    terminal.display_written(f"wrote {written[-1]}" + (f" and {len(written) - 1} plot"
                                                    f"{'s' if len(written) > 2 else ''}" if len(written) > 1 else ""))

@@ -67,6 +67,18 @@ def display_note(message: str) -> None:
     sys.stderr.write(f"kvplan: note: {message}\n")
 
 
+def display_written(message: str) -> None:
+    """A ``wrote …`` note, said once the command's files are in place (kvplan.files.outfiles.OutputBatch), not
+    before: a command that fails later writes none of them and says nothing of them."""
+    from kvplan.files.outfiles import current_batch
+
+    batch = current_batch()
+    if batch is None:
+        display_note(message)
+    else:
+        batch.after_commit(lambda: display_note(message))
+
+
 def display_warning(message: str) -> None:
     """Something the user should know before trusting the output (the command still succeeds)."""
     sys.stderr.write(f"kvplan: warning: {message}\n")
@@ -295,6 +307,6 @@ def write_or_display_text(text: str, output: str | None) -> None:
 
     if output:
         write_text_atomic(output, text)
-        display_note(f"wrote {output}")
+        display_written(f"wrote {output}")
     else:
         display_text(text)

@@ -5,6 +5,11 @@ previous file, or none, never a partial one. An output never replaces a file thi
 input (:mod:`kvplan.files.inputs`). A symbolic link stays a link: the file it points to is
 replaced. A path that is not a regular file (a named pipe, ``/dev/stdout``) is written into
 directly, since it cannot be replaced whole.
+
+A command's outputs are all or nothing (:class:`OutputBatch`): inside a batch each file is written to its temporary
+file as usual, but the renames wait until the command has finished, and then happen together; a failure anywhere
+(the third of three plots on a full disk, a plot folder that cannot be made after the report was rendered) removes
+every temporary file and every folder the batch made, so no output of a failed command appears.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from pathlib import Path
 
 from kvplan.errors import OutputError
@@ -61,8 +67,104 @@ def check_writable(path: str | os.PathLike) -> Path:
     return target
 
 
+class OutputBatch:
+    """The files written while it is open (:func:`write_atomic`, :func:`make_folder`) appear together at
+    :meth:`commit`, or not at all: leaving it uncommitted (an exception, a failed command) removes them.
+
+    Use as ``with OutputBatch() as batch: …; batch.commit()``. Batches do not nest: an inner one joins the outer.
+    """
+
+    def __init__(self):
+        self._pending: list[tuple[Path, Path, bool]] = []  # (temporary, target, the target existed before)
+        self._folders: list[Path] = []
+        self._after: list[Callable[[], None]] = []
+        self._token = None
+        self.done = False
+
+    def __enter__(self) -> OutputBatch:
+        if _BATCH.get() is None:
+            self._token = _BATCH.set(self)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._token is None:
+            return
+        _BATCH.reset(self._token)
+        if not self.done:
+            self.abort()
+
+    def add(self, tmp: Path, target: Path) -> None:
+        self._pending.append((tmp, target, target.exists()))
+
+    def made_folder(self, folder: Path) -> None:
+        self._folders.append(folder)
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the files are in place (a ``wrote …`` note), not before."""
+        self._after.append(callback)
+
+    def commit(self) -> None:
+        """Rename every temporary file into place; if one rename fails (rare: each is within one folder), remove the
+        files it made that did not exist before and the temporary files left, and raise OutputError. A file that
+        existed and was already replaced keeps its new content."""
+        if self._token is None or self.done:
+            return
+        moved: list[tuple[Path, bool]] = []
+        for tmp, target, existed in self._pending:
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                for path, had in moved:
+                    if not had:
+                        with contextlib.suppress(OSError):
+                            path.unlink()
+                self.abort()  # the renamed temporaries are gone already; the others are removed
+                raise OutputError(f"{target}: cannot write: {exc.strerror or exc}") from None
+            moved.append((target, existed))
+        self._pending, self.done = [], True
+        for callback in self._after:
+            callback()
+
+    def abort(self) -> None:
+        """Remove every temporary file and every folder this batch made (deepest first, when empty)."""
+        for tmp, _target, _existed in self._pending:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        for folder in reversed(self._folders):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        self._pending, self._folders, self.done = [], [], True
+
+
+_BATCH: ContextVar[OutputBatch | None] = ContextVar("kvplan_output_batch", default=None)
+
+
+def current_batch() -> OutputBatch | None:
+    return _BATCH.get()
+
+
+def make_folder(folder: str | os.PathLike) -> Path:
+    """Create ``folder`` (and missing parents); inside a batch, the folders it made go again if the batch fails."""
+    p = Path(folder)
+    missing = []
+    probe = p.absolute()
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{folder}: cannot create the folder: {exc.strerror or exc}") from None
+    batch = _BATCH.get()
+    if batch is not None:
+        for made in reversed(missing):
+            batch.made_folder(made)
+    return p
+
+
 def write_atomic(path: str | os.PathLike, produce: Callable[[Path], None]) -> Path:
-    """Call ``produce(tmp_path)`` to write a temporary file, then rename it to ``path``."""
+    """Call ``produce(tmp_path)`` to write a temporary file, then rename it to ``path`` (inside an
+    :class:`OutputBatch`, when the batch commits)."""
     target = check_writable(path)
     if _is_stream(target):
         try:
@@ -76,6 +178,7 @@ def write_atomic(path: str | os.PathLike, produce: Callable[[Path], None]) -> Pa
         raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     os.close(fd)
     tmp = Path(tmp_name)
+    batch = _BATCH.get()
     try:
         produce(tmp)
         # mkstemp makes the file private (0600): keep the mode of the file replaced, else the one open() would give
@@ -86,12 +189,17 @@ def write_atomic(path: str | os.PathLike, produce: Callable[[Path], None]) -> Pa
             os.umask(umask)
             mode = 0o666 & ~umask
         os.chmod(tmp, mode)
-        os.replace(tmp, target)
+        if batch is not None:
+            batch.add(tmp, target)
+            tmp = None  # the batch renames it, or removes it
+        else:
+            os.replace(tmp, target)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
     return target
 
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from kvplan.errors import OutputError
-from kvplan.files.outfiles import check_extension, check_writable, write_atomic
+from kvplan.files.outfiles import check_extension, check_writable, make_folder, write_atomic
 
 PLOT_EXTENSIONS = ("png", "svg", "pdf")
 PNG_DPI = 150
@@ -38,12 +38,19 @@ def check_plot_dir(folder: str | os.PathLike) -> Path:
 
 
 def make_plot_dir(folder: str | os.PathLike) -> Path:
-    p = Path(folder)
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{folder}: cannot create the folder: {exc.strerror or exc}") from None
-    return p
+    return make_folder(folder)  # removed again when the command fails (kvplan.files.outfiles.OutputBatch)
+
+
+def figure_bytes(fig, fmt: str = "png") -> bytes:
+    """``fig`` as the bytes of a PNG, SVG or PDF file, as :func:`save_figure` writes it."""
+    import io
+
+    import matplotlib
+
+    buffer = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "kvplan"}):
+        fig.savefig(buffer, format=fmt, dpi=PNG_DPI, metadata=_METADATA[fmt], bbox_inches="tight", pad_inches=0.15)
+    return buffer.getvalue()
 
 
 def save_figure(fig, path: str | os.PathLike) -> Path:

@@ -163,7 +163,7 @@ def calibrate(
         _plot(calibration, plot, profile_name)
     write_text_atomic(output, text)
     if output_format is not OutputFormat.json:
-        terminal.display_note(f"wrote {output}" + (f" and {plot}" if plot else ""))
+        terminal.display_written(f"wrote {output}" + (f" and {plot}" if plot else ""))
 
 
 def _check_reserve_below_ram(fields: dict, given: dict, base_said: str | None) -> None:
