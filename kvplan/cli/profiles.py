@@ -293,12 +293,12 @@ def probe(
 ) -> None:
     from kvplan.cli import terminal
     from kvplan.errors import UsageError
-    from kvplan.files.outfiles import check_writable, write_text_atomic
+    from kvplan.files.outfiles import check_writable, is_stdout, write_text_atomic
     from kvplan.hub.catalog import probed_profile
     from kvplan.profiles.field_rules import check_profile_name
 
     if output is not None:  # refused before a measurement, not after
-        if output.exists() and not force:
+        if output.exists() and not is_stdout(output) and not force:
             raise UsageError(f"{output} exists; add --force to overwrite it")
         check_writable(output)
     if name is not None:

@@ -26,9 +26,20 @@ from kvplan.errors import OutputError
 from kvplan.files.inputs import inputs_read
 
 
-def check_extension(path: str | os.PathLike, allowed: Iterable[str], what: str = "output") -> str:
-    """Return the lower-case extension of ``path`` (without the dot) or raise OutputError."""
+STDOUT = "-"  # ``-o -``: standard output, as Unix tools read it
+
+
+def is_stdout(path: str | os.PathLike | None) -> bool:
+    return path is not None and str(path) == STDOUT
+
+
+def check_extension(path: str | os.PathLike, allowed: Iterable[str], what: str = "output",
+                    stdout_means: str | None = None) -> str:
+    """Return the lower-case extension of ``path`` (without the dot) or raise OutputError; ``-`` (standard
+    output) has ``stdout_means`` when given (a plot written to a pipe is a PNG)."""
     allowed = tuple(allowed)
+    if is_stdout(path) and stdout_means is not None:
+        return stdout_means
     suffix = Path(path).suffix.lower().lstrip(".")
     if suffix not in allowed:
         shown = ", ".join(f".{a}" for a in allowed)
@@ -45,8 +56,16 @@ def _is_stream(p: Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def check_writable(path: str | os.PathLike) -> Path:
-    """Fail early, before any work, when ``path`` cannot be written."""
+def check_writable(path: str | os.PathLike, binary: bool = False) -> Path:
+    """Fail early, before any work, when ``path`` cannot be written (``-``: binary bytes to a terminal)."""
+    if is_stdout(path):
+        batch = _BATCH.get()
+        if batch is not None:
+            batch.stdout_claimed = True
+        if binary and _stdout_is_terminal():
+            raise OutputError("-: this output is binary and standard output is a terminal: pipe it "
+                              "(-o - | display) or give a file name")
+        return Path(STDOUT)
     p = Path(path)
     if p.is_dir():
         raise OutputError(f"{path}: is a directory")
@@ -80,6 +99,7 @@ class OutputBatch:
         self._after: list[Callable[[], None]] = []
         self._token = None
         self.done = False
+        self.stdout_claimed = False  # an output goes to standard output (-o -): the command prints nothing else
 
     def __enter__(self) -> OutputBatch:
         if _BATCH.get() is None:
@@ -143,6 +163,12 @@ def current_batch() -> OutputBatch | None:
     return _BATCH.get()
 
 
+def stdout_claimed() -> bool:
+    """True when an output of the running command goes to standard output (``-o -``, ``--json -``)."""
+    batch = _BATCH.get()
+    return batch is not None and batch.stdout_claimed
+
+
 def make_folder(folder: str | os.PathLike) -> Path:
     """Create ``folder`` (and missing parents); inside a batch, the folders it made go again if the batch fails."""
     p = Path(folder)
@@ -162,9 +188,51 @@ def make_folder(folder: str | os.PathLike) -> Path:
     return p
 
 
-def write_atomic(path: str | os.PathLike, produce: Callable[[Path], None]) -> Path:
+def _stdout_is_terminal() -> bool:
+    import sys
+
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _to_stdout(produce: Callable[[Path], None], binary: bool) -> Path:
+    """``produce`` into a private temporary file, whose bytes go to standard output (when the batch commits)."""
+    import sys
+
+    check_writable(STDOUT, binary)
+    fd, tmp_name = tempfile.mkstemp(prefix=".kvplan-stdout.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        produce(tmp)
+        data = tmp.read_bytes()
+    except OSError as exc:
+        raise OutputError(f"-: cannot write: {exc.strerror or exc}") from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+    def emit() -> None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+    batch = _BATCH.get()
+    if batch is not None:
+        batch.after_commit(emit)
+    else:
+        emit()
+    return Path(STDOUT)
+
+
+def write_atomic(path: str | os.PathLike, produce: Callable[[Path], None], binary: bool = False) -> Path:
     """Call ``produce(tmp_path)`` to write a temporary file, then rename it to ``path`` (inside an
-    :class:`OutputBatch`, when the batch commits)."""
+    :class:`OutputBatch`, when the batch commits). ``-`` is standard output; ``binary`` output (a PNG) is not
+    written to a terminal."""
+    if is_stdout(path):
+        return _to_stdout(produce, binary)
     target = check_writable(path)
     if _is_stream(target):
         try:
@@ -213,6 +281,12 @@ def check_outputs(sources, paths) -> None:
     seen: set[Path] = set()
     inputs = {Path(source).resolve() for source in sources} | inputs_read()
     for path in paths:
+        if is_stdout(path):
+            p = Path(STDOUT)  # standard output, not a file named '-'
+            if p in seen:
+                raise OutputError("-: standard output given for more than one output")
+            seen.add(p)
+            continue
         p = Path(path).resolve()
         if p in inputs:
             raise OutputError(f"{path}: would overwrite an input file of this command")

@@ -15,9 +15,10 @@ _METADATA = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"Creation
 
 
 def check_plot_path(path: str | os.PathLike) -> Path:
-    """Fail before computing when ``path`` has an unknown extension or cannot be written."""
-    check_extension(path, PLOT_EXTENSIONS, "plot")
-    return check_writable(path)
+    """Fail before computing when ``path`` has an unknown extension or cannot be written (``-``: a PNG to standard
+    output, refused when that is a terminal)."""
+    fmt = check_extension(path, PLOT_EXTENSIONS, "plot", stdout_means="png")
+    return check_writable(path, binary=fmt != "svg")
 
 
 def check_plot_dir(folder: str | os.PathLike) -> Path:
@@ -54,8 +55,9 @@ def figure_bytes(fig, fmt: str = "png") -> bytes:
 
 
 def save_figure(fig, path: str | os.PathLike) -> Path:
-    """Write ``fig`` to ``path`` as PNG, SVG or PDF (by extension), whole or not at all."""
-    fmt = check_extension(path, PLOT_EXTENSIONS, "plot")
+    """Write ``fig`` to ``path`` as PNG, SVG or PDF (by extension; ``-``: a PNG to standard output), whole or not
+    at all."""
+    fmt = check_extension(path, PLOT_EXTENSIONS, "plot", stdout_means="png")
     import matplotlib
 
     def produce(tmp: Path) -> None:
@@ -63,4 +65,4 @@ def save_figure(fig, path: str | os.PathLike) -> Path:
             fig.savefig(tmp, format=fmt, dpi=PNG_DPI, metadata=_METADATA[fmt], bbox_inches="tight",
                         pad_inches=0.15)
 
-    return write_atomic(path, produce)
+    return write_atomic(path, produce, binary=fmt != "svg")
