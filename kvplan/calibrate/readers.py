@@ -134,7 +134,8 @@ def _int(value, field, line, problems, *, minimum=0):
         except ValueError:
             number = None
     if number is None:
-        problems.add(line, field, f"expected an integer, got {value!r}")
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "…"
+        problems.add(line, field, f"expected an integer, got {shown}")
         return None
     if number < minimum:
         problems.add(line, field, f"must be ≥ {minimum}, got {number}")

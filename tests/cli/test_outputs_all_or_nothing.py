@@ -35,15 +35,15 @@ def disk_full_on(monkeypatch):
     def arm(n: int):
         calls = []
 
-        def failing(path, produce):
+        def failing(path, produce, **options):
             calls.append(path)
             if len(calls) != n:
-                return original(path, produce)
+                return original(path, produce, **options)
 
             def partial(tmp):
                 tmp.write_bytes(b"half a file")
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            return original(path, partial)
+            return original(path, partial, **options)
 
         monkeypatch.setattr(outfiles, "write_atomic", failing)
         monkeypatch.setattr(save, "write_atomic", failing)
