@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.engine import llamacpp_buffers as lb
+from kvplan.engine.schedule import attention_runs
 
 #: model fields the compute-buffer formula reads; without them the buffer is unknown, not zero
 SHAPE_FIELDS = ("hidden_size", "intermediate_size", "vocab_size")
@@ -32,10 +33,23 @@ class LlamaCppBuffers:
 
 
 class _ProfileView:
-    """A model profile (pydantic model or cached record) read as the mapping the engine's helper takes."""
+    """A model profile (pydantic model or cached record) read as the mapping the engine's helper takes, its
+    attention shape from the model's schedule: ``kv_heads`` the widest layer's, ``sliding_window`` the windowed
+    layers' window, ``mla`` the latent's widths (the compute graph sees one shape for every layer; which layers
+    use the window llama.cpp decides by architecture, ``set_swa_pattern``, as the engine does)."""
 
     def __init__(self, model):
         self._model = model
+        runs = attention_runs(model.schedule, "llama.cpp")
+        windows = model.schedule.windows()
+        latent = next((ly for _, ly in runs if ly.latent_rank is not None), None)
+        self._shape = {
+            # an MLA latent is one head (llama.cpp's deepseek2 GGUFs say head_count_kv 1); its graph reads no Hk
+            "kv_heads": max(ly.kv_heads for _, ly in runs),
+            "sliding_window": windows[0] if windows else None,
+            "mla": None if latent is None else {"kv_lora_rank": latent.latent_rank,
+                                                "qk_rope_head_dim": latent.k_values - latent.latent_rank},
+        }
 
     def __getitem__(self, key):
         value = self.get(key)
@@ -44,9 +58,7 @@ class _ProfileView:
         return value
 
     def get(self, key, default=None):
-        value = getattr(self._model, key, None)
-        if key == "kv_heads" and isinstance(value, (list, tuple)):  # per-layer heads: the widest layer
-            value = max(value)
+        value = self._shape[key] if key in self._shape else getattr(self._model, key, None)
         return default if value is None else value
 
 

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvplan import engine
-from kvplan.caches.memo import PerModel
 from kvplan.engine.formats import ElementFormat
+from kvplan.engine.schedule import Attention, attention_runs
+from kvplan.profiles.memo import PerModel
 
 if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain records
     from kvplan.profiles.spec import Model
@@ -82,12 +83,10 @@ class CacheLayout:
         return self.global_bytes_per_token == 0 and bool(self.windows)
 
 
-def layer_bytes_per_token(model: Model, layer: int, k_format: ElementFormat, v_format: ElementFormat) -> int:
-    """Bytes one token takes in one layer: its K row plus its V row (or one latent row for MLA)."""
-    if model.mla is not None:
-        return k_format.row_bytes(model.mla.kv_lora_rank + model.mla.qk_rope_head_dim)
-    n_kv = model.kv_heads_of(layer)
-    return k_format.row_bytes(n_kv * model.head_dim) + v_format.row_bytes(n_kv * model.v_dim)
+def layer_bytes_per_token(layer: Attention, k_format: ElementFormat, v_format: ElementFormat) -> int:
+    """Bytes one token takes in one attention layer: its K row plus its V row (an MLA latent: the K row only)."""
+    v_row = v_format.row_bytes(layer.v_values) if layer.v_values else 0
+    return k_format.row_bytes(layer.k_values) + v_row
 
 
 _LAYOUTS = PerModel()
@@ -95,9 +94,10 @@ _LAYOUTS = PerModel()
 
 def cache_layout(model: Model, k_format: ElementFormat | None = None, v_format: ElementFormat | None = None,
                  sliding_window: int | None = None) -> CacheLayout:
-    """Group the model's layers by window; ``sliding_window`` (tokens) puts every layer behind one.
+    """Group the model's layers (its :attr:`~kvplan.profiles.methods.ModelMethods.schedule`) by window;
+    ``sliding_window`` (tokens) puts every layer behind one.
 
-    Memoized per model object (:mod:`kvplan.caches.memo`).
+    Memoized per model object (:mod:`kvplan.profiles.memo`).
     """
     return _LAYOUTS.get(model, (k_format, v_format, sliding_window),
                         lambda: _cache_layout(model, k_format, v_format, sliding_window))
@@ -107,25 +107,20 @@ def _cache_layout(model: Model, k_format: ElementFormat | None, v_format: Elemen
                   sliding_window: int | None) -> CacheLayout:
     k_format = k_format or model.k_format()
     v_format = v_format or model.v_format()
-    if sliding_window is not None:
-        model = model.model_copy(update={"sliding_window": sliding_window, "sliding_window_pattern": "all"})
+    schedule = model.schedule if sliding_window is None else model.schedule.with_window(sliding_window)
+    attention_runs(schedule, "ideal")
     global_bpt = 0
     windowed: dict[int, int] = {}
     global_layers = 0
-    # Layers differ only by their KV head count, so each distinct count is priced once.
-    priced: dict[int, int] = {}
-    for layer in range(model.layers):
-        n_kv = model.kv_heads_of(layer)
-        b = priced.get(n_kv)
-        if b is None:
-            b = priced[n_kv] = layer_bytes_per_token(model, layer, k_format, v_format)
-        if model.is_local(layer):
-            windowed[model.sliding_window] = windowed.get(model.sliding_window, 0) + b
+    for count, layer in schedule.groups():  # each distinct layer priced once
+        b = count * layer_bytes_per_token(layer, k_format, v_format)
+        if layer.window_tokens is not None:
+            windowed[layer.window_tokens] = windowed.get(layer.window_tokens, 0) + b
         else:
             global_bpt += b
-            global_layers += 1
+            global_layers += count
     return CacheLayout(k_format, v_format, global_bpt, tuple(sorted(windowed.items())),
-                       global_layers, model.layers - global_layers)
+                       global_layers, schedule.layers - global_layers)
 
 
 def kv_bytes_per_sequence_of(cache: CacheModel, ctx: int, sequences: int = 1) -> int | None:

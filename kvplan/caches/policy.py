@@ -1,6 +1,6 @@
 """A compression policy applied to a model: the :class:`~kvplan.plan.CacheModel` of a policy.
 
-The policy's layer groups are split further by the model's own sliding-window pattern
+The policy's layer groups are split further by the windows of the model's schedule
 (a windowed layer never caches more than its window), each run summed into one
 :class:`~kvplan.engine.tiered.Tier`; all sizes come from :mod:`kvplan.engine.tiered`.
 """
@@ -13,6 +13,7 @@ from fractions import Fraction
 
 from kvplan.engine import tiered
 from kvplan.engine.formats import ElementFormat, format_from_bits
+from kvplan.engine.schedule import Attention, attention_runs
 from kvplan.caches.ideal import CacheLayout, cache_layout, layer_bytes_per_token
 from kvplan.profiles.policy import PolicySpec, exact_fraction
 from kvplan.profiles.spec import Model
@@ -147,9 +148,9 @@ def policy_cache(model: Model, policy: PolicySpec, k_format: ElementFormat | Non
     """Apply ``policy`` to ``model``; ``k_format`` / ``v_format`` override the model's recent-token formats."""
     default_k = k_format or model.k_format()
     default_v = v_format or model.v_format()
+    schedule = model.schedule if sliding_window is None else model.schedule.with_window(sliding_window)
+    attention_runs(schedule, "compression policy")
     fp16 = cache_layout(model, FP16, FP16, sliding_window)
-    if sliding_window is not None:
-        model = model.model_copy(update={"sliding_window": sliding_window, "sliding_window_pattern": "all"})
     plans: list[TierPlan] = []
     for index, (start, end, spec) in enumerate(policy.layer_ranges(model.layers)):
         k = spec.k.element_format() if spec.k else default_k
@@ -159,16 +160,16 @@ def policy_cache(model: Model, policy: PolicySpec, k_format: ElementFormat | Non
         hv = hist.v.element_format() if hist and hist.v else v
         ratio = exact_fraction(hist.ratio) if hist else Fraction(1)
         recent = (spec.recent_window or 0) if hist else None
-        runs: dict[int | None, list[int]] = {}
-        for layer in range(start, end):
-            runs.setdefault(model.sliding_window if model.is_local(layer) else None, []).append(layer)
-        for window, layers in sorted(runs.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
+        runs: dict[int | None, list[tuple[int, Attention]]] = {}
+        for count, layer in schedule.groups(start, end):
+            runs.setdefault(layer.window_tokens, []).append((count, layer))
+        for window, groups in sorted(runs.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
             tier = tiered.Tier(
                 window_tokens=window, recent_tokens=recent, ratio_num=ratio.numerator, ratio_den=ratio.denominator,
                 evict_every=spec.evict_every,
-                recent_bytes_per_token=sum(layer_bytes_per_token(model, ly, k, v) for ly in layers),
-                history_bytes_per_token=sum(layer_bytes_per_token(model, ly, hk, hv) for ly in layers),
-                layers=len(layers))
+                recent_bytes_per_token=sum(n * layer_bytes_per_token(ly, k, v) for n, ly in groups),
+                history_bytes_per_token=sum(n * layer_bytes_per_token(ly, hk, hv) for n, ly in groups),
+                layers=sum(n for n, _ in groups))
             plans.append(TierPlan(index, start, end - 1, tier, k, v, hk if hist else None,
                                   hv if hist else None, hist.ratio if hist else None))
-    return PolicyCache(policy, default_k, default_v, tuple(plans), fp16, latent=model.mla is not None)
+    return PolicyCache(policy, default_k, default_v, tuple(plans), fp16, latent=schedule.latent)

@@ -26,8 +26,9 @@ def asked_as(s, side: str) -> tuple[str | None, str]:
     return f"{prefix}_bits", f"{fmt.bits} bits ({fmt.name})"
 
 
-def cache_model(spec: RuntimeSpec, model, k_format=None, v_format=None):
-    """The runtime-exact :class:`~kvplan.plan.CacheModel` for ``model`` under ``spec``."""
+def cache_model(spec: RuntimeSpec, model, k_format=None, v_format=None, sliding_window=None):
+    """The runtime-exact :class:`~kvplan.plan.CacheModel` for ``model`` under ``spec`` (``sliding_window``:
+    every layer behind that window, for a runtime that can put one on a model)."""
     if isinstance(spec, LlamaCppSpec):
         from kvplan.caches.llamacpp import llamacpp_cache
 
@@ -35,7 +36,7 @@ def cache_model(spec: RuntimeSpec, model, k_format=None, v_format=None):
     if isinstance(spec, TransformersSpec):
         from kvplan.caches.transformers import transformers_cache
 
-        return transformers_cache(spec, model, k_format, v_format)
+        return transformers_cache(spec, model, k_format, v_format, sliding_window)
     raise FieldError("runtime", f"not a runtime spec: {spec!r}")
 
 
@@ -45,14 +46,11 @@ def runtime_cache_for(s):
     if policy is not None and not getattr(policy, "is_plain", False):
         raise FieldError(("kv_policy", "runtime"), "a compression policy is not modelled inside a runtime; "
                          "give one of them", lead=" and ")
-    model = s.model
-    if s.sliding_window is not None:
-        if isinstance(s.runtime, LlamaCppSpec):
-            raise FieldError("sliding_window", "llama.cpp has no option to put a window on a model; "
-                             "drop it with {runtime=llama.cpp}", mentions=("runtime",))
-        model = model.model_copy(update={"sliding_window": s.sliding_window, "sliding_window_pattern": "all"})
+    if s.sliding_window is not None and isinstance(s.runtime, LlamaCppSpec):
+        raise FieldError("sliding_window", "llama.cpp has no option to put a window on a model; "
+                         "drop it with {runtime=llama.cpp}", mentions=("runtime",))
     try:
-        return cache_model(s.runtime, model, s.k_format, s.v_format)
+        return cache_model(s.runtime, s.model, s.k_format, s.v_format, s.sliding_window)
     except CacheTypeError as exc:  # name the field the user set, not k_type
         raise exc.given_as(*asked_as(s, exc.side)) from None
     except FieldError as exc:

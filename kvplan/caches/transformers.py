@@ -39,11 +39,14 @@ from kvplan import engine
 from kvplan.engine._ops import minimum, where
 from kvplan.errors import FieldError
 from kvplan.engine.formats import ElementFormat
+from kvplan.engine.schedule import Attention, attention_runs
 from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
+from kvplan.caches.facts import Rule, rule
 from kvplan.profiles.runtime import TransformersSpec
 
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 LATENT_SINCE = "5.15.0"  # first release whose DeepseekV2/V3Attention.forward caches the MLA latent
+EXPANDED_UNTIL = "5.14.1"  # the last release that cached per-head K/V for an MLA model
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class TransformersCache:
     window_tokens: int | None
     global_layers: int
     windowed_layers: int
-    rules: tuple[str, ...]
+    rules: tuple[Rule, ...]  # what applied for every request (kvplan.caches.facts; render words them)
 
     name = "transformers"
     # The peak (right after a one-shot prefill, sliding layers still holding the prompt) is gone after the first
@@ -149,14 +152,15 @@ class TransformersCache:
         return best
 
     def describe(self, ctx: int, sequences: int = 1) -> dict:
+        """What applied for this request: rules (:class:`~kvplan.caches.facts.Rule` facts), tokens per layer kind."""
         t = self.tokens(ctx)
         rules = list(self.rules)
         if self.spec.cache == "dynamic" and self.window_tokens and ctx > self.window_tokens - 1:
-            rules.append(f"sliding layers keep {t['sliding_reachable']:,} tokens reachable, {t['sliding_allocated']:,} "
-                         f"allocated (a view of the torch.cat result); {ctx:,} right after a one-shot prefill")
+            rules.append(rule("sliding_view", reachable=t["sliding_reachable"], allocated=t["sliding_allocated"],
+                              peak=ctx))
         if self.spec.cache == "static":
-            rules.append(f"StaticCache preallocates {t['max_cache_len']:,} tokens per full layer"
-                         + (f", {t['sliding_allocated']:,} per sliding layer" if self.window_tokens else ""))
+            rules.append(rule("static_preallocated", full=t["max_cache_len"],
+                              sliding=t["sliding_allocated"] if self.window_tokens else None))
         return {
             "name": self.name,
             "rules": rules,
@@ -167,8 +171,9 @@ class TransformersCache:
 
 
 def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | None = None,
-                       v_format: ElementFormat | None = None) -> TransformersCache:
-    """Decide transformers' rules for ``model`` and size one token of each layer kind."""
+                       v_format: ElementFormat | None = None, sliding_window: int | None = None) -> TransformersCache:
+    """Decide transformers' rules for ``model`` (its schedule; ``sliding_window``: every layer behind that
+    window) and size one token of each layer kind."""
     k_format = k_format or model.k_format()
     v_format = v_format or model.v_format()
     for side, fmt in (("k", k_format), ("v", v_format)):
@@ -178,35 +183,40 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
     if k_format != v_format:
         raise FieldError(FORMAT_FIELDS["kv"] + ("runtime",), "transformers keeps K and V in the same dtype; give one "
                          "{kv_type}", lead=None)
+    schedule = model.schedule if sliding_window is None else model.schedule.with_window(sliding_window)
+    attention_runs(schedule, "transformers")
+    windows = schedule.windows()
+    if len(windows) > 1:
+        raise FieldError("model", f"layers with {len(windows)} different windows ({', '.join(f'{w:,}' for w in windows)}"
+                         " tokens): the transformers cache model follows one sliding window")
     arch = (model.architecture or "").lower()
-    rules = [f"architecture {arch or 'unknown'}", f"cache dtype {TORCH_DTYPES[k_format.name]}",
-             "DynamicCache: full-attention layers hold every token" if spec.cache == "dynamic"
-             else "StaticCache: tensors preallocated"]
-    if model.mla is not None:
+    rules = [rule("architecture", architecture=arch or None), rule("cache_dtype", dtype=TORCH_DTYPES[k_format.name]),
+             rule("cache_class", cache=spec.cache)]
+    if schedule.latent:
         rules.append(mla_rule(model, k_format))
     full_bpt = sliding_bpt = 0
     global_layers = 0
-    for layer in range(model.layers):
-        b = layer_bytes_per_token(model, layer, k_format, v_format)
-        if model.is_local(layer):
+    for count, layer in schedule.groups():
+        b = count * layer_bytes_per_token(layer, k_format, v_format)
+        if layer.window_tokens is not None:
             sliding_bpt += b
         else:
             full_bpt += b
-            global_layers += 1
-    window = model.sliding_window if sliding_bpt else None
+            global_layers += count
+    window = windows[0] if sliding_bpt else None
     if window:
-        rules.append(f"{model.layers - global_layers} of {model.layers} layers slide (window {window:,})")
+        rules.append(rule("sliding_layers", sliding=schedule.layers - global_layers, layers=schedule.layers,
+                          window=window))
     return TransformersCache(spec, k_format, v_format, full_bpt, sliding_bpt, window, global_layers,
-                             model.layers - global_layers, tuple(rules))
+                             schedule.layers - global_layers, tuple(rules))
 
 
-def layer_bytes_per_token(model, layer: int, k_format: ElementFormat, v_format: ElementFormat) -> int:
-    """K+V bytes one token adds to ``layer``: the MLA latent (keys ``kv_lora_rank``, values
-    ``qk_rope_head_dim``, one head) or per-head K and V."""
-    if model.mla is not None:
-        return k_format.row_bytes(model.mla.kv_lora_rank) + v_format.row_bytes(model.mla.qk_rope_head_dim)
-    n_kv = model.kv_heads_of(layer)
-    return k_format.row_bytes(n_kv * model.head_dim) + v_format.row_bytes(n_kv * model.v_dim)
+def layer_bytes_per_token(layer: Attention, k_format: ElementFormat, v_format: ElementFormat) -> int:
+    """K+V bytes one token adds to an attention layer: the MLA latent (keys ``kv_lora_rank``, values
+    ``qk_rope_head_dim``, one head: the schedule's K row split at its ``latent_rank``) or per-head K and V."""
+    if layer.latent_rank is not None:
+        return k_format.row_bytes(layer.latent_rank) + v_format.row_bytes(layer.k_values - layer.latent_rank)
+    return k_format.row_bytes(layer.k_values) + v_format.row_bytes(layer.v_values)
 
 
 def expanded_mla_bytes_per_token(model, fmt: ElementFormat) -> int:
@@ -216,8 +226,11 @@ def expanded_mla_bytes_per_token(model, fmt: ElementFormat) -> int:
                            + fmt.row_bytes(model.attention_heads * model.v_dim))
 
 
-def mla_rule(model, fmt: ElementFormat) -> str:
-    latent = model.layers * layer_bytes_per_token(model, 0, fmt, fmt)
-    return (f"MLA latent cached (transformers ≥ {LATENT_SINCE}): {model.mla.kv_lora_rank} + "
-            f"{model.mla.qk_rope_head_dim} values per token per layer, {latent:,} B/token; ≤ 5.14.1 cached "
-            f"per-head K/V, {expanded_mla_bytes_per_token(model, fmt):,} B/token")
+def mla_rule(model, fmt: ElementFormat) -> Rule:
+    """The MLA latent transformers caches since :data:`LATENT_SINCE`, beside what the release before it cached."""
+    latent_layers = [(n, ly) for n, ly in model.schedule.groups() if ly.latent_rank is not None]
+    latent = sum(n * layer_bytes_per_token(ly, fmt, fmt) for n, ly in latent_layers)
+    first = latent_layers[0][1]
+    return rule("mla_latent", since=LATENT_SINCE, before=EXPANDED_UNTIL, kv_lora_rank=first.latent_rank,
+                qk_rope_head_dim=first.k_values - first.latent_rank, latent_bytes_per_token=latent,
+                expanded_bytes_per_token=expanded_mla_bytes_per_token(model, fmt))

@@ -40,7 +40,7 @@ class HubProfile:
 
     ``mapping`` is the profile as its YAML file would hold it (``yaml_text`` read back);
     ``record`` its validated fields in base units (``Model.model_dump(mode="json")``), which
-    ``kvplan.records.ModelRecord(record)`` turns into a model without pydantic, as the profile cache does.
+    ``kvplan.profiles.records.ModelRecord(record)`` turns into a model without pydantic, as the profile cache does.
     """
 
     mapping: dict

@@ -7,8 +7,15 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from kvplan.errors import FieldError, ProfileError
+from kvplan.errors import FieldError, FieldText, ProfileError
 from kvplan.profiles.spec import Model
+
+#: ``sources.params`` of a profile whose parameter count the caller gave (the CLI says which option)
+PARAMS_GIVEN = "given by the caller"
+
+#: the note on a mixture of experts whose ``params`` the caller gave: ``params_active`` is not derived then
+MOE_PARAMS_GIVEN = FieldText("params", "a mixture of experts: params_active is derived only when params is (no "
+                             "{params}); add it from the model card, or decode is priced as if every expert were read")
 
 
 @dataclass(frozen=True)

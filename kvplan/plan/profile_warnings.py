@@ -18,14 +18,15 @@ def device_warnings(d: Device) -> list[str]:
 
 def model_warnings(m: Model) -> list[str]:
     """A window the ideal formula honours but llama.cpp ignores (it then keeps the whole context on every layer)."""
-    if not m.sliding_window:
+    windows = m.schedule.windows()
+    if not windows:
         return []
     from kvplan.caches.llamacpp import window_ignored_because
 
     why = window_ignored_because(m.architecture)
     if why is None:
         return []
-    return [f"model {m.name}: llama.cpp ignores its {m.sliding_window:,}-token sliding window ({why}) and caches "
+    return [f"model {m.name}: llama.cpp ignores its {windows[0]:,}-token sliding window ({why}) and caches "
             "the whole context on every layer; the runtime llama.cpp prices that"]
 
 

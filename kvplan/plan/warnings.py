@@ -69,9 +69,11 @@ def ignored_window(ev: Evaluation) -> str | None:
     """The profile's sliding window, honoured by the ideal formula, that llama.cpp ignores — with llama.cpp's
     allocation at this context; None when it does not matter here."""
     s, m = ev.scenario, ev.scenario.model
-    if s.runtime is not None or s.sliding_window is not None or not m.sliding_window:
+    windows = m.schedule.windows()
+    if s.runtime is not None or s.sliding_window is not None or not windows:
         return None
-    if getattr(ev.cache, "policy", None) is not None or ev.ctx_per_sequence_tokens <= m.sliding_window:
+    window = windows[0]  # the smallest: past it the ideal formula and llama.cpp part
+    if getattr(ev.cache, "policy", None) is not None or ev.ctx_per_sequence_tokens <= window:
         return None
     from kvplan.caches.llamacpp import llamacpp_cache, window_ignored_because
     from kvplan.profiles.runtime import runtime_spec
@@ -83,10 +85,10 @@ def ignored_window(ev: Evaluation) -> str | None:
         cache = llamacpp_cache(runtime_spec("llama.cpp"), m, s.k_format, s.v_format)
         llama_kv = cache.kv_bytes(s.ctx * s.sequences, s.sequences)
     except KvplanError:  # a cache type llama.cpp cannot store: say so without its figure
-        return (f"llama.cpp ignores {m.name}'s {m.sliding_window:,}-token sliding window ({why}) and keeps the "
+        return (f"llama.cpp ignores {m.name}'s {window:,}-token sliding window ({why}) and keeps the "
                 "full context on every layer; the ideal formula's window does not hold there")
     over = ev.total_bytes - ev.kv_peak_bytes + llama_kv > ev.budget_bytes
-    return (f"llama.cpp ignores {m.name}'s {m.sliding_window:,}-token sliding window ({why}): it allocates "
+    return (f"llama.cpp ignores {m.name}'s {window:,}-token sliding window ({why}): it allocates "
             f"{_size(llama_kv)} of KV cache here, not {_size(ev.kv_bytes)}"
             + (", over the budget" if over else ""))
 

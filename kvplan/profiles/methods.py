@@ -3,7 +3,13 @@ plain :class:`~kvplan.profiles.records.ModelRecord` the fast path uses (no pydan
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvplan.engine.formats import ElementFormat, format_from_bits, format_from_name
+from kvplan.profiles.memo import PerModel
+
+if TYPE_CHECKING:
+    from kvplan.engine.schedule import Schedule
 
 
 class ModelMethods:
@@ -15,28 +21,67 @@ class ModelMethods:
     def v_dim(self) -> int:
         return self.v_head_dim or self.head_dim
 
-    def kv_heads_of(self, layer: int) -> int:
-        return self.kv_heads[layer] if isinstance(self.kv_heads, list) else self.kv_heads
-
-    def is_local(self, layer: int) -> bool:
-        """Whether a layer attends through the sliding window (not the whole context)."""
-        if self.sliding_window is None:
-            return False
-        pattern = self.sliding_window_pattern
-        if pattern == "all":
-            return True
-        if pattern == "alternating":
-            return layer % 2 == 0
-        if isinstance(pattern, str):
-            period = int(pattern.split(":")[0]) + 1
-            return layer % period < period - 1
-        return layer in pattern
+    @property
+    def schedule(self) -> Schedule:
+        """The model's layers as the cache models read them (:mod:`kvplan.engine.schedule`), derived once per
+        profile object from ``layers``, ``kv_heads``, ``head_dim``/``v_head_dim``, ``mla``, ``sliding_window``
+        and ``sliding_window_pattern`` — the one place those fields are interpreted."""
+        return _SCHEDULES.get(self, None, lambda: schedule_from_fields(self))
 
     def k_format(self) -> ElementFormat:
         return element_format(self.k_type or self.kv_type, self.k_bits or self.kv_bits, self.kv_group_size)
 
     def v_format(self) -> ElementFormat:
         return element_format(self.v_type or self.kv_type, self.v_bits or self.kv_bits, self.kv_group_size)
+
+
+# Memo of :attr:`ModelMethods.schedule` by profile identity, not an attribute: a pydantic model's ``model_copy``
+# copies its ``__dict__`` (a cached schedule would follow a copy whose fields changed), and a record has no free slot.
+_SCHEDULES = PerModel()
+
+
+def local_layer(pattern, layer: int) -> bool:
+    """Whether ``layer`` uses the window under a ``sliding_window_pattern`` (all | alternating | "N:1" | list)."""
+    if pattern == "all":
+        return True
+    if pattern == "alternating":
+        return layer % 2 == 0
+    if isinstance(pattern, str):
+        period = int(pattern.split(":")[0]) + 1
+        return layer % period < period - 1
+    return layer in pattern
+
+
+def schedule_from_fields(model) -> Schedule:
+    """The schedule today's model fields write: one attention layer per ``layers``, its K/V heads from
+    ``kv_heads`` (one count or one per layer), its head dims from ``head_dim``/``v_head_dim`` (MLA: one head of
+    ``kv_lora_rank + qk_rope_head_dim`` K values and no V), its window from ``sliding_window`` on the layers
+    ``sliding_window_pattern`` names."""
+    from kvplan.engine.schedule import Attention, compress
+
+    window = model.sliding_window
+    pattern = model.sliding_window_pattern
+    if isinstance(pattern, list):
+        pattern = frozenset(pattern)
+    heads = model.kv_heads
+    mla = model.mla
+    made: dict[tuple[int, bool], Attention] = {}  # the few distinct layers, built once each
+
+    def layer_at(i: int) -> Attention:
+        n_kv = heads[i] if isinstance(heads, list) else heads
+        local = window is not None and local_layer(pattern, i)
+        key = (n_kv, local)
+        layer = made.get(key)
+        if layer is None:
+            w = window if local else None
+            if mla is not None:
+                layer = Attention(1, mla.kv_lora_rank + mla.qk_rope_head_dim, 0, w, latent_rank=mla.kv_lora_rank)
+            else:
+                layer = Attention(n_kv, model.head_dim, model.v_head_dim or model.head_dim, w)
+            made[key] = layer
+        return layer
+
+    return compress(layer_at(i) for i in range(model.layers))
 
 
 def element_format(type_name: str | None, bits: int | None, group_size: int | None) -> ElementFormat:

@@ -187,7 +187,7 @@ KvHeads = Annotated[Annotated[int, Field(gt=0, le=10**6)] | list[Annotated[int, 
 
 def _runtime(value: object) -> object:
     """A runtime as a gate file names it (``llama.cpp`` or ``{name: llama.cpp, parallel: 2}``), kept in the
-    canonical JSON form of :func:`kvplan.runtimes.runtime_value` (so the profile cache stores it as is)."""
+    canonical JSON form of :func:`kvplan.profiles.runtime.runtime_value` (so the profile cache stores it as is)."""
     from kvplan.profiles.runtime import file_runtime, runtime_value
 
     return runtime_value(file_runtime(value))

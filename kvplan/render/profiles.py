@@ -141,14 +141,43 @@ def _base(value) -> str:
     return str(value)
 
 
+def schedule_json(model) -> list[dict]:
+    """The model's schedule as ``profiles show --format json`` writes it: one entry per run of identical layers,
+    its 0-based ``first_layer``/``last_layer``, ``layers`` (how many), ``kind`` and the kind's own figures
+    (attention: ``kv_heads``, ``k_head_dim``, ``v_head_dim``, ``window_tokens``, ``latent_rank``)."""
+    from dataclasses import asdict
+
+    return [{"first_layer": first, "last_layer": last, "layers": last - first + 1, "kind": layer.kind,
+             **asdict(layer)} for first, last, layer in model.schedule.spans()]
+
+
 def show_json(kind: str, profile, path: Path, origin: str, figures: dict, warnings: list[str]) -> dict:
-    """Every field in base units (figures named as ``check`` names them, :data:`JSON_NAMES`), the figures
-    derived from them (one equal to the field of the same key is not repeated), the sources by YAML field."""
+    """Every field in base units (figures named as ``check`` names them, :data:`JSON_NAMES`), a model's
+    ``schedule`` (:func:`schedule_json`), the figures derived from them (one equal to the field of the same key
+    is not repeated), the sources by YAML field."""
     fields = _json_keys(profile.model_dump(mode="json"))
     sources = fields.pop("sources")
     derived = {k: v for k, v in _json_keys(figures).items() if k not in fields or fields[k] != v}
+    schedule = {"schedule": schedule_json(profile)} if kind == "model" else {}
     return {"schema_version": JSON_SCHEMA_VERSION, "warnings": list(warnings), "kind": kind, "origin": origin,
-            "path": str(path), **fields, "derived": derived, "sources": sources}
+            "path": str(path), **fields, **schedule, "derived": derived, "sources": sources}
+
+
+def schedule_table(model) -> Table:
+    """The model's layers as runs of identical layers: which layers, their kind, K/V heads, head dims, window."""
+    t = Table("schedule", ["layers", "kind", "K/V heads", "K/V head dims", "window"])
+    t.align = ["left", "left", "right", "right", "right"]
+    for first, last, layer in model.schedule.spans():
+        span = str(first) if first == last else f"{first}–{last}"
+        if layer.kind != "attention":  # kinds no profile writes yet: their own figures
+            t.add(span, layer.kind, "", "", "")
+            continue
+        kind = "attention" if layer.latent_rank is None else \
+            f"attention, MLA latent {layer.latent_rank} + RoPE key {layer.k_head_dim - layer.latent_rank}"
+        dims = f"{layer.k_head_dim} / {layer.v_head_dim or '—'}"
+        window = "global" if layer.window_tokens is None else f"{layer.window_tokens:,} tokens"
+        t.add(span, kind, str(layer.kv_heads), dims, window)
+    return t
 
 
 def show_tables(kind: str, profile, path: Path, origin: str, figures: dict, units: str = "si",
@@ -186,7 +215,8 @@ def show_tables(kind: str, profile, path: Path, origin: str, figures: dict, unit
               fmt.bytes_(f["weights_bytes"], units))
         d.add("weights read per decode step", f"{f['weights_read_bytes']:,} B",
               fmt.bytes_(f["weights_read_bytes"], units))
-    return [t, d, sources_table(profile, width)] if profile.sources else [t, d]
+    tables = [t, schedule_table(profile), d] if kind == "model" else [t, d]
+    return tables + [sources_table(profile, width)] if profile.sources else tables
 
 
 def sources_table(profile, width: int | None) -> Table:

@@ -313,12 +313,8 @@ def test_split_gguf_reads_every_shard_header(hub, hub_env, tmp_path):
 def test_resolved_profile_validates_as_a_kvplan_model(hub, hub_env, tmp_path):
     hub.add(config_repo("org/m", safetensors=SUMMARY))
     out = resolve_in_subprocess("hf:org/m", hub_env)
-    try:
-        from kvplan.profiles.catalog import load_profile
-        from kvplan.profiles.records import ModelRecord
-    except ImportError:  # the layout before kvplan.profiles became a package
-        from kvplan.catalog import load_profile
-        from kvplan.records import ModelRecord
+    from kvplan.profiles.catalog import load_profile
+    from kvplan.profiles.records import ModelRecord
 
     yaml_path = tmp_path / "m.yaml"
     import yaml

@@ -8,7 +8,7 @@ import pytest
 
 from kvplan.caches.ideal import cache_layout
 from kvplan.caches.llamacpp import llamacpp_cache
-from kvplan.caches.memo import PerModel
+from kvplan.profiles.memo import PerModel
 from kvplan.engine.formats import format_from_name
 from kvplan.errors import FieldError
 from kvplan.profiles.catalog import Catalog

@@ -38,7 +38,7 @@ def test_cached_model_equals_validated_model(cache, name):
     for ctx in (1, 512, 4096, 32768):
         assert evaluate(Scenario(device, record, ctx)) .kv_bytes == evaluate(Scenario(device, validated, ctx)).kv_bytes
     assert record.k_format() == validated.k_format() and record.v_format() == validated.v_format()
-    assert [record.is_local(i) for i in range(record.layers)] == [validated.is_local(i) for i in range(validated.layers)]
+    assert record.schedule == validated.schedule  # the cached record derives the same layers
 
 
 @pytest.mark.parametrize("name", DEVICES)

@@ -1,4 +1,4 @@
-"""Memoize what a cache model derives from one model profile (profiles are immutable once loaded).
+"""Memoize what is derived from one model profile (profiles are immutable once loaded): its schedule, cache models.
 
 A gate of 100 configurations over a few models would otherwise walk each model's layers 100 times.
 Entries are keyed by the profile object's identity plus the caller's hashable arguments; each entry

@@ -1,0 +1,237 @@
+"""A model as a schedule of layers: what each layer keeps per token (or per sequence), in layer order.
+
+Every cache model prices a model through its :class:`Schedule`, never through the profile fields that
+describe it (``sliding_window``, ``sliding_window_pattern``, per-layer ``kv_heads``, ``mla``): the model
+profile derives the schedule from them once (:mod:`kvplan.profiles.methods`).
+
+A schedule is stored as runs of identical consecutive layers, ``((count, layer), …)``: a uniform model is
+one run, Gemma 3's 5 local : 1 global pattern two runs a period. :meth:`Schedule.groups` merges identical
+layers wherever they sit (what order-free pricing needs: a handful of groups whatever the depth);
+:meth:`Schedule.layer_kinds` walks the layers by index for a runtime whose allocation follows the order.
+
+Layer kinds:
+
+* :class:`Attention` caches ``c(ctx)`` tokens, ``ctx`` (global) or ``min(ctx, window)``, each one K row of
+  ``kv_heads × k_head_dim`` values and one V row of ``kv_heads × v_head_dim``. Multi-head latent attention
+  (DeepSeek-V2/V3) is one head whose K row is the latent plus the shared RoPE key and which has no V row
+  (``v_head_dim`` 0); ``latent_rank`` says how much of the K row is the latent.
+* :class:`SharedKV` reads another layer's cache and holds none of its own.
+* :class:`State` keeps a fixed-size state per sequence (constant in the context).
+
+No model profile produces the last two yet; the cache models refuse them (:func:`attention_runs`).
+
+Plain frozen dataclasses (hashable, cheap to build, no pydantic), all counts in base units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import ClassVar, Union
+
+from kvplan.errors import FieldError
+
+
+@dataclass(frozen=True)
+class Attention:
+    """A layer that caches K and V rows for the tokens it attends."""
+
+    kind: ClassVar[str] = "attention"
+    kv_heads: int
+    k_head_dim: int  # values per K head [count]
+    v_head_dim: int  # values per V head [count]; 0: no V row (the MLA latent lives in the K row)
+    window_tokens: int | None = None  # None: global (attends the whole context)
+    latent_rank: int | None = None  # MLA: the compressed latent's part of the K row; the rest is the RoPE key
+
+    @property
+    def k_values(self) -> int:
+        """Values of one token's K row in this layer [count]."""
+        return self.kv_heads * self.k_head_dim
+
+    @property
+    def v_values(self) -> int:
+        """Values of one token's V row in this layer [count] (0 for an MLA latent)."""
+        return self.kv_heads * self.v_head_dim
+
+
+@dataclass(frozen=True)
+class SharedKV:
+    """A layer that attends through another layer's cache and holds none (Gemma 3n's shared KV)."""
+
+    kind: ClassVar[str] = "shared_kv"
+    source_layer: int  # 0-based index of the layer whose cache it reads
+    window_tokens: int | None = None  # the source's window: what it attends, not what it stores
+
+
+@dataclass(frozen=True)
+class State:
+    """A layer whose memory is a fixed-size state per sequence (Mamba conv + SSM state, linear attention)."""
+
+    kind: ClassVar[str] = "state"
+    state_values: int  # values of the state one sequence keeps in this layer [count]
+
+
+Layer = Union[Attention, SharedKV, State]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The layers of a model in order, as runs of identical consecutive layers."""
+
+    runs: tuple[tuple[int, Layer], ...]
+
+    @property
+    def layers(self) -> int:
+        """How many layers [count]."""
+        return sum(count for count, _ in self.runs)
+
+    def spans(self) -> Iterator[tuple[int, int, Layer]]:
+        """``(first layer, last layer, layer)`` of each run, 0-based and inclusive.
+
+        Returns
+        -------
+        iterator of (int [layer index], int [layer index], Layer)
+        """
+        first = 0
+        for count, layer in self.runs:
+            yield first, first + count - 1, layer
+            first += count
+
+    def layer_kinds(self, start: int = 0, stop: int | None = None) -> Iterator[Layer]:
+        """The layers ``start`` … ``stop − 1`` one by one, in order.
+
+        Parameters
+        ----------
+        start : int [layer index]
+            The first layer, 0-based.
+        stop : int or None [layer index]
+            One past the last layer; None: to the last.
+
+        Returns
+        -------
+        iterator of Layer
+        """
+        stop = self.layers if stop is None else stop
+        for first, last, layer in self.spans():
+            lo, hi = max(first, start), min(last + 1, stop)
+            for _ in range(max(hi - lo, 0)):
+                yield layer
+
+    def layer(self, index: int) -> Layer:
+        """The layer at 0-based ``index``.
+
+        Parameters
+        ----------
+        index : int [layer index]
+            0-based.
+
+        Returns
+        -------
+        Layer
+        """
+        for first, last, layer in self.spans():
+            if first <= index <= last:
+                return layer
+        raise IndexError(f"layer {index} out of range (the schedule has {self.layers} layers)")
+
+    def groups(self, start: int = 0, stop: int | None = None) -> tuple[tuple[int, Layer], ...]:
+        """``(count, layer)`` of each distinct layer among ``start`` … ``stop − 1``, in order of first use: what
+        order-free pricing needs (a handful of groups whatever the depth).
+
+        Parameters
+        ----------
+        start : int [layer index]
+            The first layer, 0-based.
+        stop : int or None [layer index]
+            One past the last layer; None: to the last.
+
+        Returns
+        -------
+        tuple of (int [layers], Layer)
+        """
+        stop = self.layers if stop is None else stop
+        counts: dict[Layer, int] = {}
+        for first, last, layer in self.spans():
+            n = min(last + 1, stop) - max(first, start)
+            if n > 0:
+                counts[layer] = counts.get(layer, 0) + n
+        return tuple((n, layer) for layer, n in counts.items())
+
+    def with_window(self, window_tokens: int) -> Schedule:
+        """The same layers with every attention layer behind one window (the ``sliding_window`` override).
+
+        Parameters
+        ----------
+        window_tokens : int [tokens]
+            The window every attention layer attends.
+
+        Returns
+        -------
+        Schedule
+        """
+        return _merged((count, replace(layer, window_tokens=window_tokens) if isinstance(layer, Attention) else layer)
+                       for count, layer in self.runs)
+
+    def windows(self) -> tuple[int, ...]:
+        """The distinct windows of the attention layers, smallest first.
+
+        Returns
+        -------
+        tuple of int [tokens]
+        """
+        return tuple(sorted({layer.window_tokens for _, layer in self.runs
+                             if isinstance(layer, Attention) and layer.window_tokens is not None}))
+
+    @property
+    def latent(self) -> bool:
+        """Whether any attention layer caches an MLA latent."""
+        return any(isinstance(layer, Attention) and layer.latent_rank is not None for _, layer in self.runs)
+
+
+def compress(layers: Iterable[Layer]) -> Schedule:
+    """The schedule of ``layers`` given one by one in order: consecutive equal layers merged into runs.
+
+    Parameters
+    ----------
+    layers : iterable of Layer
+        In layer order.
+
+    Returns
+    -------
+    Schedule
+    """
+    return _merged((1, layer) for layer in layers)
+
+
+def _merged(runs: Iterable[tuple[int, Layer]]) -> Schedule:
+    out: list[list] = []
+    for count, layer in runs:
+        if out and out[-1][1] == layer:
+            out[-1][0] += count
+        else:
+            out.append([count, layer])
+    return Schedule(tuple((count, layer) for count, layer in out))
+
+
+def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention], ...]:
+    """The schedule's runs, all attention layers; a layer of another kind is refused by name for ``cache``
+    (the cache models price attention caches only, so far).
+
+    Parameters
+    ----------
+    schedule : Schedule
+    cache : str
+        The cache model asking (``ideal``, ``llama.cpp`` …), named in the error.
+
+    Returns
+    -------
+    tuple of (int [layers], Attention)
+    """
+    for first, last, layer in schedule.spans():
+        if not isinstance(layer, Attention):
+            what = {"shared_kv": f"reads layer {getattr(layer, 'source_layer', '?')}'s KV cache",
+                    "state": "keeps a fixed-size state per sequence"}.get(layer.kind, "is not an attention layer")
+            span = f"layer {first}" if first == last else f"layers {first}–{last}"
+            raise FieldError("model", f"{span} {what} ({layer.kind}); the {cache} cache model prices only "
+                             "attention layers, so this model cannot be priced yet")
+    return schedule.runs  # type: ignore[return-value]
