@@ -122,6 +122,9 @@ def _terminations_unwind():
     try:
         yield
     finally:
+        from kvplan.files.outfiles import remove_temporaries
+
+        remove_temporaries()  # left by a signal that fell between making a temporary file and its try/finally
         for number, handler in previous.items():
             signal.signal(number, handler)
 

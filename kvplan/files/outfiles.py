@@ -188,6 +188,38 @@ def make_folder(folder: str | os.PathLike) -> Path:
     return p
 
 
+# Every temporary file made, until remove_temporaries(): the CLI turns SIGTERM into an exception, which may fall
+# between a file's creation and the try/finally that would remove it; the CLI removes what is left as it exits.
+_MADE: set[Path] = set()
+
+
+def _temporary_file(**where) -> Path:
+    """A new private temporary file (``tempfile.mkstemp``), closed, and noted in :data:`_MADE` before any signal
+    can interrupt (SIGTERM and SIGHUP are held while it is made, where the platform can hold them)."""
+    import signal
+
+    mask = getattr(signal, "pthread_sigmask", None)
+    held = {getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)} if mask else set()
+    if held:
+        previous = mask(signal.SIG_BLOCK, held)
+    try:
+        fd, name = tempfile.mkstemp(**where)
+        os.close(fd)
+        _MADE.add(Path(name))
+        return Path(name)
+    finally:
+        if held:
+            mask(signal.SIG_SETMASK, previous)
+
+
+def remove_temporaries() -> None:
+    """Remove every temporary file of this process still on disk (one renamed into place is no longer there)."""
+    for path in list(_MADE):
+        with contextlib.suppress(OSError):
+            path.unlink()
+    _MADE.clear()
+
+
 def _stdout_is_terminal() -> bool:
     import sys
 
@@ -202,17 +234,17 @@ def _to_stdout(produce: Callable[[Path], None], binary: bool) -> Path:
     import sys
 
     check_writable(STDOUT, binary)
-    fd, tmp_name = tempfile.mkstemp(prefix=".kvplan-stdout.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = None
     try:
+        tmp = _temporary_file(prefix=".kvplan-stdout.", suffix=".tmp")
         produce(tmp)
         data = tmp.read_bytes()
     except OSError as exc:
         raise OutputError(f"-: cannot write: {exc.strerror or exc}") from None
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
 
     def emit() -> None:
         sys.stdout.flush()
@@ -240,14 +272,10 @@ def write_atomic(path: str | os.PathLike, produce: Callable[[Path], None], binar
         except OSError as exc:
             raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
         return target
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    except OSError as exc:
-        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    os.close(fd)
-    tmp = Path(tmp_name)
     batch = _BATCH.get()
+    tmp = None
     try:
+        tmp = _temporary_file(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
         produce(tmp)
         # mkstemp makes the file private (0600): keep the mode of the file replaced, else the one open() would give
         try:
