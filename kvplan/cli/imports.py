@@ -162,11 +162,11 @@ def gguf(
 def _check_output(output: Path | None, force: bool) -> None:
     """An existing file is kept unless --force; an unwritable path fails before any work."""
     from kvplan.errors import UsageError
-    from kvplan.files.outfiles import check_writable
+    from kvplan.files.outfiles import check_writable, is_stdout
 
     if output is None:
         return
-    if output.exists() and not output.is_dir() and not force:
+    if output.exists() and not output.is_dir() and not is_stdout(output) and not force:
         raise UsageError(f"--output: {output} exists; add --force to overwrite it")
     check_writable(output)
 
@@ -223,6 +223,6 @@ def _emit(imported, output: Path | None, weight_type_given: str | None = None) -
         terminal.display_text(imported.yaml_text)
     else:
         write_text_atomic(output, imported.yaml_text)
-        terminal.display_note(f"wrote model profile {imported.name!r} to {output}")
+        terminal.display_written(f"wrote model profile {imported.name!r} to {output}")
     for note in notes:
         terminal.display_note(cli_message(note))

@@ -117,7 +117,7 @@ def _warn(*groups) -> None:
 def _done(path) -> None:
     from kvplan.cli import terminal
 
-    terminal.display_note(f"wrote {path}")
+    terminal.display_written(f"wrote {path}")
 
 
 @plot_app.command("memory", help="Weights, KV cache, runtime buffers and overhead stacked against context, the "

@@ -295,12 +295,12 @@ def probe(
 ) -> None:
     from kvplan.cli import terminal
     from kvplan.errors import UsageError
-    from kvplan.files.outfiles import check_writable, write_text_atomic
+    from kvplan.files.outfiles import check_writable, is_stdout, write_text_atomic
     from kvplan.hub.catalog import probed_profile
     from kvplan.profiles.field_rules import check_profile_name
 
     if output is not None:  # refused before a measurement, not after
-        if output.exists() and not force:
+        if output.exists() and not is_stdout(output) and not force:
             raise UsageError(f"{output} exists; add --force to overwrite it")
         check_writable(output)
     if name is not None:
@@ -315,5 +315,5 @@ def probe(
         terminal.display_text(text)
     else:
         write_text_atomic(output, text)
-        terminal.display_note(f"wrote device profile {mapping['name']!r} to {output} "
+        terminal.display_written(f"wrote device profile {mapping['name']!r} to {output} "
                               f"(use it with --device {output})")

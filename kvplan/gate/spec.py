@@ -28,7 +28,7 @@ from kvplan.profiles.field_rules import check_weight_bits
 from kvplan.errors import FieldError, FieldText, KvplanError, ProfileError, ProfileNotFoundError
 from kvplan.knob_table import KNOBS
 from kvplan.engine.formats import format_from_name
-from kvplan.profiles.loading import validate_document
+from kvplan.profiles.loading import ONE_LINE_PATTERN, validate_document
 from kvplan.plan import Evaluation, Scenario, evaluate
 from kvplan.profiles.policy import NO_POLICY, PolicySpec, load_policy_file
 from kvplan.profiles.spec import Bits, PositiveInt, SizeBytes, StrictBool, Tokens, WeightBits
@@ -141,8 +141,38 @@ def _policy_branch(value: object) -> str | None:
 Margin = Annotated[float, BeforeValidator(_fraction_or_percent)]
 TokensOrZero = Annotated[int, BeforeValidator(lambda v: parse_tokens(v, positive=False))]
 CacheType = Annotated[str, BeforeValidator(_known_cache_type)]
-Seconds = Annotated[float, BeforeValidator(_real_at_least_zero), Field(ge=0)]
-TokensPerS = Annotated[float, BeforeValidator(_real_at_least_zero), Field(gt=0)]
+def _seconds(value: object) -> object:
+    """A bare number is seconds (the key says ``_s``); text takes a unit as a profile's durations do (``500 ms``)."""
+    if isinstance(value, str) and not _BARE_NUMBER_RE.match(value):
+        from kvplan.units import parse_duration_s
+
+        try:
+            return parse_duration_s(value)
+        except KvplanError as exc:
+            raise ValueError(str(exc)) from None
+    return _real_at_least_zero(_number_text(value))
+
+
+def _tokens_per_s(value: object) -> object:
+    """A bare number is tokens/s (the key says ``_tok_s``); text may say so (``12.8 tok/s``, ``12.8 tokens/s``)."""
+    if isinstance(value, str) and not _BARE_NUMBER_RE.match(value):
+        match = _TOKENS_PER_S_RE.match(value)
+        if not match:
+            raise ValueError(f"expected a decode rate like '12.8 tok/s' (or a bare number of tokens/s), got {value!r}")
+        value = match["num"]
+    return _real_at_least_zero(_number_text(value))
+
+
+def _number_text(value: object) -> object:
+    """``"1.1"`` (a quoted bare number) read as the number it spells."""
+    return float(value) if isinstance(value, str) and _BARE_NUMBER_RE.match(value) else value
+
+
+_BARE_NUMBER_RE = re.compile(r"^\s*[+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*$")
+_TOKENS_PER_S_RE = re.compile(r"^\s*(?P<num>[+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*"
+                              r"(?:tok/s|tokens/s|t/s|tok/sec|tokens/sec)\s*$")
+Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0)]
+TokensPerS = Annotated[float, BeforeValidator(_tokens_per_s), Field(gt=0)]
 Headroom = Annotated[HeadroomLimit, BeforeValidator(_headroom_limit)]
 Runtime = Annotated[object, BeforeValidator(_runtime_value)]
 # A policy file (relative to the gate file's folder), "none", or an inline policy mapping.
@@ -213,7 +243,7 @@ class Defaults(Settings):
 
 
 class Configuration(Settings):
-    name: str = Field(min_length=1, max_length=200, pattern=r"^[^\n\r]+$")
+    name: str = Field(min_length=1, max_length=200, pattern=ONE_LINE_PATTERN)
 
 
 class GateSpec(_Strict):
@@ -322,7 +352,7 @@ def load_gate(path: str, catalog: Catalog | None = None) -> GateFile:
     When some configurations break the schema, the others are still resolved (their scenario built
     and evaluated once), so build errors come in the same round as the schema errors.
     """
-    doc = load_yaml(path)
+    doc = _without_extensions(load_yaml(path))
     catalog = catalog or user_catalog()  # hf: models and the device 'this' too
     try:
         spec = validate_document(GateSpec, doc, what="gate file")
@@ -339,6 +369,26 @@ def load_gate(path: str, catalog: Catalog | None = None) -> GateFile:
                 problems += more.problems
         raise ProfileError(_in_file_order(problems, doc)) from None
     return resolve(spec, doc, catalog)
+
+
+EXTENSION_PREFIX = "x-"
+
+
+def _without_extensions(doc: YamlDocument) -> YamlDocument:
+    """The document without its ``x-`` keys (at the top, under ``defaults`` and in each configuration): a place
+    to hold YAML anchors and notes of one's own, as in docker compose, which kvplan reads nothing from."""
+    def strip(mapping: object) -> object:
+        if not isinstance(mapping, dict):
+            return mapping
+        return {k: v for k, v in mapping.items() if not (isinstance(k, str) and k.startswith(EXTENSION_PREFIX))}
+
+    data = strip(doc.data)
+    if isinstance(data, dict):
+        if "defaults" in data:
+            data["defaults"] = strip(data["defaults"])
+        if isinstance(data.get("configurations"), list):
+            data["configurations"] = [strip(c) for c in data["configurations"]]
+    return YamlDocument(data, doc.path, doc.lines)
 
 
 def _valid_part(doc: YamlDocument) -> tuple[GateSpec, list[int]] | None:
@@ -540,6 +590,9 @@ def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog, indices: list[i
         given = {k: v for k, v in values.items() if k in THRESHOLD_NAMES and v is not None}
         thresholds = Thresholds(**{k: v for k, v in values.items() if k in THRESHOLD_NAMES
                                    and (v is not None or k != "must_fit")})
+        if not thresholds.must_fit and not given.keys() - {"must_fit"}:
+            notes.append(f"{doc.where(loc)}: {cfg.name}: must_fit is false and no other threshold is set: nothing "
+                         "is checked, so it passes whatever its figures")
         configs.append(GateConfig(cfg.name, doc.line_of(loc), scenario, thresholds, bool(given),
                                   resolved["device"], resolved["model"], evaluation))
     if problems:

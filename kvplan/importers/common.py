@@ -175,9 +175,9 @@ def _scalar(value) -> str:
 
 
 def _plain_yaml_reads_back(text: str) -> bool:
-    import yaml
+    from kvplan.files.yamlio import reads_back_plain
 
-    return yaml.safe_load(text) == text
+    return reads_back_plain(text)
 
 
 def render_yaml(fields: list[tuple[str, object, str]], header: list[str]) -> str:

@@ -23,11 +23,11 @@ configs kvplan cannot price (recurrent and hybrid models, other MoE layouts).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from kvplan.errors import FieldText, ProfileError
+from kvplan.files import jsonio
 from kvplan.importers.common import (MOE_PARAMS_GIVEN, PARAMS_GIVEN, ImportedProfile, check_given_params, finish,
                                      flag, slug, swa_pattern_layers, weight_fields, whole_count, window_pattern)
 from kvplan.importers.hf_arch import MoeLayout, expert_count, moe_layout, positive_count, refuse_unpriceable
@@ -133,9 +133,9 @@ def profile_from_hf_file(path: str | Path, *, name: str | None = None, params: i
         p = p / "config.json"
     text = read_text(p)
     try:
-        config = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProfileError([f"{p}:{exc.lineno}: not valid JSON: {exc.msg}"]) from None
+        config = jsonio.loads(text)
+    except jsonio.JsonError as exc:
+        raise ProfileError([f"{p}:{exc.line}: {exc.worded}"]) from None
     if not isinstance(config, dict):
         raise ProfileError([f"{p}: expected a JSON object (a config.json), got {type(config).__name__}"])
     notes: list[str] = []

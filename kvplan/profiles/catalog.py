@@ -277,10 +277,11 @@ def _quick_load(path: Path):
     """Parse a profile for the name index only (validation happens when it is used)."""
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from kvplan.files.yamlio import FAST_LOADER
+
     try:
         with open(path, "rb") as handle:
-            return yaml.load(handle, Loader=loader)
+            return yaml.load(handle, Loader=FAST_LOADER)
     except (OSError, yaml.YAMLError, ValueError):
         return None
 

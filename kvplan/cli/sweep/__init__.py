@@ -258,7 +258,7 @@ def _stream(chunks, rows: int, what: str, output) -> None:
         else:
             terminal.display_bytes(counted())
     if output:
-        terminal.display_note(f"wrote {rows:,} row{'' if rows == 1 else 's'} to {output}")
+        terminal.display_written(f"wrote {rows:,} row{'' if rows == 1 else 's'} to {output}")
 
 
 def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float | None = None,
