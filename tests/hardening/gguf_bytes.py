@@ -38,8 +38,10 @@ def header(kvs: list[bytes], tensors: list[bytes] = ()) -> bytes:
 
 
 def llama(extra: list[bytes] = (), tensors: list[bytes] | None = None) -> bytes:
-    """A small llama header kvplan imports: 2 layers, 4 heads of 16, 2 KV heads, one F16 embedding tensor."""
+    """A small llama header kvplan imports: 2 layers, 4 heads of 16, 2 KV heads, an F16 embedding tensor and each
+    layer's attention output (64 × 64: a parameter count the shape can hold — kvplan refuses fewer)."""
     kvs = [kv_string("general.architecture", "llama"), kv_u32("llama.block_count", 2),
            kv_u32("llama.attention.head_count", 4), kv_u32("llama.attention.head_count_kv", 2),
            kv_u32("llama.embedding_length", 64), kv_u32("llama.context_length", 4096), *extra]
-    return header(kvs, [tensor("token_embd.weight", (64, 100))] if tensors is None else tensors)
+    own = [tensor("token_embd.weight", (64, 100))] + [tensor(f"blk.{i}.attn_output.weight", (64, 64)) for i in range(2)]
+    return header(kvs, own if tensors is None else tensors)
