@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,38 @@ def test_check_and_import_refuse_a_bad_gguf_alike(run, tmp_path, content, messag
     imported = run("import", "gguf", str(path))
     assert checked.exit_code == imported.exit_code == 2
     assert checked.stderr == imported.stderr == f"kvplan: error: {path}: {message}\n"
+
+
+# --- one letter-case rule for every enumerated value ---------------------------------------------------------------
+
+@pytest.mark.parametrize("upper, lower", [
+    (("-f", "JSON"), ("-f", "json")),
+    (("--units", "IEC", "-f", "json"), ("--units", "iec", "-f", "json")),
+    (("-d", "PIXEL8", "-f", "json"), ("-d", "pixel8", "-f", "json")),
+    (("--runtime", "LLAMA.CPP", "-f", "json"), ("--runtime", "llama.cpp", "-f", "json")),
+])
+def test_enumerated_values_are_read_in_any_case(run, upper, lower):
+    base = ["check", "-m", "7b", "-c", "4k"]
+    d = [] if "-d" in upper else ["-d", "pixel8"]
+    a, b = run(*base, *d, *upper), run(*base, *d, *lower)
+    assert a.exit_code == b.exit_code == 0
+    docs = [json.loads(r.stdout) for r in (a, b)]
+    for doc in docs:  # the llama.cpp command line repeats the device as typed
+        doc.pop("llamacpp_command", None)
+    assert docs[0] == docs[1]
+
+
+def test_profiles_list_kind_in_any_case(run):
+    assert run("profiles", "list", "--kind", "DEVICE").stdout == run("profiles", "list", "--kind", "device").stdout
+
+
+def test_a_platform_in_any_case(run, tmp_path):
+    device = tmp_path / "d.yaml"
+    device.write_text(DEVICE + "platform: Android\n")
+    result = run("profiles", "validate", str(device))
+    assert result.exit_code == 0, result.stdout + result.stderr
+
+
+def test_units_stay_case_sensitive(run, tmp_path):
+    result = run("check", "-d", "pixel8", "-m", "7b", "-c", "4k", "--os-reserve", "2gb")
+    assert result.exit_code == 2 and "units are case-sensitive: did you mean '2 GB'?" in result.stderr

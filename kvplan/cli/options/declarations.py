@@ -55,7 +55,8 @@ TargetOpt = Annotated[float | None, typer.Option("--target-tok-s",
                                                  "or above this many tokens/s.")]
 SlidingWindowOpt = Annotated[str | None, typer.Option("--sliding-window", help="Put every layer behind a "
                                                     f"sliding window of this many tokens (4096, 4k). {TOKENS_HELP}")]
-UnitsOpt = Annotated[Units, typer.Option("--units", help="Sizes in SI (GB = 10^9) or IEC (GiB = 2^30).")]
+UnitsOpt = Annotated[Units, typer.Option("--units", help="Sizes in SI (GB = 10^9) or IEC (GiB = 2^30).",
+                                             case_sensitive=False)]
 ProfilesDirOpt = Annotated[list[str] | None, typer.Option("--profiles-dir", help="Folder of your own "
                                                           "profiles, searched before the built-ins "
                                                           "(repeatable; also $KVPLAN_PROFILES).")]
