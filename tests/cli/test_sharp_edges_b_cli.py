@@ -241,3 +241,20 @@ def test_a_platform_in_any_case(run, tmp_path):
 def test_units_stay_case_sensitive(run, tmp_path):
     result = run("check", "-d", "pixel8", "-m", "7b", "-c", "4k", "--os-reserve", "2gb")
     assert result.exit_code == 2 and "units are case-sensitive: did you mean '2 GB'?" in result.stderr
+
+
+# --- sweep rows that cannot be told apart ---------------------------------------------------------------------------
+
+def test_sweep_lists_one_format_given_twice_once_with_a_note(run):
+    result = run("sweep", "-d", "pixel8", "-m", "7b", "-c", "4k", "--kv-bits", "16", "--kv-type", "f16",
+                 "--format", "json")
+    doc = json.loads(result.stdout)
+    assert doc["rows_count"] == 1  # was 2 identical rows
+    assert "kvplan: note: --kv-type f16 is the cache format of --kv-bits 16 (f16): swept once" in result.stderr
+
+
+def test_sweep_keeps_formats_that_differ(run):
+    # 8 bits is int8 (1 byte per value), q8_0 is 34 bytes per 32 values: two formats, two rows each of 16 and 8
+    doc = json.loads(run("sweep", "-d", "pixel8", "-m", "7b", "-c", "4k", "--kv-bits", "16,8", "--kv-type",
+                         "f16,q8_0", "--format", "json").stdout)
+    assert doc["rows_count"] == 3  # f16 (bits 16 = type f16), int8, q8_0
