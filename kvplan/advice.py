@@ -37,8 +37,9 @@ def window_trained(model, window: int) -> bool:
 
     A model without a window (Llama-2), or with global layers beside its windowed ones (Gemma's 5:1),
     never saw a window on those layers: putting one there is an untested change to its attention."""
-    trained = getattr(model, "sliding_window", None)
-    return bool(trained) and getattr(model, "sliding_window_pattern", "all") == "all" and window >= trained
+    layers = [layer for _, layer in model.schedule.groups()]
+    windows = [getattr(layer, "window_tokens", None) for layer in layers]
+    return bool(layers) and None not in windows and window >= max(windows)
 
 
 def caveats_of(kind: str, value: object, ev: Evaluation) -> tuple[str, ...]:
@@ -80,7 +81,7 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
             fmt = format_from_bits(bits)
             try:
                 changes.append(_change("kv_bits", bits, evaluate(s.with_changes(k_format=fmt, v_format=fmt))))
-            except KvplanError:  # a runtime (kvplan.runtimes) without this cache type, or refusing it
+            except KvplanError:  # a runtime (kvplan.caches.runtimes) without this cache type, or refusing it
                 continue
     for n in range(s.sequences - 1, 0, -1):  # the most sequences that fit, each count evaluated once
         trial = evaluate(s.with_changes(sequences=n))
@@ -94,14 +95,14 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         for bits in WEIGHT_BITS_STEPS:
             if bits < ev.weight_bits:
                 changes.append(_change("weight_bits", bits, evaluate(s.with_changes(weight_bits=bits))))
-    own = getattr(s.model, "sliding_window", None) or 0
+    own = min(s.model.schedule.windows(), default=0)
     # a window over every layer also replaces a model's own smaller ones (Gemma's 512-token local layers): never
     # suggest one that widens them, which would cost more cache on those layers than the model's design
     windows = [w for w in WINDOW_STEPS if w < s.ctx and ev.cache.global_layers > 0 and not (own and w > own)]
     for window in windows:
         try:
             trial = evaluate(s.with_changes(sliding_window=window))
-        except KvplanError:  # a runtime (kvplan.runtimes) with no way to add a window
+        except KvplanError:  # a runtime (kvplan.caches.runtimes) with no way to add a window
             break
         if trial.fits:
             changes.append(_change("sliding_window", window, trial))

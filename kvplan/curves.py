@@ -255,7 +255,8 @@ def attention_curves(scenario: Scenario, ctx_max_tokens: int | None = None,
     if limit and ref_ctx > limit[0]:
         own_cache.kv_bytes(int(ref_ctx), scenario.sequences)  # the cache's own error: it cannot hold ref_ctx
     own_windows = _windows(own_cache)
-    window = scenario.sliding_window or model.sliding_window or min(DEFAULT_WINDOW_TOKENS, ctx_max_tokens // 4)
+    window = (scenario.sliding_window or min(model.schedule.windows(), default=0)
+              or min(DEFAULT_WINDOW_TOKENS, ctx_max_tokens // 4))
     ctx = ctx_grid(ctx_max_tokens, (ref_ctx, window, *own_windows))
     seq = scenario.sequences
     own_kv = cache_bytes(own_cache, ctx, seq)
@@ -273,7 +274,9 @@ def attention_curves(scenario: Scenario, ctx_max_tokens: int | None = None,
         return model.model_copy(update={"kv_heads": n, "mla": None})
 
     gqa = [n for n in GQA_KV_HEADS if heads % n == 0 and 1 < n < heads]
-    own_heads = model.kv_heads if isinstance(model.kv_heads, int) and model.mla is None else None
+    # the model's own head count where every layer has the same one (not for an MLA latent)
+    own = {getattr(layer, "kv_heads", None) for _, layer in model.schedule.groups()}
+    own_heads = own.pop() if len(own) == 1 and not model.schedule.latent else None
     if own_heads and 1 < own_heads < heads and own_heads not in gqa:
         gqa = sorted([*gqa, own_heads], reverse=True)
     variants = [variant("mha", {"model": heads_model(heads)}, heads)]
@@ -298,7 +301,7 @@ def attention_curves(scenario: Scenario, ctx_max_tokens: int | None = None,
     if not marked:
         variants.insert(0, AttentionVariant("own", own_heads, None, own_k, own_cache.v_format.name,
                                             int(own_cache.bytes_per_token), own_kv, True))
-    return AttentionCurves(model.name, heads, own_heads, model.mla is not None, seq, ctx, int(ref_ctx),
+    return AttentionCurves(model.name, heads, own_heads, model.schedule.latent, seq, ctx, int(ref_ctx),
                            tuple(variants), _attention_warnings(scenario, int(ref_ctx)))
 
 

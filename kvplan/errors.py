@@ -41,12 +41,47 @@ class OutputError(KvplanError, OSError):
     """An output file that cannot be written (bad path, unknown extension)."""
 
 
+class ProbeError(KvplanError, RuntimeError):
+    """A measurement of this machine that failed (``profiles probe``: a worker that could not run, a product
+    that came out wrong, a clock that did not advance): the machine's answer, not a bug in kvplan."""
+
+
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_.]*)(?:=([^{}]*))?\}")
 
 
 def field_name(field: str, value: str | None = None) -> str:
     """How a library caller sees a field: its dotted name (``runtime.parallel``), ``runtime=llama.cpp`` with a value."""
     return field if value is None else f"{field}={value}"
+
+
+def _worded(message: str, names: tuple[str, ...], name) -> str:
+    """``message`` with each ``{field}`` / ``{field=value}`` of ``names`` worded by ``name(field, value)``."""
+    known = set(names)
+
+    def one(match) -> str:
+        field, value = match.group(1), match.group(2)
+        return name(field, value) if field in known else match.group(0)
+
+    return _PLACEHOLDER.sub(one, message)
+
+
+class FieldText(str):
+    """A note the core hands to its caller that names fields (``a mixture of experts: … (no {params})``):
+    the string itself names the fields as :func:`field_name` does, :meth:`worded` as the reporter does
+    (the CLI with its flags, as for :class:`FieldError`)."""
+
+    fields: tuple[str, ...]
+    message: str
+
+    def __new__(cls, fields: str | tuple[str, ...], message: str):
+        fields = (fields,) if isinstance(fields, str) else tuple(fields)
+        text = super().__new__(cls, _worded(message, fields, field_name))
+        text.fields, text.message = fields, message
+        return text
+
+    def worded(self, name=field_name) -> str:
+        """The note with each field worded by ``name(field, value)``."""
+        return _worded(self.message, self.fields, name)
 
 
 class FieldError(UsageError):
@@ -79,13 +114,7 @@ class FieldError(UsageError):
     def worded(self, name=field_name, lead: bool = True) -> str:
         """The message with each field worded by ``name(field, value)`` (value None: the field alone);
         ``lead=False`` leaves out the leading names (a reporter that places the error at the field)."""
-        names = set(self.names)
-
-        def one(match) -> str:
-            field, value = match.group(1), match.group(2)
-            return name(field, value) if field in names else match.group(0)
-
-        text = _PLACEHOLDER.sub(one, self.message)
+        text = _worded(self.message, self.names, name)
         if lead and self.lead is not None and self.fields:
             return f"{self.lead.join(name(f, None) for f in self.fields)}: {text}"
         return text
@@ -94,3 +123,8 @@ class FieldError(UsageError):
         """The same error with ``note`` (placeholders as in the message) appended to its message."""
         return FieldError(self.fields, self.message + note, lead=self.lead, about=self.about,
                           mentions=self.mentions + tuple(mentions))
+
+
+class ProfileNotFoundError(FieldError, NotFoundError):
+    """A profile reference that resolves to nothing, with a pointer that names a field (the ``kind`` of
+    profiles to list)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 from kvplan.errors import FieldError
 from kvplan import engine
 from kvplan.engine import VERDICTS  # noqa: F401  (render reads verdict names by code from here)
-from kvplan.caches.labels import policy_label, runtime_label
+from kvplan.labels import policy_label, runtime_label
 from kvplan.plan import Scenario, core
 from kvplan.plan.basis import basis_of
 from kvplan.plan.core import NO_MAX_CTX  # noqa: F401  (the scalar evaluation's None in integer columns)
@@ -31,7 +31,7 @@ class SweepColumns:
     ``max_ctx`` (and ``max_ctx_at_target``) is :data:`NO_MAX_CTX` where the scalar evaluation
     says None; ``prefill_s`` (the time to first token of a ``ctx``-token prompt) is NaN where the
     device gives no ``compute``; ``decode_tokens_per_s`` is the per-sequence rate with the device's
-    ``decode_latency``. ``runtime`` and ``kv_policy`` are the labels of :mod:`kvplan.caches.labels`.
+    ``decode_latency``. ``runtime`` and ``kv_policy`` are the labels of :mod:`kvplan.labels`.
     ``max_ctx_limited_by`` says what stopped ``max_ctx`` (as :func:`kvplan.plan.max_ctx_limited_by`);
     ``max_ctx_trained`` is the model's trained context, :data:`NO_MAX_CTX` where its profile gives none.
     ``max_ctx_at_target`` is None (not a column at all, see :meth:`columns`) unless the sweep has a
@@ -64,8 +64,8 @@ class SweepColumns:
     prefill_s: object  # float64 [s]
     # Added after the first release's columns, so a script reading columns by position keeps working.
     kv_peak_bytes: object  # int64 [bytes] all sequences, peak (what total_bytes counts)
-    runtime: object  # str array (kvplan.caches.labels.runtime_label)
-    kv_policy: object  # str array (kvplan.caches.labels.policy_label)
+    runtime: object  # str array (kvplan.labels.runtime_label)
+    kv_policy: object  # str array (kvplan.labels.policy_label)
     k_format: object  # str array (f16, q8_0, int4/g32 …)
     v_format: object  # str array
     buffers_bytes: object  # int64 [bytes] llama.cpp's compute + output buffers (0 under other cache models)

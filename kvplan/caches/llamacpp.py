@@ -39,6 +39,7 @@ from kvplan.engine.formats import ElementFormat
 from kvplan.engine.schedule import attention_runs
 from kvplan.profiles.runtime import LLAMA_MAX_SEQ, LlamaCppSpec
 from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
+from kvplan.caches.facts import Rule, rule
 from kvplan.profiles.memo import PerModel
 
 PAD_CELLS = 256  # GGML_PAD(…, 256) in llama_context and llama_kv_cache_iswa
@@ -83,7 +84,7 @@ class LlamaCppCache:
     k_swa_bytes_per_cell: int  # K only, windowed layers
     n_ctx_train: int | None
     vocab_size: int | None
-    rules: tuple[str, ...]
+    rules: tuple[Rule, ...]  # what applied for every request (kvplan.caches.facts; render words them)
 
     name = "llama.cpp"
 
@@ -240,25 +241,25 @@ class LlamaCppCache:
         return self.vocab_size * LOGIT_BYTES * int(sequences) if self.vocab_size else None
 
     def describe(self, ctx: int, sequences: int = 1) -> dict:
-        """What applied for this request: rules, cells and the extra (non-KV) buffers."""
+        """What applied for this request: rules (:class:`~kvplan.caches.facts.Rule` facts), cells and the extra
+        (non-KV) buffers."""
         c = self.cells(ctx, sequences)
         rules = list(self.rules)
-        rules.append(f"-c {c.n_ctx_requested:,} padded to {pad(c.n_ctx_requested):,} cells")
+        rules.append(rule("padded_ctx", requested=c.n_ctx_requested, padded=pad(c.n_ctx_requested)))
         if self.spec.kv_unified:
-            rules.append(f"--kv-unified: one stream of {c.n_ctx_seq:,} cells shared by {sequences} sequence(s)")
+            rules.append(rule("kv_unified", cells=c.n_ctx_seq, sequences=sequences))
         elif sequences > 1:
-            rules.append(f"{sequences} sequences not unified: pad({pad(c.n_ctx_requested):,} / {sequences}, 256) = "
-                         f"{c.n_ctx_seq:,} cells per stream × {c.streams} streams = {c.n_ctx:,} cells")
+            rules.append(rule("streams", sequences=sequences, padded=pad(c.n_ctx_requested), cells=c.n_ctx_seq,
+                              streams=c.streams, total=c.n_ctx))
         if c.swa_cells is not None:
             if self.spec.swa_full:
-                rules.append(f"--swa-full: windowed layers get the full {c.n_ctx_seq:,} cells")
+                rules.append(rule("swa_full", cells=c.n_ctx_seq))
             else:
-                k = sequences if self.spec.kv_unified else 1
-                rules.append(f"windowed layers: pad(min({c.n_ctx_seq:,}, {self.window_tokens:,} × {k} + "
-                             f"n_ubatch {c.n_ubatch}), 256) = {c.swa_cells:,} cells per stream")
+                rules.append(rule("swa_cells", n_ctx_seq=c.n_ctx_seq, window=self.window_tokens,
+                                  streams_per_window=sequences if self.spec.kv_unified else 1,
+                                  n_ubatch=c.n_ubatch, cells=c.swa_cells))
         if self.n_ctx_train and c.n_ctx_seq > self.n_ctx_train:
-            rules.append(f"n_ctx_seq {c.n_ctx_seq:,} exceeds the training context {self.n_ctx_train:,} "
-                         "(llama.cpp only warns)")
+            rules.append(rule("beyond_training", n_ctx_seq=c.n_ctx_seq, n_ctx_train=self.n_ctx_train))
         return {
             "name": self.name,
             "rules": rules,
@@ -357,10 +358,10 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
                          "use {runtime.flash_attn=on} or an f16/bf16/f32 V cache", lead=None,
                          mentions=("runtime.flash_attn",))
     arch = (model.architecture or "").lower()
-    rules = [f"architecture {arch or 'unknown'}"]
-    for side, a, b in (("K", asked[0], k_format), ("V", asked[1], v_format)):
+    rules = [rule("architecture", architecture=arch or None)]
+    for side, a, b in (("k", asked[0], k_format), ("v", asked[1], v_format)):
         if a != b:
-            rules.append(f"{side} cache {a.name} is llama.cpp's {b.name}")
+            rules.append(rule("type_as_runtime", side=side, asked=a.name, runtime_type=b.name))
     windows = schedule.windows()
     if len(windows) > 1:
         raise FieldError("model", f"layers with {len(windows)} different windows ({', '.join(f'{w:,}' for w in windows)}"
@@ -368,18 +369,17 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
     window = windows[0] if windows else None
     swa = window is not None and arch in SWA_ARCHITECTURES
     if window is not None and not swa:
-        rules.append(f"sliding window {window:,} ignored: {window_ignored_because(arch)}; "
-                     "full context on every layer")
+        rules.append(rule("window_ignored", window=window, reason=window_ignored_because(arch)))
     if mla:
         latent = next(ly for _, ly in schedule.runs if ly.latent_rank is not None)
-        rules.append(f"MLA: one K row of {latent.latent_rank} + {latent.k_values - latent.latent_rank} values per "
-                     "cell per layer, no V tensor")
+        rules.append(rule("mla_k_row", kv_lora_rank=latent.latent_rank,
+                          qk_rope_head_dim=latent.k_values - latent.latent_rank))
     fa_off = spec.flash_attn == "off"
     v_width_max = max(layer.v_values for _, layer in schedule.runs)
     if fa_off and not mla and any(layer.v_values != v_width_max for _, layer in schedule.runs):
-        rules.append(f"flash attention off: V transposed, every V row padded to {v_width_max} values")
+        rules.append(rule("v_rows_padded", values=v_width_max))
     if spec.flash_attn == "auto" and v_format.group_size:
-        rules.append("flash attention auto: assumed on (llama.cpp refuses a quantized V cache if it resolves off)")
+        rules.append(rule("flash_attn_auto_on"))
     global_bpc = swa_bpc = k_global = k_swa = 0
     global_layers = 0
     for count, layer in schedule.groups():  # one K (and V) tensor per layer; equal layers priced once
@@ -395,8 +395,7 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
             global_layers += count
     layers = schedule.layers
     if swa:
-        rules.append(f"{layers - global_layers} of {layers} layers windowed ({window:,} "
-                     "tokens), the rest full context")
+        rules.append(rule("windowed_layers", windowed=layers - global_layers, layers=layers, window=window))
     return LlamaCppCache(spec, k_format, v_format, global_bpc, swa_bpc, window if swa else None,
                          global_layers, layers - global_layers, k_global, k_swa, model.max_context,
                          model.vocab_size,

@@ -41,10 +41,12 @@ from kvplan.errors import FieldError
 from kvplan.engine.formats import ElementFormat
 from kvplan.engine.schedule import Attention, attention_runs
 from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
+from kvplan.caches.facts import Rule, rule
 from kvplan.profiles.runtime import TransformersSpec
 
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 LATENT_SINCE = "5.15.0"  # first release whose DeepseekV2/V3Attention.forward caches the MLA latent
+EXPANDED_UNTIL = "5.14.1"  # the last release that cached per-head K/V for an MLA model
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ class TransformersCache:
     window_tokens: int | None
     global_layers: int
     windowed_layers: int
-    rules: tuple[str, ...]
+    rules: tuple[Rule, ...]  # what applied for every request (kvplan.caches.facts; render words them)
 
     name = "transformers"
     # The peak (right after a one-shot prefill, sliding layers still holding the prompt) is gone after the first
@@ -150,14 +152,15 @@ class TransformersCache:
         return best
 
     def describe(self, ctx: int, sequences: int = 1) -> dict:
+        """What applied for this request: rules (:class:`~kvplan.caches.facts.Rule` facts), tokens per layer kind."""
         t = self.tokens(ctx)
         rules = list(self.rules)
         if self.spec.cache == "dynamic" and self.window_tokens and ctx > self.window_tokens - 1:
-            rules.append(f"sliding layers keep {t['sliding_reachable']:,} tokens reachable, {t['sliding_allocated']:,} "
-                         f"allocated (a view of the torch.cat result); {ctx:,} right after a one-shot prefill")
+            rules.append(rule("sliding_view", reachable=t["sliding_reachable"], allocated=t["sliding_allocated"],
+                              peak=ctx))
         if self.spec.cache == "static":
-            rules.append(f"StaticCache preallocates {t['max_cache_len']:,} tokens per full layer"
-                         + (f", {t['sliding_allocated']:,} per sliding layer" if self.window_tokens else ""))
+            rules.append(rule("static_preallocated", full=t["max_cache_len"],
+                              sliding=t["sliding_allocated"] if self.window_tokens else None))
         return {
             "name": self.name,
             "rules": rules,
@@ -187,9 +190,8 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
         raise FieldError("model", f"layers with {len(windows)} different windows ({', '.join(f'{w:,}' for w in windows)}"
                          " tokens): the transformers cache model follows one sliding window")
     arch = (model.architecture or "").lower()
-    rules = [f"architecture {arch or 'unknown'}", f"cache dtype {TORCH_DTYPES[k_format.name]}",
-             "DynamicCache: full-attention layers hold every token" if spec.cache == "dynamic"
-             else "StaticCache: tensors preallocated"]
+    rules = [rule("architecture", architecture=arch or None), rule("cache_dtype", dtype=TORCH_DTYPES[k_format.name]),
+             rule("cache_class", cache=spec.cache)]
     if schedule.latent:
         rules.append(mla_rule(model, k_format))
     full_bpt = sliding_bpt = 0
@@ -203,7 +205,8 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
             global_layers += count
     window = windows[0] if sliding_bpt else None
     if window:
-        rules.append(f"{schedule.layers - global_layers} of {schedule.layers} layers slide (window {window:,})")
+        rules.append(rule("sliding_layers", sliding=schedule.layers - global_layers, layers=schedule.layers,
+                          window=window))
     return TransformersCache(spec, k_format, v_format, full_bpt, sliding_bpt, window, global_layers,
                              schedule.layers - global_layers, tuple(rules))
 
@@ -223,10 +226,11 @@ def expanded_mla_bytes_per_token(model, fmt: ElementFormat) -> int:
                            + fmt.row_bytes(model.attention_heads * model.v_dim))
 
 
-def mla_rule(model, fmt: ElementFormat) -> str:
+def mla_rule(model, fmt: ElementFormat) -> Rule:
+    """The MLA latent transformers caches since :data:`LATENT_SINCE`, beside what the release before it cached."""
     latent_layers = [(n, ly) for n, ly in model.schedule.groups() if ly.latent_rank is not None]
     latent = sum(n * layer_bytes_per_token(ly, fmt, fmt) for n, ly in latent_layers)
     first = latent_layers[0][1]
-    return (f"MLA latent cached (transformers ≥ {LATENT_SINCE}): {first.latent_rank} + "
-            f"{first.k_values - first.latent_rank} values per token per layer, {latent:,} B/token; ≤ 5.14.1 cached "
-            f"per-head K/V, {expanded_mla_bytes_per_token(model, fmt):,} B/token")
+    return rule("mla_latent", since=LATENT_SINCE, before=EXPANDED_UNTIL, kv_lora_rank=first.latent_rank,
+                qk_rope_head_dim=first.k_values - first.latent_rank, latent_bytes_per_token=latent,
+                expanded_bytes_per_token=expanded_mla_bytes_per_token(model, fmt))

@@ -116,11 +116,22 @@ class Calibration:
     prefill: PrefillFit | None
 
 
+# Rows a source names one by one; beyond it a source summarises them (every row is in calibrate's printed table),
+# so a profile fitted to 20,000 rows stays a small file (its YAML is read back, and kvplan reads at most 1 MB).
+MAX_LISTED_ROWS = 50
+
+
 def _where(rows: Iterable[BenchRow]) -> str:
     by_file: dict[str, list[int]] = {}
     for row in rows:
         by_file.setdefault(row.source, []).append(row.line)
-    return "; ".join(f"{src} lines {', '.join(str(n) for n in lines)}" for src, lines in by_file.items())
+    return "; ".join(f"{src} lines {_line_list(lines)}" for src, lines in by_file.items())
+
+
+def _line_list(lines: list[int]) -> str:
+    if len(lines) <= MAX_LISTED_ROWS:
+        return ", ".join(str(n) for n in lines)
+    return f"{lines[0]}, {lines[1]}, {lines[2]}, …, {lines[-1]} ({len(lines):,} rows)"
 
 
 def _check_hardware(rows: list[BenchRow], allow_mixed: bool) -> list[str]:
@@ -211,7 +222,14 @@ def calibrate_device(rows: Iterable[BenchRow], *, models: Mapping[str, ModelFact
 
 
 def _residuals(rows: list[BenchRow], errors) -> str:
-    return ", ".join(f"{r.test} {r.model_type} {_pct(e)}" for r, e in zip(rows, errors))
+    errors = list(errors)
+    if len(rows) <= MAX_LISTED_ROWS:
+        return ", ".join(f"{r.test} {r.model_type} {_pct(e)}" for r, e in zip(rows, errors))
+    worst = max(range(len(rows)), key=lambda i: abs(errors[i]))
+    median = sorted(abs(e) for e in errors)[len(errors) // 2]
+    return (f"worst {rows[worst].test} {rows[worst].model_type} {_pct(errors[worst])} "
+            f"({rows[worst].source} line {rows[worst].line}), median |error| {median * 100:.1f} % over "
+            f"{len(rows):,} rows (each row in kvplan calibrate's table)")
 
 
 def _size_field(row: BenchRow) -> str:

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kvplan.errors import ProfileError
+from kvplan.files import jsonio
 
 FORMATS = ("json", "jsonl", "csv", "md")
 
@@ -35,7 +35,8 @@ _OLD_BACKEND_FLAGS = (("cuda", "CUDA"), ("vulkan", "Vulkan"), ("kompute", "Kompu
                       ("sycl", "SYCL"), ("opencl", "OpenCL"), ("gpu_blas", "GPU BLAS"), ("blas", "BLAS"))
 _SIZE_UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "TiB": 1024 ** 4}
 _PARAM_UNITS = {"": 1, "K": 10 ** 3, "M": 10 ** 6, "B": 10 ** 9, "G": 10 ** 9, "T": 10 ** 12}
-_TEST_RE = re.compile(r"^(?:pp\s*(?P<pp>\d+))?\s*\+?\s*(?:tg\s*(?P<tg>\d+))?(?:\s*@\s*d\s*(?P<d>\d+))?$")
+# At most 12 digits a count: a longer one is no benchmark (and 5,000 digits would be more than int() converts).
+_TEST_RE = re.compile(r"^(?:pp\s*(?P<pp>\d{1,12}))?\s*\+?\s*(?:tg\s*(?P<tg>\d{1,12}))?(?:\s*@\s*d\s*(?P<d>\d{1,12}))?$")
 # A Markdown cell's number: digits with at most one decimal point (``3.56``, ``.5``, ``21``; llama-bench prints
 # ``%.2f``), so a cell like ``3.5.6`` or ``6..74`` is refused by the pattern and never reaches ``float()``.
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
@@ -133,7 +134,8 @@ def _int(value, field, line, problems, *, minimum=0):
         except ValueError:
             number = None
     if number is None:
-        problems.add(line, field, f"expected an integer, got {value!r}")
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "…"
+        problems.add(line, field, f"expected an integer, got {shown}")
         return None
     if number < minimum:
         problems.add(line, field, f"must be ≥ {minimum}, got {number}")
@@ -256,35 +258,49 @@ def _row_from_record(record, source, line, index, problems) -> BenchRow | None:
     )
 
 
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+class LineCounter:
+    """The 1-based line of an offset in ``text``, for offsets met in increasing order: each call counts the
+    newlines since the previous one, so a file's rows cost one pass over it, not one pass each.
+
+    ``chars_scanned`` is the number of characters counted so far (at most ``len(text)`` in increasing order)."""
+
+    def __init__(self, text: str):
+        self.text, self._offset, self._line, self.chars_scanned = text, 0, 1, 0
+
+    def line_of(self, offset: int) -> int:
+        if offset < self._offset:  # going back (not done by the readers): count again from the start
+            self._offset, self._line = 0, 1
+        self._line += self.text.count("\n", self._offset, offset)
+        self.chars_scanned += offset - self._offset
+        self._offset = offset
+        return self._line
 
 
 def _read_json(text, source, problems):
-    decoder = json.JSONDecoder()
+    lines = LineCounter(text)
     records, pos = [], len(text) - len(text.lstrip())
     if not text.startswith("[", pos):
-        problems.add(_line_of(text, pos), "json", "expected a JSON array of llama-bench rows ('[')")
+        problems.add(lines.line_of(pos), "json", "expected a JSON array of llama-bench rows ('[')")
         return records
     pos += 1
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
             pos += 1
         if pos >= len(text):
-            problems.add(_line_of(text, pos), "json", "unterminated array (no closing ']')")
+            problems.add(lines.line_of(pos), "json", "unterminated array (no closing ']')")
             return records
         if text[pos] == "]":
             rest = text[pos + 1:].strip()
             if rest:
-                problems.add(_line_of(text, pos + 1 + text[pos + 1:].index(rest[0])), "json",
+                problems.add(lines.line_of(pos + 1 + text[pos + 1:].index(rest[0])), "json",
                              "unexpected text after the array")
             return records
         try:
-            obj, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            problems.add(exc.lineno, "json", exc.msg)
+            obj, end = jsonio.raw_decode(text, pos)
+        except jsonio.JsonError as exc:
+            problems.add(exc.line, "json", exc.message)
             return records
-        records.append((_line_of(text, pos), obj))
+        records.append((lines.line_of(pos), obj))
         pos = end
 
 
@@ -294,9 +310,9 @@ def _read_jsonl(text, source, problems):
         if not line.strip():
             continue
         try:
-            records.append((number, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            problems.add(number, "jsonl", exc.msg)
+            records.append((number, jsonio.loads(line)))
+        except jsonio.JsonError as exc:
+            problems.add(number, "jsonl", exc.message)
     return records
 
 
@@ -342,6 +358,9 @@ def _md_size(text, line, problems):
         problems.add(line, "size", f"expected a size like '3.56 GiB', got {text!r}")
         return None
     value = float(match.group(1)) * _SIZE_UNITS[match.group(2)]
+    if not math.isfinite(value) or value > 2**63:
+        problems.add(line, "size", f"implausibly large: {text[:40]!r}")
+        return None
     if value <= 0:
         problems.add(line, "size", f"must be > 0, got {text!r}")
         return None
@@ -353,7 +372,11 @@ def _md_params(text, line, problems):
     if not match:
         problems.add(line, "params", f"expected a count like '6.74 B', got {text!r}")
         return None
-    value = round(float(match.group(1)) * _PARAM_UNITS[match.group(2)])
+    number = float(match.group(1)) * _PARAM_UNITS[match.group(2)]
+    if not math.isfinite(number) or number > 2**63:
+        problems.add(line, "params", f"implausibly large: {text[:40]!r}")
+        return None
+    value = round(number)
     if value <= 0:
         problems.add(line, "params", f"must be > 0, got {text!r}")
         return None

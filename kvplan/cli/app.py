@@ -7,6 +7,7 @@ errors become ``kvplan: error: …`` (a field error worded with the flags, :mod:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
@@ -38,8 +39,9 @@ class KvplanGroup(TyperGroup):
         forget_inputs()  # this command's inputs only (one process may run several commands)
         terminal.prepare_streams()
         try:
-            code = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
-                                standalone_mode=False, **extra)
+            with _terminations_unwind():
+                code = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                                    standalone_mode=False, **extra)
         except ClickException as exc:
             if type(exc).__name__ == "NoArgsIsHelpError":  # `kvplan` or `kvplan plot` alone: show the help
                 exc.show()
@@ -56,7 +58,7 @@ class KvplanGroup(TyperGroup):
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            return self._invoke_all_or_nothing(ctx)
         except KvplanError as exc:
             if terminal.debug_enabled():
                 raise
@@ -79,6 +81,52 @@ class KvplanGroup(TyperGroup):
             terminal.display_error(f"internal error: {type(exc).__name__}: {exc}")
             terminal.display_error("this is a bug in kvplan; rerun with KVPLAN_DEBUG=1 and report the traceback")
             raise typer.Exit(ExitCode.INTERNAL) from None
+
+    def _invoke_all_or_nothing(self, ctx):
+        """The command, its output files put in place together when it ends with exit 0 or 1, else none of them."""
+        from kvplan.files.outfiles import OutputBatch
+
+        with OutputBatch() as batch:
+            try:
+                result = super().invoke(ctx)
+            except typer.Exit as exc:
+                if exc.exit_code in (ExitCode.OK, ExitCode.FAILED):
+                    batch.commit()
+                raise
+            batch.commit()
+            return result
+
+
+# SIGTERM (a CI timeout, `kill`) and SIGHUP (the terminal closed) end the process at once by default, skipping the
+# clean-up that Ctrl-C (KeyboardInterrupt) runs: a half-written temporary output would stay. Raised as SystemExit
+# instead, they unwind like Ctrl-C — every `finally` removes its temporary files — and exit 128 + the signal number
+# (143 for SIGTERM, 129 for SIGHUP), the status a shell reports for a process the signal ended.
+_UNWOUND_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+def _unwind(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _terminations_unwind():
+    import signal
+    import threading
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # only the main thread may set handlers
+        for name in _UNWOUND_SIGNALS:
+            number = getattr(signal, name, None)
+            if number is not None and signal.getsignal(number) is signal.SIG_DFL:
+                previous[number] = signal.signal(number, _unwind)
+    try:
+        yield
+    finally:
+        from kvplan.files.outfiles import remove_temporaries
+
+        remove_temporaries()  # left by a signal that fell between making a temporary file and its try/finally
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _is_click_exception(exc: Exception) -> bool:

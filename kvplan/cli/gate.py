@@ -66,7 +66,7 @@ def gate(
 
     for name, path in outputs.items():
         write_text_atomic(path, reporters.render(name, results, units.value))
-        terminal.display_note(f"wrote {path}")
+        terminal.display_written(f"wrote {path}")
     if output_format is OutputFormat.json:
         terminal.display_json(reporters.json_document(results))
     elif output_format is OutputFormat.markdown:

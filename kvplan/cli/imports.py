@@ -17,6 +17,7 @@ app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, rich_ma
 
 OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write the profile to this file "
                                              "(written whole) instead of stdout.")]
+PARAMS_SOURCE = "given on the command line (--params)"  # sources.params of a profile given --params
 NameOpt = Annotated[str | None, typer.Option("--name", help="Profile name (default: from the file).")]
 ParamsOpt = Annotated[str | None, typer.Option("--params", help="Parameter count to write instead of the "
                                                "derived one: '6.74B', '494M'.")]
@@ -73,7 +74,7 @@ def hf(
         _emit(_from_hub(source, name=name, params=count, weight_bits=weight_bits,
                         weight_type=weight_type), output, weight_type)
         return
-    _emit(profile_from_hf_file(path, name=name, params=count, weight_bits=weight_bits,
+    _emit(profile_from_hf_file(path, name=name, params=count, params_source=PARAMS_SOURCE, weight_bits=weight_bits,
                                weight_type=weight_type), output, weight_type)
 
 
@@ -153,19 +154,19 @@ def gguf(
 
     _check_output(output, force)
     count = _check_options(name, params, weight_bits, weight_type)
-    imported = profile_from_gguf_file(model_file, name=name, params=count, weight_bits=weight_bits,
-                                      weight_type=weight_type)
+    imported = profile_from_gguf_file(model_file, name=name, params=count, params_source=PARAMS_SOURCE,
+                                      weight_bits=weight_bits, weight_type=weight_type)
     _emit(imported, output, weight_type)
 
 
 def _check_output(output: Path | None, force: bool) -> None:
     """An existing file is kept unless --force; an unwritable path fails before any work."""
     from kvplan.errors import UsageError
-    from kvplan.files.outfiles import check_writable
+    from kvplan.files.outfiles import check_writable, is_stdout
 
     if output is None:
         return
-    if output.exists() and not output.is_dir() and not force:
+    if output.exists() and not output.is_dir() and not is_stdout(output) and not force:
         raise UsageError(f"--output: {output} exists; add --force to overwrite it")
     check_writable(output)
 
@@ -214,6 +215,7 @@ def _check_options(name: str | None, params: str | None, weight_bits: float | No
 
 def _emit(imported, output: Path | None, weight_type_given: str | None = None) -> None:
     from kvplan.cli import terminal
+    from kvplan.cli.options.fieldnames import cli_message
     from kvplan.files.outfiles import write_text_atomic
 
     notes = [*imported.notes, *_pricing_notes(imported, weight_type_given)]
@@ -221,6 +223,6 @@ def _emit(imported, output: Path | None, weight_type_given: str | None = None) -
         terminal.display_text(imported.yaml_text)
     else:
         write_text_atomic(output, imported.yaml_text)
-        terminal.display_note(f"wrote model profile {imported.name!r} to {output}")
+        terminal.display_written(f"wrote model profile {imported.name!r} to {output}")
     for note in notes:
-        terminal.display_note(note)
+        terminal.display_note(cli_message(note))

@@ -42,7 +42,7 @@ DecodeUnitsOpt = Annotated[o.Units, typer.Option("--units", help="Sizes in the l
 # (no weights, budget or speed); only decode draws a target rate.
 _KV_ONLY = ("sequences", "kv_bits", "k_bits", "v_bits", "kv_group_size", "kv_type", "k_type", "v_type",
             "sliding_window")
-_NO_TARGET = tuple(param.name for param in g.CACHE.parameters if param.name != "target_tok_s")
+_NO_TARGET = tuple(param.name for param in g.CACHE.parameters if param.name != "target_tokens_per_s")
 CACHE_ATTENTION = g.CACHE.only(*_KV_ONLY)
 CACHE_MEMORY = g.CACHE.only(*_NO_TARGET)
 
@@ -117,7 +117,7 @@ def _warn(*groups) -> None:
 def _done(path) -> None:
     from kvplan.cli import terminal
 
-    terminal.display_note(f"wrote {path}")
+    terminal.display_written(f"wrote {path}")
 
 
 @plot_app.command("memory", help="Weights, KV cache, runtime buffers and overhead stacked against context, the "

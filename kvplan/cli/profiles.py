@@ -105,8 +105,8 @@ def show(
     units: o.UnitsOpt = o.Units.si,
     profiles_dir: o.ProfilesDirOpt = None,
     weights: Annotated[bool, typer.Option("--weights", help="A model's weights tensor by tensor (see above).")] = False,
-    weight_type: o.WeightTypeOpt = None,
-    weight_group_size: o.WeightGroupOpt = None,
+    weight_type: o.knob_option("weight_type") = None,
+    weight_group_size: o.knob_option("weight_group_size") = None,
 ) -> None:
     from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
@@ -200,6 +200,7 @@ def validate(
     output_format: format_option(TABLE_JSON, help="Output format: table (plain lines) or json.") = OutputFormat.table,
 ) -> None:
     from kvplan.cli import terminal
+    from kvplan.cli.options.fieldnames import cli_message
     from kvplan.cli.terminal import ExitCode
     from kvplan.profiles.check import validate_file
     from kvplan.render.profiles import JSON_SCHEMA_VERSION
@@ -210,13 +211,14 @@ def validate(
     every = list(dict.fromkeys(w for warnings in found for w in warnings))
     if output_format is OutputFormat.json:
         terminal.display_json({"schema_version": JSON_SCHEMA_VERSION, "warnings": every, "ok": not bad,
-                               "files": [{**r.as_json(), "warnings": w} for r, w in zip(results, found)]})
+                               "files": [{**r.as_json(), "errors": [cli_message(p) for p in r.problems], "warnings": w}
+                                         for r, w in zip(results, found)]})
     else:
         for warning in every:
             terminal.display_warning(warning)
         lines = []
         for r in results:
-            lines.extend(r.problems if r.problems else [f"{r.path}: ok ({r.kind} {r.name})"])
+            lines.extend(map(cli_message, r.problems) if r.problems else [f"{r.path}: ok ({r.kind} {r.name})"])
         n_problems = sum(len(r.problems) for r in bad)
         lines.append(f"{len(results)} file{'s' if len(results) != 1 else ''} checked: "
                      + (f"{len(bad)} invalid ({n_problems} problem{'s' if n_problems != 1 else ''})"
@@ -295,12 +297,12 @@ def probe(
 ) -> None:
     from kvplan.cli import terminal
     from kvplan.errors import UsageError
-    from kvplan.files.outfiles import check_writable, write_text_atomic
+    from kvplan.files.outfiles import check_writable, is_stdout, write_text_atomic
     from kvplan.hub.catalog import probed_profile
     from kvplan.profiles.field_rules import check_profile_name
 
     if output is not None:  # refused before a measurement, not after
-        if output.exists() and not force:
+        if output.exists() and not is_stdout(output) and not force:
             raise UsageError(f"{output} exists; add --force to overwrite it")
         check_writable(output)
     if name is not None:
@@ -315,5 +317,5 @@ def probe(
         terminal.display_text(text)
     else:
         write_text_atomic(output, text)
-        terminal.display_note(f"wrote device profile {mapping['name']!r} to {output} "
+        terminal.display_written(f"wrote device profile {mapping['name']!r} to {output} "
                               f"(use it with --device {output})")

@@ -39,13 +39,15 @@ def report(
     from kvplan.cli import terminal
     from kvplan.errors import ProfileError
     from kvplan.files.inputs import distinct_paths
-    from kvplan.files.outfiles import check_outputs
+    from kvplan.files.outfiles import check_outputs, is_stdout
     from kvplan.gate.checker import check_gate
     from kvplan.gate.spec import load_gate
     from kvplan.report.build import build_report
     from kvplan.report.markdown import render_markdown
     from kvplan.report.write import check_report_path, write_report
 
+    if is_stdout(output):  # -o -: the Markdown on standard output, as without -o (its plots need a folder)
+        output = None
     plots = not no_plots and output is not None
     if output:
         check_outputs(files, [output])
@@ -73,5 +75,5 @@ def report(
         terminal.display_text(render_markdown(document))
         return
     written = write_report(document, output, units.value)
-    terminal.display_note(f"wrote {written[-1]}" + (f" and {len(written) - 1} plot"
+    terminal.display_written(f"wrote {written[-1]}" + (f" and {len(written) - 1} plot"
                                                    f"{'s' if len(written) > 2 else ''}" if len(written) > 1 else ""))

@@ -67,18 +67,43 @@ def display_note(message: str) -> None:
     sys.stderr.write(f"kvplan: note: {message}\n")
 
 
+def display_written(message: str) -> None:
+    """A ``wrote …`` note, said once the command's files are in place (kvplan.files.outfiles.OutputBatch), not
+    before: a command that fails later writes none of them and says nothing of them."""
+    from kvplan.files.outfiles import STDOUT, current_batch
+
+    if message.endswith(f" {STDOUT}") or f" {STDOUT} " in message:  # -o -: the output itself is the news
+        return
+    batch = current_batch()
+    if batch is None:
+        display_note(message)
+    else:
+        batch.after_commit(lambda: display_note(message))
+
+
 def display_warning(message: str) -> None:
     """Something the user should know before trusting the output (the command still succeeds)."""
     sys.stderr.write(f"kvplan: warning: {message}\n")
 
 
+def _stdout_taken() -> bool:
+    """An output file of this command is standard output (``-o -``): its bytes are all stdout carries."""
+    from kvplan.files.outfiles import stdout_claimed
+
+    return stdout_claimed()
+
+
 def display_json(document: object) -> None:
+    if _stdout_taken():
+        return
     with _reader_may_leave():
         sys.stdout.write(json.dumps(document, indent=2, allow_nan=False) + "\n")
         sys.stdout.flush()  # a full disk is reported now, not at interpreter exit
 
 
 def display_text(text: str) -> None:
+    if _stdout_taken():
+        return
     with _reader_may_leave():
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
@@ -105,6 +130,8 @@ class _reader_may_leave:
 
 
 def display_tables(tables: list[Table], fmt: str = "table") -> None:
+    if _stdout_taken():
+        return
     if fmt == "markdown":
         display_text(to_markdown(tables))
     elif _use_rich():
@@ -234,6 +261,8 @@ def _print_rich(tables: list[Table], console=None) -> None:
 
 def display_bytes(chunks) -> None:
     """Write already-encoded output (a big CSV) to stdout chunk by chunk, without decoding it."""
+    if _stdout_taken():
+        return
     with _reader_may_leave():
         sys.stdout.flush()
     buffer = getattr(sys.stdout, "buffer", None)
@@ -295,6 +324,6 @@ def write_or_display_text(text: str, output: str | None) -> None:
 
     if output:
         write_text_atomic(output, text)
-        display_note(f"wrote {output}")
+        display_written(f"wrote {output}")
     else:
         display_text(text)

@@ -38,7 +38,20 @@ from kvplan.engine.prefill import prefill_flops_at_depth
 
 
 def mean_cached_tokens(n_depth, n_gen):
-    """Mean number of cached tokens read per step over a ``tg`` run [tokens]: ``n_depth + n_gen / 2``."""
+    """Mean number of cached tokens read per step over a ``tg`` run.
+
+    Parameters
+    ----------
+    n_depth : numeric [tokens]
+        Tokens in the cache before the run (llama-bench ``-d``).
+    n_gen : numeric [tokens]
+        Tokens generated (llama-bench ``-n``).
+
+    Returns
+    -------
+    numeric [tokens]
+        ``n_depth + n_gen / 2``.
+    """
     return n_depth + n_gen / 2
 
 
@@ -87,13 +100,35 @@ class DecodeFit:
     def n_points(self) -> int:
         return len(self.bytes_per_token)
 
-    def seconds_per_token(self, bytes_per_token):
-        """Predicted step time [s] for ``bytes_per_token`` bytes."""
-        return bytes_per_token / self.bandwidth_bytes_per_s + self.latency_s
+    def time_per_token_s(self, bytes_per_step):
+        """Predicted step time of the fitted two-term model.
 
-    def tokens_per_s(self, bytes_per_token):
-        """Predicted decode rate [tokens/s] for ``bytes_per_token`` bytes."""
-        return 1.0 / self.seconds_per_token(bytes_per_token)
+        Parameters
+        ----------
+        bytes_per_step : numeric [bytes]
+            Bytes one decode step streams.
+
+        Returns
+        -------
+        numeric [s]
+            ``bytes_per_step / bandwidth_bytes_per_s + latency_s``.
+        """
+        return bytes_per_step / self.bandwidth_bytes_per_s + self.latency_s
+
+    def tokens_per_s(self, bytes_per_step):
+        """Predicted decode rate of the fitted two-term model.
+
+        Parameters
+        ----------
+        bytes_per_step : numeric [bytes]
+            Bytes one decode step streams.
+
+        Returns
+        -------
+        numeric [tokens/s]
+            ``1 / time_per_token_s(bytes_per_step)``.
+        """
+        return 1.0 / self.time_per_token_s(bytes_per_step)
 
 
 def _check_points(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:
@@ -178,7 +213,28 @@ def fit_decode(bytes_per_token: Sequence[float], tokens_per_s: Sequence[float], 
 
 
 def prefill_flops_per_row(n_prompt, n_depth, params, layers=0, attention_heads=0, head_dim=0):
-    """FLOPs of a llama-bench ``pp`` row [FLOP]: :func:`~kvplan.engine.prefill.prefill_flops_at_depth`."""
+    """FLOPs of a llama-bench ``pp`` row: :func:`~kvplan.engine.prefill.prefill_flops_at_depth`.
+
+    Parameters
+    ----------
+    n_prompt : numeric [tokens]
+        Prompt tokens of the row (llama-bench ``-p``).
+    n_depth : numeric [tokens]
+        Tokens already in the cache (llama-bench ``-d``).
+    params : numeric [count]
+        Parameter count.
+    layers : int [count]
+        Layers (0: no attention term).
+    attention_heads : int [count]
+        Query heads.
+    head_dim : int [values]
+        Width of one head.
+
+    Returns
+    -------
+    numeric [FLOP]
+        ``prefill_flops_at_depth(n_prompt, n_depth, params, layers, attention_heads, head_dim)``.
+    """
     return prefill_flops_at_depth(n_prompt, n_depth, params, layers, attention_heads, head_dim)
 
 
@@ -207,7 +263,20 @@ class PrefillFit:
         return self.compute_flop_per_s / self.peak_flop_per_s
 
     def tokens_per_s(self, flops, prompt_tokens):
-        """Predicted prefill rate [tokens/s] of ``prompt_tokens`` tokens costing ``flops``."""
+        """Predicted prefill rate of ``prompt_tokens`` tokens costing ``flops``.
+
+        Parameters
+        ----------
+        flops : numeric [FLOP]
+            Work of the prompt (:func:`prefill_flops_per_row`).
+        prompt_tokens : numeric [tokens]
+            Tokens in the prompt.
+
+        Returns
+        -------
+        numeric [tokens/s]
+            ``prompt_tokens · compute_flop_per_s / flops``.
+        """
         return prompt_tokens * self.compute_flop_per_s / flops
 
 

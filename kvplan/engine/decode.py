@@ -5,8 +5,8 @@ Notes
 Decode is memory-bound: every step streams the weights and the whole cache once, and
 pays a fixed latency (kernel launches, synchronisation, sampling) on top::
 
-    bytes_per_token(t) = weights_read + kv_bytes(t)
-    time_per_token(t)  = bytes_per_token(t) / (memory_bandwidth · bandwidth_efficiency) + latency
+    bytes_per_step(t)  = weights_read + kv_bytes(t)
+    time_per_token(t)  = bytes_per_step(t) / (memory_bandwidth · bandwidth_efficiency) + latency
     decode_tok_s(t)    = 1 / time_per_token(t)
 
 ``weights_read`` is the weights less the input-embedding table (one row of it is read
@@ -28,8 +28,21 @@ the data that need the latency term, see :mod:`kvplan.engine.calibration`).
 from __future__ import annotations
 
 
-def bytes_per_token(weights_read, kv_bytes_read):
-    """Bytes streamed from memory for one decode step [bytes]."""
+def bytes_per_step(weights_read, kv_bytes_read):
+    """Bytes streamed from memory for one decode step.
+
+    Parameters
+    ----------
+    weights_read : numeric [bytes]
+        Weights one step reads (the weights less the input-embedding table).
+    kv_bytes_read : numeric [bytes]
+        Cache one step reads (every sequence's, and a pinned prefix's).
+
+    Returns
+    -------
+    numeric [bytes]
+        ``weights_read + kv_bytes_read`` (module Notes: ``bytes_per_step(t)``).
+    """
     return weights_read + kv_bytes_read
 
 
@@ -55,11 +68,33 @@ def decode_tokens_per_s(memory_bandwidth_bytes_per_s, bytes_per_step, bandwidth_
 
 def mean_decode_tokens_per_s(n_tokens, weights_read, kv_bytes_read_over_generation,
                              memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0, latency_s=0.0):
-    """Average rate over a generation of ``n_tokens`` from an empty cache [tokens/s].
+    """Average rate over a generation of ``n_tokens`` from an empty cache.
 
-    ``n / Σ_k time_k`` with ``time_k = (weights_read + kv(k)) / B + latency``, i.e.
-    ``n · B / (n · weights_read + Σ_k kv(k) + n · latency · B)``; for a cache growing
-    linearly this equals the instantaneous rate at about half the length.
+    Parameters
+    ----------
+    n_tokens : numeric [tokens]
+        Tokens generated.
+    weights_read : numeric [bytes]
+        Weights one step reads.
+    kv_bytes_read_over_generation : numeric [bytes]
+        ``Σ_k kv(k)`` over the steps (:func:`kvplan.engine.kv.kv_bytes_sum_over_generation`).
+    memory_bandwidth_bytes_per_s : numeric [bytes/s]
+        Peak memory bandwidth.
+    bandwidth_efficiency : numeric [1]
+        Fraction of the peak streaming reaches (0–1].
+    latency_s : numeric [s]
+        Fixed cost per step.
+
+    Returns
+    -------
+    numeric [tokens/s]
+        ``n / Σ_k time_k``.
+
+    Notes
+    -----
+    ``time_k = (weights_read + kv(k)) / B + latency`` with ``B = bandwidth · efficiency``, so the mean rate is
+    ``n · B / (n · weights_read + Σ_k kv(k) + n · latency · B)``; for a cache growing linearly this equals the
+    instantaneous rate at about half the length.
     """
     effective = memory_bandwidth_bytes_per_s * bandwidth_efficiency
     total_bytes = n_tokens * weights_read + kv_bytes_read_over_generation
@@ -69,12 +104,30 @@ def mean_decode_tokens_per_s(n_tokens, weights_read, kv_bytes_read_over_generati
 
 def step_bytes_at_rate(target_tokens_per_s, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0,
                        latency_s=0.0):
-    """The most bytes one step may stream and still decode at ``target_tokens_per_s`` [bytes].
+    """The most bytes one step may stream and still decode at ``target_tokens_per_s``.
 
+    Parameters
+    ----------
+    target_tokens_per_s : numeric [tokens/s]
+        The decode rate to reach (> 0).
+    memory_bandwidth_bytes_per_s : numeric [bytes/s]
+        Peak memory bandwidth.
+    bandwidth_efficiency : numeric [1]
+        Fraction of the peak streaming reaches (0–1].
+    latency_s : numeric [s]
+        Fixed cost per step.
+
+    Returns
+    -------
+    numeric [bytes]
+        ``min(B / target − latency · B, MAX_STEP_BYTES)``; negative when the latency alone exceeds the time a
+        token may take (no context reaches the target).
+
+    Notes
+    -----
     ``bytes / B + latency ≤ 1 / target``  ⇔  ``bytes ≤ B / target − latency · B``
-    (``B = bandwidth · efficiency``). Negative when the latency alone exceeds the time a
-    token may take: no context reaches the target. At most :data:`MAX_STEP_BYTES`: a target
-    so slow (1e-300 tok/s) that any step meets it stays a finite, exact-integer figure.
+    (``B = bandwidth · efficiency``). At most :data:`MAX_STEP_BYTES`: a target so slow (1e-300 tok/s)
+    that any step meets it stays a finite, exact-integer figure.
     """
     from kvplan.engine._ops import minimum
 
@@ -88,7 +141,7 @@ MAX_STEP_BYTES = float(2**62)  # far beyond any memory: "no limit" as a number f
 # --- Two-term speed model: bandwidth plus a fixed per-step latency -------------------
 
 
-def seconds_per_token(bytes_per_step, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0, latency_s=0.0):
+def time_per_token_s(bytes_per_step, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0, latency_s=0.0):
     """Time of one decode step with a fixed per-step latency [s].
 
     Parameters
@@ -119,36 +172,33 @@ def seconds_per_token(bytes_per_step, memory_bandwidth_bytes_per_s, bandwidth_ef
     return bytes_per_step / (memory_bandwidth_bytes_per_s * bandwidth_efficiency) + latency_s
 
 
-def per_sequence_tokens_per_s(bytes_per_step, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0,
-                              latency_s=0.0):
-    """Tokens per second seen by each sequence: one token per step [tokens/s].
-
-    ``1 / seconds_per_token(...)``. With ``sequences`` decoded together,
-    ``bytes_per_step`` is the weights once plus every sequence's cache, and each
-    sequence still gets one token per step.
-    """
-    return 1.0 / seconds_per_token(bytes_per_step, memory_bandwidth_bytes_per_s,
-                                   bandwidth_efficiency, latency_s)
-
-
 def aggregate_tokens_per_s(bytes_per_step, sequences, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0,
                            latency_s=0.0):
-    """Tokens per second summed over ``sequences`` decoded together [tokens/s].
+    """Tokens per second summed over ``sequences`` decoded together.
 
-    ``sequences / seconds_per_token(...)``: a step yields one token per sequence. The
-    latency is taken as a per-step constant, independent of the batch (an assumption:
-    the calibration data are batch-1 llama-bench ``tg`` runs).
+    Parameters
+    ----------
+    bytes_per_step : numeric [bytes]
+        Bytes one step streams: the weights once plus every sequence's cache.
+    sequences : numeric [count]
+        Sequences decoded together (one token each per step).
+    memory_bandwidth_bytes_per_s : numeric [bytes/s]
+        Peak memory bandwidth.
+    bandwidth_efficiency : numeric [1]
+        Fraction of the peak streaming reaches (0–1].
+    latency_s : numeric [s]
+        Fixed cost per step.
+
+    Returns
+    -------
+    numeric [tokens/s]
+        ``sequences / time_per_token_s(bytes_per_step, …)``.
+
+    Notes
+    -----
+    A step yields one token per sequence. The latency is taken as a per-step constant,
+    independent of the batch (an assumption: the calibration data are batch-1 llama-bench
+    ``tg`` runs).
     """
-    return sequences / seconds_per_token(bytes_per_step, memory_bandwidth_bytes_per_s,
-                                         bandwidth_efficiency, latency_s)
-
-
-def mean_seconds_per_token(n_tokens, weights_read, kv_bytes_read_over_generation,
-                           memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0, latency_s=0.0):
-    """Mean step time over a generation of ``n_tokens`` from an empty cache [s].
-
-    ``Σ_k time_k / n = (n · weights_read + Σ_k kv(k)) / (n · efficiency · bandwidth) + latency``;
-    its reciprocal is :func:`mean_decode_tokens_per_s` when ``latency_s = 0``.
-    """
-    total_bytes = n_tokens * weights_read + kv_bytes_read_over_generation
-    return total_bytes / (n_tokens * memory_bandwidth_bytes_per_s * bandwidth_efficiency) + latency_s
+    return sequences / time_per_token_s(bytes_per_step, memory_bandwidth_bytes_per_s,
+                                        bandwidth_efficiency, latency_s)

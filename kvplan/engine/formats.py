@@ -26,7 +26,19 @@ class ElementFormat:
     zero_bytes: int = 0
 
     def row_bytes(self, values: int) -> int:
-        """Exact bytes of a row of ``values`` elements: packed data rounded up to a byte, whole groups."""
+        """Exact bytes of a row of ``values`` elements: packed data rounded up to a byte, whole groups.
+
+        Parameters
+        ----------
+        values : int [values]
+            Elements in the row.
+
+        Returns
+        -------
+        int [bytes]
+            ``ceil(values · bits / 8) + ceil(values / group_size) · (scale_bytes + zero_bytes)``
+            (no group term for an ungrouped format).
+        """
         data = -(-values * self.bits // 8)
         groups = -(-values // self.group_size) if self.group_size else 0
         return data + groups * (self.scale_bytes + self.zero_bytes)
@@ -60,7 +72,24 @@ BLOCKED_TYPES = frozenset(name for name, fmt in NAMED_FORMATS.items() if fmt.gro
 
 
 def format_from_bits(bits: int, group_size: int = 0, scale_bytes: int = 2, zero_bytes: int = 0) -> ElementFormat:
-    """An ideal format of ``bits`` per value, optionally group-quantized with fp16 scales."""
+    """An ideal format of ``bits`` per value, optionally group-quantized with fp16 scales.
+
+    Parameters
+    ----------
+    bits : int [bits/value]
+        Width of one value (1–32).
+    group_size : int [values]
+        Values sharing one scale (0: no groups).
+    scale_bytes : int [bytes]
+        Bytes of each group's scale.
+    zero_bytes : int [bytes]
+        Bytes of each group's zero point (0: symmetric).
+
+    Returns
+    -------
+    ElementFormat
+        ``f32``/``f16``/``intN``, or ``intN/gG`` with groups.
+    """
     if not 1 <= bits <= 32:
         raise UsageError(f"bits must be between 1 and 32, got {bits}")
     if group_size < 0:
@@ -72,7 +101,18 @@ def format_from_bits(bits: int, group_size: int = 0, scale_bytes: int = 2, zero_
 
 
 def format_from_name(name: str) -> ElementFormat:
-    """Look up a runtime type name (``f16``, ``q8_0`` …) or a bit width (``8``)."""
+    """Look up a runtime type name (``f16``, ``q8_0`` …) or a bit width (``8``).
+
+    Parameters
+    ----------
+    name : str
+        A type name of :data:`NAMED_FORMATS` (or a synonym), or a bit width as text.
+
+    Returns
+    -------
+    ElementFormat
+        The format; an unknown name raises :class:`~kvplan.errors.UsageError` with the near misses.
+    """
     key = str(name).strip().lower()
     key = _SYNONYMS.get(key, key)
     if key in NAMED_FORMATS:

@@ -50,7 +50,13 @@ class Graph:
         self.marks: list[int] = []  # node positions where a repeating block (a layer) starts
 
     def mark(self):
-        """Note that a layer starts here: :func:`peak_bytes` can snapshot the allocator at each mark."""
+        """Note that a layer starts here: :func:`peak_bytes` can snapshot the allocator at each mark.
+
+        Returns
+        -------
+        None
+            The mark is the number of nodes so far, appended to ``marks``.
+        """
         self.marks.append(len(self.nodes))
 
     def _new(self, size, srcs, view_src, inplace, layout, output):
@@ -63,7 +69,20 @@ class Graph:
         return len(self.size) - 1
 
     def input(self, size, layout=None):
-        """A graph input (token ids, positions, KV indices, masks …) [bytes]."""
+        """A graph input (token ids, positions, KV indices, masks …).
+
+        Parameters
+        ----------
+        size : int [bytes]
+            Bytes of the input tensor.
+        layout : hashable, optional
+            Layout key (``ggml_are_same_layout``); None: none to match.
+
+        Returns
+        -------
+        int [id]
+            The input's id; inputs are placed first, in the order given.
+        """
         t = self._new(size, (), -1, False, layout, False)
         self.inputs.append(t)
         return t
@@ -71,25 +90,64 @@ class Graph:
     def op(self, size, *srcs, inplace=False, layout=None, output=False):
         """A computed tensor of ``size`` bytes from ``srcs`` (owned sources only).
 
-        ``inplace``: the op is one ``ggml_op_can_inplace`` accepts (ADD, MUL,
-        SCALE, ROPE, RMS_NORM, SOFT_MAX, UNARY …); ``layout``: tensors of equal
-        layout key have the same type, shape and strides (``ggml_are_same_layout``);
-        by default the byte size, enough where every in-place candidate of equal
-        size is a contiguous f32 tensor of equal shape (llama.cpp's graphs here).
+        Parameters
+        ----------
+        size : int [bytes]
+            Bytes of the result tensor.
+        *srcs : int [id]
+            Ids of the owned tensors it reads.
+        inplace : bool
+            The op is one ``ggml_op_can_inplace`` accepts (ADD, MUL, SCALE, ROPE, RMS_NORM,
+            SOFT_MAX, UNARY …): it may reuse a source's block.
+        layout : hashable, optional
+            Tensors of equal layout key have the same type, shape and strides
+            (``ggml_are_same_layout``); by default the byte size, enough where every in-place
+            candidate of equal size is a contiguous f32 tensor of equal shape (llama.cpp's graphs here).
+        output : bool
+            A graph output (``GGML_TENSOR_FLAG_OUTPUT``): never freed.
+
+        Returns
+        -------
+        int [id]
+            The node's id.
         """
         t = self._new(size, srcs, -1, inplace, layout if layout is not None else size, output)
         self.nodes.append(t)
         return t
 
     def view(self, src, *other_srcs):
-        """A view node (VIEW, RESHAPE, PERMUTE, TRANSPOSE) of the owned tensor ``src``."""
+        """A view node (VIEW, RESHAPE, PERMUTE, TRANSPOSE) of the owned tensor ``src``.
+
+        Parameters
+        ----------
+        src : int [id]
+            Id of the tensor viewed (a view of a view resolves to its base).
+        *other_srcs : int [id]
+            Ids of further owned tensors the node reads.
+
+        Returns
+        -------
+        int [id]
+            The node's id (it takes no bytes of its own).
+        """
         base = self.view_src[src] if self.view_src[src] >= 0 else src
         t = self._new(0, (src, *other_srcs), base, False, None, False)
         self.nodes.append(t)
         return t
 
     def external_view(self, *srcs):
-        """A node that writes into, or views, a tensor the graph does not own (SET_ROWS into the KV cache)."""
+        """A node that writes into, or views, a tensor the graph does not own (SET_ROWS into the KV cache).
+
+        Parameters
+        ----------
+        *srcs : int [id]
+            Ids of the owned tensors it reads.
+
+        Returns
+        -------
+        int [id]
+            The node's id (it takes no bytes of the buffer).
+        """
         t = self._new(0, srcs, _EXTERNAL, False, None, False)
         self.nodes.append(t)
         return t
@@ -154,7 +212,20 @@ class _Allocator:
 
 def largest_tensor_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT) -> int:
     """The largest tensor :func:`peak_bytes` gives an address of its own (a graph input, or a node that is not a
-    view), aligned: a lower bound on the peak, since that tensor alone occupies this much of the buffer [bytes]."""
+    view), aligned: a lower bound on the peak, since that tensor alone occupies this much of the buffer.
+
+    Parameters
+    ----------
+    graph : Graph
+        The tensor sequence.
+    alignment : int [bytes]
+        Buffer alignment (:data:`CPU_ALIGNMENT`).
+
+    Returns
+    -------
+    int [bytes]
+        ``max(ceil(size / alignment) · alignment)`` over the inputs and non-view nodes (0 for an empty graph).
+    """
     a = alignment
     own = list(graph.inputs) + [t for t in graph.nodes if graph.view_src[t] == -1]
     return max(((graph.size[t] + a - 1) // a * a for t in own), default=0)
@@ -162,15 +233,31 @@ def largest_tensor_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT) -> int:
 
 def peak_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT, trace: list | None = None,
                snapshots: list | None = None) -> int:
-    """Buffer size ``ggml_gallocr_reserve`` gives ``graph`` [bytes].
+    """Buffer size ``ggml_gallocr_reserve`` gives ``graph``.
 
-    ``trace``, when a list, receives ``("A", tensor, offset)`` / ``("F", tensor,
-    offset)`` events in the allocator's order (to compare with a
-    ``GGML_ALLOCATOR_DEBUG`` log). ``snapshots``, when a list, receives the
-    allocator state at each of ``graph.marks``: the free blocks, the high-water
-    mark and the (offset, size) of every live tensor that is not a graph input.
-    Two equal snapshots mean the blocks between them leave the allocator as
-    they found it.
+    Parameters
+    ----------
+    graph : Graph
+        The tensor sequence.
+    alignment : int [bytes]
+        Buffer alignment (:data:`CPU_ALIGNMENT`).
+    trace : list, optional
+        Receives ``("A", tensor, offset)`` / ``("F", tensor, offset)`` events in the allocator's
+        order (to compare with a ``GGML_ALLOCATOR_DEBUG`` log).
+    snapshots : list, optional
+        Receives the allocator state at each of ``graph.marks``: the free blocks, the high-water
+        mark and the (offset, size) of every live tensor that is not a graph input. Two equal
+        snapshots mean the blocks between them leave the allocator as they found it.
+
+    Returns
+    -------
+    int [bytes]
+        The highest address the allocator reaches.
+
+    References
+    ----------
+    ``ggml/src/ggml-alloc.c`` at llama.cpp ``0c1e57098``: ``ggml_gallocr_alloc_graph_impl``,
+    ``ggml_dyn_tallocr_alloc``, ``ggml_dyn_tallocr_free_bytes``.
     """
     g = graph
     n = len(g.size)

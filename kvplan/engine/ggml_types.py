@@ -80,7 +80,18 @@ GGML_TYPES: dict[str, GgmlType] = {t.name.lower(): t for t in _TYPES}
 
 
 def ggml_type(name: str) -> GgmlType:
-    """Look up a ggml type by name, case-insensitively (``"Q4_K"``, ``"q4_k"``, ``"F16"``)."""
+    """Look up a ggml type by name, case-insensitively (``"Q4_K"``, ``"q4_k"``, ``"F16"``).
+
+    Parameters
+    ----------
+    name : str
+        The type's name.
+
+    Returns
+    -------
+    GgmlType
+        Its block layout; an unknown name raises ``ValueError`` listing the known ones.
+    """
     key = str(name).strip().lower()
     if key not in GGML_TYPES:
         raise ValueError(f"unknown ggml type {name!r}; known: {', '.join(t.name for t in _TYPES)}")
@@ -110,13 +121,21 @@ def row_bytes(type_name: str, n_values: int) -> int:
 
 
 def tensor_bytes(type_name: str, shape: tuple[int, ...]) -> int:
-    """Bytes of a tensor of ``shape`` in ggml order (ne0 = row length first) [bytes]."""
+    """Bytes of a tensor of ``shape`` in ggml order (ne0 = row length first).
+
+    Parameters
+    ----------
+    type_name : str
+        The ggml type (:func:`ggml_type`).
+    shape : tuple of int [values]
+        Extent of each dimension, the row length first.
+
+    Returns
+    -------
+    int [bytes]
+        ``row_bytes(type_name, shape[0]) · Π shape[1:]``.
+    """
     rows = 1
     for dim in shape[1:]:
         rows *= dim
     return row_bytes(type_name, shape[0]) * rows
-
-
-def fits_rows(type_name: str, n_values: int) -> bool:
-    """True when a row of ``n_values`` is a whole number of ``type_name`` blocks."""
-    return n_values % ggml_type(type_name).block_values == 0

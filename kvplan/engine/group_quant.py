@@ -73,24 +73,97 @@ GROUP_SIZES = {"mlx": (32, 64, 128), "gptq": (32, 64, 128), "awq": (32, 64, 128)
 
 
 def mlx_affine_bytes(n_in: int, n_out: int, bits: int, group: int, dtype_bytes: int = 2) -> int:
-    """Bytes of one MLX ``QuantizedLinear`` weight: packed values + scales + biases [bytes]."""
+    """Bytes of one MLX ``QuantizedLinear`` weight: packed values + scales + biases.
+
+    Parameters
+    ----------
+    n_in : int [values]
+        Input features (the row length the groups run along).
+    n_out : int [values]
+        Output features (rows).
+    bits : int [bits/value]
+        Bits of a packed value.
+    group : int [values]
+        Values per scale and bias.
+    dtype_bytes : int [bytes]
+        Bytes of one scale or bias (the model's float type).
+
+    Returns
+    -------
+    int [bytes]
+        ``n_out · n_in · bits / 8 + 2 · n_out · (n_in / group) · dtype_bytes``.
+    """
     return n_out * n_in * bits // 8 + 2 * n_out * (n_in // group) * dtype_bytes
 
 
 def gptq_bytes(n_in: int, n_out: int, bits: int = 4, group: int = 128) -> int:
-    """Bytes of one AutoGPTQ ``QuantLinear``: qweight + qzeros + fp16 scales + int32 g_idx [bytes]."""
+    """Bytes of one AutoGPTQ ``QuantLinear``: qweight + qzeros + fp16 scales + int32 g_idx.
+
+    Parameters
+    ----------
+    n_in : int [values]
+        Input features (the row length the groups run along).
+    n_out : int [values]
+        Output features (rows).
+    bits : int [bits/value]
+        Bits of a packed weight and of a zero point.
+    group : int [values]
+        Input features per scale and zero point.
+
+    Returns
+    -------
+    int [bytes]
+        ``n_in · n_out · bits / 8 + G · n_out · bits / 8 + G · n_out · 2 + 4 · n_in``,
+        ``G = ceil(n_in / group)``.
+    """
     groups = -(-n_in // group)
     return n_in * n_out * bits // 8 + groups * n_out * bits // 8 + groups * n_out * 2 + 4 * n_in
 
 
 def awq_bytes(n_in: int, n_out: int, bits: int = 4, group: int = 128) -> int:
-    """Bytes of one AutoAWQ ``WQLinear_GEMM``: qweight + qzeros + fp16 scales [bytes]."""
+    """Bytes of one AutoAWQ ``WQLinear_GEMM``: qweight + qzeros + fp16 scales.
+
+    Parameters
+    ----------
+    n_in : int [values]
+        Input features (the row length the groups run along).
+    n_out : int [values]
+        Output features (rows).
+    bits : int [bits/value]
+        Bits of a packed weight and of a zero point.
+    group : int [values]
+        Input features per scale and zero point.
+
+    Returns
+    -------
+    int [bytes]
+        ``n_in · n_out · bits / 8 + (n_in / group) · n_out · bits / 8 + (n_in / group) · n_out · 2``.
+    """
     groups = n_in // group
     return n_in * n_out * bits // 8 + groups * n_out * bits // 8 + groups * n_out * 2
 
 
 def grouped_int_bytes(n_in: int, n_out: int, bits: int, group: int, scale_bytes: int = 2) -> int:
-    """Bytes of symmetric grouped ints: packed values + one scale per group (group 0 = per row) [bytes]."""
+    """Bytes of symmetric grouped ints: packed values + one scale per group (group 0 = per row).
+
+    Parameters
+    ----------
+    n_in : int [values]
+        Input features (the row length the groups run along).
+    n_out : int [values]
+        Output features (rows).
+    bits : int [bits/value]
+        Bits of a packed value.
+    group : int [values]
+        Values per scale (0: one scale per row).
+    scale_bytes : int [bytes]
+        Bytes of one scale.
+
+    Returns
+    -------
+    int [bytes]
+        ``n_out · ceil(n_in · bits / 8) + n_out · groups · scale_bytes``, ``groups = n_in / group`` (1 per row).
+    """
     groups = n_in // group if group else 1
     return n_out * (-(-n_in * bits // 8)) + n_out * groups * scale_bytes
 

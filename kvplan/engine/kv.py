@@ -64,12 +64,24 @@ def kv_bytes(ctx, global_bytes_per_token, windows: Windows = ()):
 def kv_bytes_sum_over_generation(n_tokens, global_bytes_per_token, windows: Windows = ()):
     """Σ_{k=1..n} kv_bytes(k): the cache bytes read over a generation of n tokens from empty.
 
-    Step ``k`` attends over ``k`` cached tokens (the new token's own K/V included).
-    For a window ``w``, Σ_{k=1..n} min(k, w) = n(n+1)/2 while n ≤ w, else w(w+1)/2 + w(n − w).
+    Parameters
+    ----------
+    n_tokens : int or ndarray [tokens]
+        Tokens generated.
+    global_bytes_per_token : int [bytes/token]
+        K+V bytes of one token over the global (full-attention) layers.
+    windows : tuple of (int [tokens], int [bytes/token])
+        ``(window, bytes_per_token)`` of each sliding-window layer group.
 
     Returns
     -------
     numeric [bytes]
+        The sum below.
+
+    Notes
+    -----
+    Step ``k`` attends over ``k`` cached tokens (the new token's own K/V included).
+    For a window ``w``, Σ_{k=1..n} min(k, w) = n(n+1)/2 while n ≤ w, else w(w+1)/2 + w(n − w).
     """
     total = global_bytes_per_token * n_tokens * (n_tokens + 1) // 2
     for w, bytes_per_token in windows:

@@ -92,11 +92,30 @@ def effective_sizes(n_ctx, n_batch, n_ubatch, n_seq_max=1, kv_unified=False):
 
 
 def swa_cache_cells(n_swa, n_ubatch, n_ctx_seq, n_seq_max=1, kv_unified=False):
-    """Cells of the sliding-window KV cache [cells per stream].
+    """Cells of the sliding-window KV cache, per stream.
 
-    ``src/llama-kv-cache-iswa.cpp`` (``llama_kv_cache_iswa`` constructor,
-    ``swa_full`` false): ``min(size_base, pad(n_swa * (unified ? n_seq_max : 1)
-    + n_ubatch, n_pad))``.
+    Parameters
+    ----------
+    n_swa : int [tokens]
+        The sliding window.
+    n_ubatch : int [tokens]
+        Micro-batch (after :func:`effective_sizes`).
+    n_ctx_seq : int [cells]
+        Cells of the full cache per stream (:func:`effective_sizes`).
+    n_seq_max : int [sequences]
+        Parallel sequences.
+    kv_unified : bool
+        One stream shared by all sequences.
+
+    Returns
+    -------
+    int [cells]
+        ``min(n_ctx_seq, pad(n_swa · (n_seq_max if kv_unified else 1) + n_ubatch, 256))``.
+
+    References
+    ----------
+    ``src/llama-kv-cache-iswa.cpp`` (``llama_kv_cache_iswa`` constructor, ``swa_full`` false):
+    ``min(size_base, pad(n_swa * (unified ? n_seq_max : 1) + n_ubatch, n_pad))``.
     """
     per = n_swa * (n_seq_max if kv_unified else 1) + n_ubatch
     return min(n_ctx_seq, _pad(per, KV_PAD))
@@ -192,15 +211,15 @@ def compute_buffer_bytes(
         each of ``n_ctx / n_seq_max`` cells — the reserve graph then sees
         ``n_kv = n_ctx_seq`` (``build_attn_inp_kq_mask`` in
         ``src/llama-graph.cpp``: mask ``[n_kv, n_tokens/n_stream, 1, n_stream]``).
-    layers : int
+    layers : int [count]
         Layers.
-    n_head, n_head_kv, head_dim, v_head_dim : int
-        Attention shape; ``head_dim`` is the query/key width per head.
+    n_head, n_head_kv, head_dim, v_head_dim : int [count, count, values, values]
+        Attention shape: query heads, KV heads, the query/key width per head, the value width per head.
     hidden : int
         ``n_embd`` [elements].
-    n_ff : int
+    n_ff : int [values]
         FFN width of a dense layer.
-    n_vocab : int
+    n_vocab : int [tokens]
         Vocabulary rows of the output head.
     n_swa : int
         Sliding window [tokens], 0 for none. Only the interleaved-SWA
@@ -211,13 +230,13 @@ def compute_buffer_bytes(
     graph : str
         Graph family (:data:`GRAPHS`): ``llama`` (llama, mistral, qwen2, qwen3),
         ``gemma``, ``phi3`` (fused QKV), ``mla`` (DeepSeek-V2/V3 latent attention).
-    kv_lora_rank, rope_head_dim : int
+    kv_lora_rank, rope_head_dim : int [values]
         MLA latent width and decoupled RoPE width (``graph="mla"``).
-    n_ff_expert, n_expert_used, dense_layers, n_expert, n_ff_shared : int
+    n_ff_expert, n_expert_used, dense_layers, n_expert, n_ff_shared : int [values, count, count, count, values]
         MoE (``graph="mla"``): FFN width of one expert, experts per token,
         leading dense layers, routed experts, total FFN width of the shared
         experts.
-    swa_period : int
+    swa_period : int [layers]
         With ``n_swa``: layer ``il`` uses the window when
         ``il % swa_period < swa_period - 1`` (llama.cpp: 2 for gemma2, 6 for gemma3).
     type_k, type_v : str
@@ -232,8 +251,8 @@ def compute_buffer_bytes(
 
     Returns
     -------
-    int
-        Bytes of the CPU compute buffer (``ggml_backend_sched_get_buffer_size``,
+    int [bytes]
+        The CPU compute buffer (``ggml_backend_sched_get_buffer_size``,
         logged as "CPU compute buffer size").
 
     Notes
@@ -291,19 +310,19 @@ def output_buffer_bytes(n_vocab, n_seq_max=1, n_outputs=None, n_embd=0, embeddin
     ----------
     n_vocab : int
         Vocabulary size [tokens].
-    n_seq_max : int
+    n_seq_max : int [sequences]
         Parallel sequences; at context creation ``n_outputs = n_seq_max``.
-    n_outputs : int, optional
+    n_outputs : int [rows], optional
         Outputs of a later batch (the buffer grows to this).
-    n_embd : int
+    n_embd : int [values]
         Embedding width, used only with ``embeddings``.
     embeddings : bool
         Whether embeddings are extracted.
 
     Returns
     -------
-    int
-        Bytes (logged as "CPU output buffer size").
+    int [bytes]
+        ``max(n_outputs, n_seq_max) · (n_vocab + n_embd if embeddings) · 4`` (logged as "CPU output buffer size").
     """
     rows = max(n_outputs or 0, n_seq_max)
     per_row = n_vocab * F32 + (n_embd * F32 if embeddings else 0)
@@ -336,7 +355,18 @@ def _field(obj, key, default=None):
 
 
 def graph_of(profile: Mapping[str, Any]) -> str:
-    """Graph family (:data:`GRAPHS`) of a model profile; MLA only when the profile has an ``mla`` block."""
+    """Graph family (:data:`GRAPHS`) of a model profile; MLA only when the profile has an ``mla`` block.
+
+    Parameters
+    ----------
+    profile : mapping or object
+        A model profile (its ``architecture`` and ``mla``).
+
+    Returns
+    -------
+    str
+        ``llama``, ``gemma``, ``phi3`` or ``mla``.
+    """
     graph = _GRAPH_OF_ARCH.get(str(_field(profile, "architecture", "")), "llama")
     if graph == "mla" and not _field(profile, "mla"):
         return "llama"
@@ -356,8 +386,8 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
 
     Returns
     -------
-    int
-        Bytes.
+    int [bytes]
+        The CPU compute buffer, as :func:`compute_buffer_bytes`.
     """
     arch = str(_field(profile, "architecture", ""))
     n_swa = int(_field(profile, "sliding_window", 0) or 0) if arch in _SWA_ARCHS else 0

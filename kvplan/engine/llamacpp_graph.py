@@ -236,9 +236,20 @@ def _mla(s, fa):
 def reserve_graph(s, fa):
     """The compute-buffer tensors of the reserve graph (a :class:`~kvplan.engine.ggml_alloc.Graph`).
 
-    ``s``: the shape dict :func:`kvplan.engine.llamacpp_buffers.compute_buffer_bytes` builds (``T`` tokens,
-    ``E`` n_embd, ``F`` n_ff, ``V`` vocabulary, ``H``/``Hk`` heads, ``Dk``/``Dv`` head widths, ``caches``
-    cells per cache and ``cache_of_layer``, ``qkv_order``, rotation sides ``k_rot``/``v_rot``, the MLA
-    and MoE widths); ``fa``: flash attention.
+    Parameters
+    ----------
+    s : dict
+        The shape :func:`kvplan.engine.llamacpp_buffers.compute_buffer_bytes` builds, in tokens, values and
+        cells: ``T`` tokens, ``E`` n_embd, ``F`` n_ff, ``V`` vocabulary, ``H``/``Hk`` heads, ``Dk``/``Dv`` head
+        widths, ``caches`` cells per cache and ``cache_of_layer``, ``qkv_order``, rotation sides
+        ``k_rot``/``v_rot``, the MLA and MoE widths.
+    fa : bool
+        Flash attention on.
+
+    Returns
+    -------
+    Graph
+        Every tensor of the worst-case graph with its bytes, sources and lifetime, for
+        :func:`~kvplan.engine.ggml_alloc.peak_bytes`.
     """
     return _mla(s, fa) if s.get("graph") == "mla" else _llama(s, fa)

@@ -22,14 +22,41 @@ NO_CONTEXT_FITS = -1
 
 
 def kv_allowance_bytes(available_bytes, sequences=1):
-    """Cache bytes one sequence may use: ``⌊available / sequences⌋`` [bytes]."""
+    """Cache bytes one sequence may use.
+
+    Parameters
+    ----------
+    available_bytes : numeric [bytes]
+        The budget left for the cache of all sequences.
+    sequences : numeric [count]
+        Sequences sharing it.
+
+    Returns
+    -------
+    numeric [bytes]
+        ``⌊available_bytes / sequences⌋``.
+    """
     return floor_div(available_bytes, sequences)
 
 
 def largest_fitting(fits, lo: int, hi: int) -> int:
-    """The largest integer in ``[lo, hi)`` for which ``fits`` holds, by bisection, given ``fits(lo)`` and not
-    ``fits(hi)``. Exact when ``fits`` never turns true again once false; otherwise a value that fits with the next
-    one not fitting (a caller that knows its predicate can dip, like llama.cpp's buffers, searches on from there)."""
+    """The largest integer in ``[lo, hi)`` for which ``fits`` holds, by bisection.
+
+    Parameters
+    ----------
+    fits : callable
+        ``fits(n) -> bool``; ``fits(lo)`` holds and ``fits(hi)`` does not.
+    lo : int [tokens]
+        A value that fits (usually a context length).
+    hi : int [tokens]
+        A value that does not.
+
+    Returns
+    -------
+    int [tokens]
+        Exact when ``fits`` never turns true again once false; otherwise a value that fits with the next one
+        not fitting (a caller that knows its predicate can dip, like llama.cpp's buffers, searches on from there).
+    """
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)

@@ -34,19 +34,42 @@ VERDICTS = (Verdict.FIT, Verdict.TIGHT, Verdict.OVER)
 
 
 def weights_bytes(params, weight_bits):
-    """Bytes of the weights: ``ceil(params · weight_bits / 8)``.
+    """Bytes of the weights at a uniform width.
 
     Parameters
     ----------
     params : numeric [count]
-    weight_bits : numeric [bits/param], may be fractional (q4_0 is 4.5)
+        Parameter count.
+    weight_bits : numeric [bits/param]
+        Bits per parameter, may be fractional (q4_0 is 4.5).
+
+    Returns
+    -------
+    numeric [bytes]
+        ``ceil(params · weight_bits / 8)``.
     """
     return ceil(params * weight_bits / 8)
 
 
 def embedding_bytes(vocab_size, hidden_size, weight_bits):
-    """Bytes of the input-embedding table, ``vocab · hidden · bits / 8``.
+    """Bytes of the input-embedding table.
 
+    Parameters
+    ----------
+    vocab_size : numeric [tokens]
+        Rows of the table (one per vocabulary entry).
+    hidden_size : numeric [values]
+        Width of a row.
+    weight_bits : numeric [bits/param]
+        Bits per stored value.
+
+    Returns
+    -------
+    numeric [bytes]
+        ``ceil(vocab_size · hidden_size · weight_bits / 8)``.
+
+    Notes
+    -----
     Decode reads one row of it per token, not all of it, so it is left out of the
     bytes streamed per token (when it is not tied to the output layer).
     """
@@ -54,20 +77,80 @@ def embedding_bytes(vocab_size, hidden_size, weight_bits):
 
 
 def budget_bytes(ram_bytes, os_reserve_bytes):
-    """Memory the model may use: ``ram − os_reserve`` [bytes]."""
+    """Memory the model may use.
+
+    Parameters
+    ----------
+    ram_bytes : numeric [bytes]
+        The device's RAM.
+    os_reserve_bytes : numeric [bytes]
+        What the OS and other programs keep.
+
+    Returns
+    -------
+    numeric [bytes]
+        ``ram_bytes − os_reserve_bytes``.
+    """
     return ram_bytes - os_reserve_bytes
 
 
 def total_bytes(weights, kv_bytes_per_sequence, sequences=1, pinned_kv=0, overhead=0):
-    """Everything resident: weights + KV · sequences + pinned prefix KV + runtime overhead [bytes]."""
+    """Everything resident.
+
+    Parameters
+    ----------
+    weights : numeric [bytes]
+        The weights as loaded.
+    kv_bytes_per_sequence : numeric [bytes]
+        One sequence's cache.
+    sequences : numeric [count]
+        Sequences held at once.
+    pinned_kv : numeric [bytes]
+        The pinned prefix's cache (held once, shared).
+    overhead : numeric [bytes]
+        Runtime overhead and buffers.
+
+    Returns
+    -------
+    numeric [bytes]
+        ``weights + kv_bytes_per_sequence · sequences + pinned_kv + overhead``.
+    """
     return weights + kv_bytes_per_sequence * sequences + pinned_kv + overhead
 
 
 def headroom_bytes(budget, total):
-    """``budget − total`` [bytes]; negative when over."""
+    """What is left of the budget.
+
+    Parameters
+    ----------
+    budget : numeric [bytes]
+        :func:`budget_bytes`.
+    total : numeric [bytes]
+        :func:`total_bytes`.
+
+    Returns
+    -------
+    numeric [bytes]
+        ``budget − total``; negative when over.
+    """
     return budget - total
 
 
 def verdict_code(headroom, budget, margin_fraction=DEFAULT_MARGIN_FRACTION):
-    """0 fit, 1 tight, 2 over (index :data:`VERDICTS`)."""
+    """The verdict as a code: 0 fit, 1 tight, 2 over (index :data:`VERDICTS`).
+
+    Parameters
+    ----------
+    headroom : numeric [bytes]
+        :func:`headroom_bytes`.
+    budget : numeric [bytes]
+        :func:`budget_bytes`.
+    margin_fraction : float [1]
+        The part of the budget under which a fit is ``tight`` (0–1).
+
+    Returns
+    -------
+    int or ndarray [1]
+        2 when ``headroom < 0``, 1 when ``headroom < margin_fraction · budget``, else 0.
+    """
     return where(headroom < 0, 2, where(headroom < margin_fraction * budget, 1, 0))

@@ -16,8 +16,20 @@ CUTOFF = 0.6
 def close_names(typed: str, names: Iterable[str] | Mapping[str, str], n: int = MAX_GUESSES) -> list[str]:
     """Up to ``n`` of ``names`` close to ``typed``, best first, each once.
 
-    ``names`` may map spellings to the name they stand for (``{"fp16": "f16", "f16": "f16"}``): a typo of a
-    synonym then suggests its name, and two spellings of one name are one guess, not two. Case is ignored.
+    Parameters
+    ----------
+    typed : str
+        What the user typed.
+    names : iterable of str, or mapping of str to str
+        The known names, or spellings mapped to the name they stand for (``{"fp16": "f16", "f16": "f16"}``):
+        a typo of a synonym then suggests its name, and two spellings of one name are one guess, not two.
+    n : int [count]
+        Most guesses.
+
+    Returns
+    -------
+    list of str
+        The guesses (difflib ratio ≥ :data:`CUTOFF`, case ignored), equally close names in the order given.
     """
     canonical = dict(names) if isinstance(names, Mapping) else {name: name for name in names}
     by_key: dict[str, str] = {}
@@ -37,6 +49,21 @@ def close_names(typed: str, names: Iterable[str] | Mapping[str, str], n: int = M
 
 
 def did_you_mean(typed: str, names: Iterable[str] | Mapping[str, str], n: int = MAX_GUESSES) -> str:
-    """``"; did you mean a, b?"`` for the names close to ``typed``, or ``""`` when none is."""
+    """``"; did you mean a, b?"`` for the names close to ``typed``, or ``""`` when none is.
+
+    Parameters
+    ----------
+    typed : str
+        What the user typed.
+    names : iterable of str, or mapping of str to str
+        As in :func:`close_names`.
+    n : int [count]
+        Most guesses.
+
+    Returns
+    -------
+    str
+        The clause to append to an error message.
+    """
     guesses = close_names(typed, names, n)
     return f"; did you mean {', '.join(guesses)}?" if guesses else ""

@@ -25,7 +25,9 @@ default) and every micro-batch streams the weights once, so a short prompt on a 
 memory is bound by bandwidth, not FLOPs.
 
 Recomputing a pinned prefix of ``T_p`` tokens instead of keeping its cache resident
-costs ``prefill_s(T_p)`` before every request that needs it.
+costs ``prefill_s(T_p)`` before every request that needs it. The two terms are
+:func:`prefill_compute_s` and :func:`prefill_memory_s`; :func:`kvplan.plan.evaluation.prefill_s_of` takes the
+larger.
 
 References
 ----------
@@ -34,8 +36,6 @@ token); Chinchilla (Hoffmann et al. 2022), Appendix F (attention FLOPs).
 """
 
 from __future__ import annotations
-
-from kvplan.engine._ops import maximum
 
 
 def prefill_flops(tokens, params_active, layers=0, attention_heads=0, head_dim=0):
@@ -52,11 +52,6 @@ def prefill_flops(tokens, params_active, layers=0, attention_heads=0, head_dim=0
     numeric [FLOP] ``2 · params_active · tokens + 2 · layers · tokens² · attention_heads · head_dim``
     """
     return 2 * params_active * tokens + 2 * layers * tokens * tokens * attention_heads * head_dim
-
-
-def prefill_seconds(flops, compute_flop_per_s):
-    """Time to prefill at a sustained compute rate: ``flops / compute`` [s]."""
-    return flops / compute_flop_per_s
 
 
 # --- Prefill after a cached context, and time to first token -------------------------
@@ -91,13 +86,28 @@ def prefill_flops_at_depth(tokens, depth, params_active, layers=0, attention_hea
 DEFAULT_N_UBATCH = 512  # llama.cpp's -ub default (common/common.h); used where the runtime gives none
 
 
-def prefill_compute_seconds(flops, compute_flop_per_s, compute_efficiency=1.0):
-    """Prefill time if compute were the only limit [s]: ``flops / (compute · compute_efficiency)``."""
+def prefill_compute_s(flops, compute_flop_per_s, compute_efficiency=1.0):
+    """Prefill time if compute were the only limit.
+
+    Parameters
+    ----------
+    flops : numeric [FLOP]
+        Work of the prompt (:func:`prefill_flops`).
+    compute_flop_per_s : numeric [FLOP/s]
+        Sustained compute of the device.
+    compute_efficiency : numeric [1]
+        Fraction of it prefill reaches (0–1].
+
+    Returns
+    -------
+    numeric [s]
+        ``flops / (compute_flop_per_s · compute_efficiency)``.
+    """
     return flops / (compute_flop_per_s * compute_efficiency)
 
 
-def prefill_memory_seconds(prompt_tokens, weights_read_bytes, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0,
-                           n_ubatch=DEFAULT_N_UBATCH):
+def prefill_memory_s(prompt_tokens, weights_read_bytes, memory_bandwidth_bytes_per_s, bandwidth_efficiency=1.0,
+                     n_ubatch=DEFAULT_N_UBATCH):
     """Time to stream the weights once per micro-batch of the prompt [s].
 
     Parameters
@@ -114,38 +124,3 @@ def prefill_memory_seconds(prompt_tokens, weights_read_bytes, memory_bandwidth_b
     """
     micro_batches = -(-prompt_tokens // n_ubatch)
     return micro_batches * weights_read_bytes / (memory_bandwidth_bytes_per_s * bandwidth_efficiency)
-
-
-def time_to_first_token(flops, compute_flop_per_s, prompt_tokens=0, weights_read_bytes=0,
-                        memory_bandwidth_bytes_per_s=None, n_ubatch=DEFAULT_N_UBATCH, compute_efficiency=1.0,
-                        bandwidth_efficiency=1.0):
-    """Prefill time bounded below by reading the weights once per micro-batch [s].
-
-    Parameters
-    ----------
-    flops : numeric [FLOP] prefill FLOPs (:func:`prefill_flops` or :func:`prefill_flops_at_depth`)
-    compute_flop_per_s : numeric [FLOP/s] ``compute`` of the device
-    prompt_tokens : numeric [tokens] prompt length (for the number of micro-batches)
-    weights_read_bytes : numeric [bytes] weights streamed per forward pass (0: no bound)
-    memory_bandwidth_bytes_per_s : numeric [bytes/s] or None (None: no bound)
-    n_ubatch : int [tokens] micro-batch size (llama.cpp ``-ub``, default 512)
-    compute_efficiency, bandwidth_efficiency : numeric [1]
-
-    Returns
-    -------
-    numeric [s]
-        ``max(flops / (compute · compute_efficiency),
-        ceil(prompt_tokens / n_ubatch) · weights_read / (bandwidth · bandwidth_efficiency))``.
-
-    Notes
-    -----
-    A runtime processes the prompt in micro-batches of ``n_ubatch`` tokens and each one
-    streams every weight once; for short prompts on a slow memory that floor, not the
-    FLOPs, sets the time. Python numbers stay Python (no numpy import for one point).
-    """
-    compute_s = prefill_compute_seconds(flops, compute_flop_per_s, compute_efficiency)
-    if memory_bandwidth_bytes_per_s is None or not weights_read_bytes:
-        return compute_s
-    memory_s = prefill_memory_seconds(prompt_tokens, weights_read_bytes, memory_bandwidth_bytes_per_s,
-                                      bandwidth_efficiency, n_ubatch)
-    return maximum(compute_s, memory_s)

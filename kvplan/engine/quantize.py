@@ -212,10 +212,20 @@ def gguf_type_for(tensor: Tensor, ftype: str, shape: ModelShape, source_type: st
 def price_gguf(shape: ModelShape, ftype: str, source_type: str = "f16") -> WeightPricing:
     """Every tensor of the model's GGUF in file type ``ftype``: type and bytes, and the total.
 
+    Parameters
+    ----------
+    shape : ModelShape
+        The model's tensor shapes.
+    ftype : str
+        A llama.cpp file type (``Q4_K_M``, ``Q8_0`` …, :data:`FILE_TYPES`).
+    source_type : str
+        The type of the tensors quantized from (``f16``, ``bf16``, ``f32``).
+
     Returns
     -------
-    WeightPricing with ``tensors`` in llama-quantize's order, ``total_bytes`` [bytes] (tensor
-    data only: no GGUF header, metadata or alignment padding) and ``bits_per_weight``.
+    WeightPricing
+        ``tensors`` in llama-quantize's order, ``total_bytes`` [bytes] (tensor data only: no GGUF header,
+        metadata or alignment padding) and ``bits_per_weight``.
     """
     tensors = tensor_inventory(shape, "gguf")
     priced = []

@@ -86,14 +86,31 @@ class Schedule:
         return sum(count for count, _ in self.runs)
 
     def spans(self) -> Iterator[tuple[int, int, Layer]]:
-        """``(first layer, last layer, layer)`` of each run, 0-based and inclusive."""
+        """``(first layer, last layer, layer)`` of each run, 0-based and inclusive.
+
+        Returns
+        -------
+        iterator of (int [layer index], int [layer index], Layer)
+        """
         first = 0
         for count, layer in self.runs:
             yield first, first + count - 1, layer
             first += count
 
     def layer_kinds(self, start: int = 0, stop: int | None = None) -> Iterator[Layer]:
-        """The layers ``start`` … ``stop − 1`` one by one, in order (``stop`` None: to the last)."""
+        """The layers ``start`` … ``stop − 1`` one by one, in order.
+
+        Parameters
+        ----------
+        start : int [layer index]
+            The first layer, 0-based.
+        stop : int or None [layer index]
+            One past the last layer; None: to the last.
+
+        Returns
+        -------
+        iterator of Layer
+        """
         stop = self.layers if stop is None else stop
         for first, last, layer in self.spans():
             lo, hi = max(first, start), min(last + 1, stop)
@@ -101,14 +118,37 @@ class Schedule:
                 yield layer
 
     def layer(self, index: int) -> Layer:
-        """The layer at 0-based ``index``."""
+        """The layer at 0-based ``index``.
+
+        Parameters
+        ----------
+        index : int [layer index]
+            0-based.
+
+        Returns
+        -------
+        Layer
+        """
         for first, last, layer in self.spans():
             if first <= index <= last:
                 return layer
         raise IndexError(f"layer {index} out of range (the schedule has {self.layers} layers)")
 
     def groups(self, start: int = 0, stop: int | None = None) -> tuple[tuple[int, Layer], ...]:
-        """``(count, layer)`` of each distinct layer among ``start`` … ``stop − 1``, in order of first use."""
+        """``(count, layer)`` of each distinct layer among ``start`` … ``stop − 1``, in order of first use: what
+        order-free pricing needs (a handful of groups whatever the depth).
+
+        Parameters
+        ----------
+        start : int [layer index]
+            The first layer, 0-based.
+        stop : int or None [layer index]
+            One past the last layer; None: to the last.
+
+        Returns
+        -------
+        tuple of (int [layers], Layer)
+        """
         stop = self.layers if stop is None else stop
         counts: dict[Layer, int] = {}
         for first, last, layer in self.spans():
@@ -118,12 +158,27 @@ class Schedule:
         return tuple((n, layer) for layer, n in counts.items())
 
     def with_window(self, window_tokens: int) -> Schedule:
-        """The same layers with every attention layer behind one window (``--sliding-window``)."""
+        """The same layers with every attention layer behind one window (the ``sliding_window`` override).
+
+        Parameters
+        ----------
+        window_tokens : int [tokens]
+            The window every attention layer attends.
+
+        Returns
+        -------
+        Schedule
+        """
         return _merged((count, replace(layer, window_tokens=window_tokens) if isinstance(layer, Attention) else layer)
                        for count, layer in self.runs)
 
     def windows(self) -> tuple[int, ...]:
-        """The distinct windows of the attention layers, smallest first [tokens]."""
+        """The distinct windows of the attention layers, smallest first.
+
+        Returns
+        -------
+        tuple of int [tokens]
+        """
         return tuple(sorted({layer.window_tokens for _, layer in self.runs
                              if isinstance(layer, Attention) and layer.window_tokens is not None}))
 
@@ -134,7 +189,17 @@ class Schedule:
 
 
 def compress(layers: Iterable[Layer]) -> Schedule:
-    """The schedule of ``layers`` given one by one in order: consecutive equal layers merged into runs."""
+    """The schedule of ``layers`` given one by one in order: consecutive equal layers merged into runs.
+
+    Parameters
+    ----------
+    layers : iterable of Layer
+        In layer order.
+
+    Returns
+    -------
+    Schedule
+    """
     return _merged((1, layer) for layer in layers)
 
 
@@ -150,7 +215,18 @@ def _merged(runs: Iterable[tuple[int, Layer]]) -> Schedule:
 
 def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention], ...]:
     """The schedule's runs, all attention layers; a layer of another kind is refused by name for ``cache``
-    (the cache models price attention caches only, so far)."""
+    (the cache models price attention caches only, so far).
+
+    Parameters
+    ----------
+    schedule : Schedule
+    cache : str
+        The cache model asking (``ideal``, ``llama.cpp`` …), named in the error.
+
+    Returns
+    -------
+    tuple of (int [layers], Attention)
+    """
     for first, last, layer in schedule.spans():
         if not isinstance(layer, Attention):
             what = {"shared_kv": f"reads layer {getattr(layer, 'source_layer', '?')}'s KV cache",

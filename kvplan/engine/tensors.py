@@ -73,7 +73,18 @@ class ModelShape:
         return GGUF_ARCH[self.architecture]
 
     def flag(self, name: str) -> bool:
-        """``qkv_bias`` / ``qk_norm`` / ``post_norms``, falling back on the architecture's default."""
+        """``qkv_bias`` / ``qk_norm`` / ``post_norms``, falling back on the architecture's default.
+
+        Parameters
+        ----------
+        name : str
+            The flag's field name.
+
+        Returns
+        -------
+        bool
+            The profile's value, else the architecture's default.
+        """
         value = getattr(self, name)
         return _ARCH_FLAGS[name](self.arch) if value is None else value
 
@@ -189,7 +200,18 @@ def _global_tensors(s: ModelShape, layout: str) -> list[Tensor]:
 
 
 def has_output_tensor(shape: ModelShape) -> bool:
-    """True when the GGUF holds a separate ``output.weight`` (untied, and not gemma2, whose converter drops it)."""
+    """True when the GGUF holds a separate ``output.weight`` (untied, and not gemma2, whose converter drops it).
+
+    Parameters
+    ----------
+    shape : ModelShape
+        The model's shapes.
+
+    Returns
+    -------
+    bool
+        ``not tied_embeddings and arch != "gemma2"``.
+    """
     return not shape.tied_embeddings and shape.arch != "gemma2"
 
 
@@ -223,5 +245,16 @@ def tensor_inventory(shape: ModelShape, layout: str = "gguf") -> tuple[Tensor, .
 
 
 def n_params(tensors: tuple[Tensor, ...]) -> int:
-    """Total number of stored values across ``tensors`` [count]."""
+    """Total number of stored values across ``tensors``.
+
+    Parameters
+    ----------
+    tensors : tuple of Tensor
+        The tensors (:func:`tensor_inventory`).
+
+    Returns
+    -------
+    int [count]
+        ``Σ n_values``.
+    """
     return sum(t.n_values for t in tensors)

@@ -93,10 +93,20 @@ def _ceil_ratio(x, tier: Tier):
 
 
 def tier_tokens(ctx, tier: Tier):
-    """(recent, history, deferred) tokens one layer of ``tier`` holds at ``ctx`` [tokens].
+    """(recent, history, deferred) tokens one layer of ``tier`` holds at ``ctx``.
 
-    ``recent`` and ``history`` are the steady state right after an eviction pass;
-    ``deferred`` is ``d = min(N − 1, x)``, the tokens waiting for the next pass at the peak.
+    Parameters
+    ----------
+    ctx : int or ndarray [tokens]
+        Context length of the sequence.
+    tier : Tier
+        The layers and the policy's W, r and N (their bytes per token in [bytes/token]).
+
+    Returns
+    -------
+    tuple of numeric [tokens]
+        ``recent = min(c, W)`` and ``history = ⌈r · x⌉`` (module Notes), the steady state right after an eviction
+        pass; ``deferred = d = min(N − 1, x)``, the tokens waiting for the next pass at the peak.
     """
     c = _seen(ctx, tier)
     if tier.recent_tokens is None:
@@ -106,13 +116,39 @@ def tier_tokens(ctx, tier: Tier):
 
 
 def tier_kv_bytes(ctx, tier: Tier):
-    """Steady-state bytes of one tier at ``ctx`` (right after an eviction pass) [bytes]."""
+    """Steady-state bytes of one tier at ``ctx`` (right after an eviction pass).
+
+    Parameters
+    ----------
+    ctx : int or ndarray [tokens]
+        Context length of the sequence.
+    tier : Tier
+        The layers and the policy's W, r and N (their bytes per token in [bytes/token]).
+
+    Returns
+    -------
+    numeric [bytes]
+        ``recent(c) · b_recent + history(c) · b_history`` (module Notes).
+    """
     recent, history, _ = tier_tokens(ctx, tier)
     return recent * tier.recent_bytes_per_token + history * tier.history_bytes_per_token
 
 
 def tier_kv_peak_bytes(ctx, tier: Tier):
-    """Most bytes one tier holds at ``ctx``: ``N − 1`` tokens past the window not yet evicted [bytes]."""
+    """Most bytes one tier holds at ``ctx``: ``N − 1`` tokens past the window not yet evicted.
+
+    Parameters
+    ----------
+    ctx : int or ndarray [tokens]
+        Context length of the sequence.
+    tier : Tier
+        The layers and the policy's W, r and N (their bytes per token in [bytes/token]).
+
+    Returns
+    -------
+    numeric [bytes]
+        ``peak(c)`` of the module Notes (equal to :func:`tier_kv_bytes` when ``N = 1`` or without tiers).
+    """
     recent, history, deferred = tier_tokens(ctx, tier)
     steady = recent * tier.recent_bytes_per_token + history * tier.history_bytes_per_token
     if tier.recent_tokens is None or tier.evict_every == 1:
@@ -124,7 +160,20 @@ def tier_kv_peak_bytes(ctx, tier: Tier):
 
 
 def kv_bytes(ctx, tiers: Sequence[Tier]):
-    """Steady-state cache of one sequence at ``ctx`` tokens, summed over tiers [bytes]."""
+    """Steady-state cache of one sequence at ``ctx`` tokens, summed over tiers.
+
+    Parameters
+    ----------
+    ctx : int or ndarray [tokens]
+        Context length of the sequence.
+    tiers : sequence of Tier
+        Every layer of the model, grouped.
+
+    Returns
+    -------
+    numeric [bytes]
+        ``Σ_tiers`` :func:`tier_kv_bytes`.
+    """
     total = 0 * ctx
     for tier in tiers:
         total = total + tier_kv_bytes(ctx, tier)
@@ -132,7 +181,20 @@ def kv_bytes(ctx, tiers: Sequence[Tier]):
 
 
 def kv_peak_bytes(ctx, tiers: Sequence[Tier]):
-    """Peak cache of one sequence at ``ctx`` tokens (tokens awaiting eviction included) [bytes]."""
+    """Peak cache of one sequence at ``ctx`` tokens (tokens awaiting eviction included).
+
+    Parameters
+    ----------
+    ctx : int or ndarray [tokens]
+        Context length of the sequence.
+    tiers : sequence of Tier
+        Every layer of the model, grouped.
+
+    Returns
+    -------
+    numeric [bytes]
+        ``Σ_tiers`` :func:`tier_kv_peak_bytes`.
+    """
     total = 0 * ctx
     for tier in tiers:
         total = total + tier_kv_peak_bytes(ctx, tier)
@@ -141,6 +203,22 @@ def kv_peak_bytes(ctx, tiers: Sequence[Tier]):
 
 def floor_sum(n: int, m: int, a: int, b: int) -> int:
     """Σ_{i=0}^{n−1} ⌊(a·i + b) / m⌋ for integers n ≥ 0, m ≥ 1, a, b ≥ 0, in O(log) steps.
+
+    Parameters
+    ----------
+    n : int [1]
+        Terms.
+    m : int [1]
+        Divisor.
+    a : int [1]
+        Slope.
+    b : int [1]
+        Offset.
+
+    Returns
+    -------
+    int [1]
+        The sum.
 
     References
     ----------
@@ -183,9 +261,19 @@ def _sum_over_generation_scalar(n: int, tiers: Sequence[Tier]) -> int:
 
 
 def kv_bytes_sum_over_generation(n_tokens, tiers: Sequence[Tier]):
-    """Σ_{k=1..n} kv(k): steady-state cache bytes read over a generation of n tokens [bytes].
+    """Σ_{k=1..n} kv(k): steady-state cache bytes read over a generation of n tokens.
 
-    Exact for integers (closed form with :func:`floor_sum`); element by element for arrays.
+    Parameters
+    ----------
+    n_tokens : int or ndarray [tokens]
+        Tokens generated from an empty cache.
+    tiers : sequence of Tier
+        Every layer of the model, grouped.
+
+    Returns
+    -------
+    numeric [bytes]
+        Exact for integers (closed form with :func:`floor_sum`); element by element for arrays.
     """
     if isinstance(n_tokens, int | float):
         return _sum_over_generation_scalar(int(n_tokens), tiers)
@@ -219,13 +307,25 @@ def _max_ctx_scalar(allowance: int, tiers: Sequence[Tier], ctx_limit) -> float:
 def max_context_tokens(allowance_bytes, tiers: Sequence[Tier], ctx_limit=math.inf):
     """Largest integer ``c`` with ``peak(c) ≤ allowance_bytes`` (exact integer search).
 
-    ``peak`` is a non-decreasing step function of ``c`` (the ``⌈r·x⌉`` terms), so the
-    answer is found by doubling then bisection over integers, each step evaluated exactly.
+    Parameters
+    ----------
+    allowance_bytes : numeric [bytes]
+        Cache bytes one sequence may use.
+    tiers : sequence of Tier
+        Every layer of the model, grouped.
+    ctx_limit : numeric [tokens]
+        The largest context worth reporting (``inf``: none).
 
     Returns
     -------
-    numeric [tokens]; ``-1`` when the allowance is negative; ``ctx_limit`` (``inf`` by
-    default) when every tier stops growing and the largest cache fits.
+    numeric [tokens]
+        ``-1`` when the allowance is negative; ``ctx_limit`` when every tier stops growing and the largest
+        cache fits.
+
+    Notes
+    -----
+    ``peak`` is a non-decreasing step function of ``c`` (the ``⌈r·x⌉`` terms), so the
+    answer is found by doubling then bisection over integers, each step evaluated exactly.
     """
     if isinstance(allowance_bytes, int | float):
         best = _max_ctx_scalar(math.floor(allowance_bytes), tiers, ctx_limit)

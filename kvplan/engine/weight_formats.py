@@ -13,7 +13,17 @@ WEIGHT_FORMATS = tuple(FILE_TYPES) + tuple(GROUP_FORMATS)
 def weight_format_key(name: str) -> str:
     """The canonical name of a weight format (``Q4_K_M`` → ``q4_k_m``, ``gguf-q4_0`` → ``q4_0``).
 
-    Raises ``ValueError`` naming the known formats (pydantic reports it at the field's line)."""
+    Parameters
+    ----------
+    name : str
+        The format as written.
+
+    Returns
+    -------
+    str
+        A key of :data:`WEIGHT_FORMATS`; an unknown name raises ``ValueError`` naming the known formats
+        (pydantic reports it at the field's line).
+    """
     key = str(name).strip().lower().removeprefix("gguf-")
     if key not in WEIGHT_FORMATS:
         known = ", ".join(WEIGHT_FORMATS)
@@ -27,9 +37,21 @@ def weight_format_key(name: str) -> str:
 def price_weights(shape: ModelShape, fmt: str, **options) -> WeightPricing:
     """Price the weights in any supported format: a GGUF file type or a group-quantized format.
 
-    ``fmt`` is a key of FILE_TYPES (optionally prefixed ``gguf-``) or one of
-    ``group_quant.GROUP_FORMATS`` (``mlx-4bit``, ``gptq-4bit``, ``executorch-8da4w`` …);
-    ``options`` go to the pricing function of that family.
+    Parameters
+    ----------
+    shape : ModelShape
+        The model's tensor shapes.
+    fmt : str
+        A key of FILE_TYPES (optionally prefixed ``gguf-``) or one of ``group_quant.GROUP_FORMATS``
+        (``mlx-4bit``, ``gptq-4bit``, ``executorch-8da4w`` …).
+    **options
+        Passed to the pricing function of that family (:func:`~kvplan.engine.quantize.price_gguf`,
+        :func:`~kvplan.engine.group_quant.price_group_format`).
+
+    Returns
+    -------
+    WeightPricing
+        Every tensor's type and bytes, and ``total_bytes`` [bytes].
     """
     key = fmt.lower().removeprefix("gguf-")
     if key in FILE_TYPES:

@@ -15,10 +15,12 @@ from pathlib import Path
 
 def load_entry(path: Path, key):
     """The ``data`` stored at ``path`` under exactly ``key``, or None (missing, unreadable, another key)."""
+    from kvplan.files import jsonio
+
     try:
         with open(path, encoding="utf-8") as handle:
-            stored = json.load(handle)
-    except (OSError, ValueError):
+            stored = jsonio.loads(handle.read())
+    except (OSError, ValueError):  # jsonio.JsonError (a damaged entry: deep, huge numbers, duplicates) included
         return None
     if not isinstance(stored, dict) or stored.get("key") != key:
         return None

@@ -5,6 +5,13 @@ Safety: only the YAML core types are built (SafeLoader; any other tag, such as
 both in number and in the size they expand to, so a "billion laughs" document is
 refused at once instead of being expanded. Nesting depth and file size are bounded
 too. Duplicate keys, which YAML would silently resolve to the last one, are errors.
+
+Plain scalars are read as YAML 1.2 reads them (its core schema), not as pyyaml's YAML 1.1: ``true``/``false``
+are the only booleans (``yes``/``no``/``on``/``off`` are text, which a true/false field refuses), ``5:1`` and a
+date are text. The numbers the two versions read differently — a leading zero (``040``: octal 32 in 1.1, 40 in
+1.2), ``_`` between digits (``3_2``), ``0x``/``0o``/``0b`` prefixes — are refused with the decimal to write
+instead, so a file means the same in every YAML tool; quoting one makes it text. A number of more digits than
+Python converts (4,300) is refused, not an internal error.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ MAX_FILE_BYTES = 1 << 20
 MAX_ALIASES = 200
 MAX_EXPANDED_NODES = 200_000
 MAX_DEPTH = 64
+MAX_DIGITS = 4300  # Python's int-string conversion limit (sys.get_int_max_str_digits): beyond it int() fails
 
 Loc = tuple
 
@@ -50,6 +58,107 @@ class YamlDocument:
         return f"{self.path}:{line}" if line else self.path
 
 
+_BOOL_RE = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
+_INT_RE = re.compile(r"^[-+]?[0-9]+$")
+# Floats with a point; an exponent without one (``1e6``) stays text, as pyyaml has always read it, so the field's
+# own reader sees the spelling (a count takes ``7e9``; a token count refuses ``1e6`` and says what to write).
+_FLOAT_RE = re.compile(r"^(?:[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+][0-9]+)?"
+                       r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+# Plain numbers YAML 1.1 reads as something other than what YAML 1.2 reads (or than a reader expects).
+_LEADING_ZERO_RE = re.compile(r"^[-+]?0[0-9]+$")
+_UNDERSCORE_RE = re.compile(r"^[-+]?(?:[0-9][0-9_]*_[0-9_]*(?:\.[0-9_]*)?|[0-9_]*\.[0-9_]*_[0-9_]*)(?:[eE][-+]?[0-9]+)?$")
+_BASE_RE = re.compile(r"^[-+]?0(?:x[0-9a-fA-F_]+|o[0-7_]+|b[01_]+)$")
+_DIGITS_RE = re.compile(r"[0-9]")
+
+
+def _yaml11_hint(value: str) -> str | None:
+    """Why a plain scalar is refused (a form YAML 1.1 and 1.2 read differently), with what to write; or None."""
+    if _LEADING_ZERO_RE.match(value):
+        decimal, octal = int(value, 10), (int(value, 8) if re.fullmatch(r"[-+]?[0-7]+", value) else None)
+        read = f"octal {octal}" if octal is not None else "not a number"
+        return (f"{value!r}: a number with a leading zero is {read} in YAML 1.1 and {decimal} in YAML 1.2: "
+                f"write {decimal} (or quote it for the text)")
+    if _UNDERSCORE_RE.match(value):
+        plain = value.replace("_", "")
+        return (f"{value!r}: '_' between digits is YAML 1.1 only (YAML 1.2 reads text): write {plain} "
+                "(or quote it for the text)")
+    if _BASE_RE.match(value):
+        sign, digits = (value[0], value[1:]) if value[0] in "+-" else ("", value)
+        number = int(sign + digits.replace("_", ""), 0)
+        return f"{value!r}: write numbers in decimal ({number}), or quote it for the text"
+    return None
+
+
+def _resolvers() -> dict:
+    """YAML 1.2 core schema: null, true/false, decimal int and float; everything else plain is a string."""
+    table: dict = {}
+    for tag, regex, first in (
+        ("tag:yaml.org,2002:null", _NULL_RE, ["~", "n", "N", ""]),
+        ("tag:yaml.org,2002:bool", _BOOL_RE, list("tTfF")),
+        ("tag:yaml.org,2002:int", _INT_RE, list("-+0123456789")),
+        ("tag:yaml.org,2002:float", _FLOAT_RE, list("-+.0123456789")),
+        ("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"]),
+    ):
+        for ch in first:
+            table.setdefault(ch, []).append((tag, regex))
+    return table
+
+
+def _construct_int(loader, node):
+    value = loader.construct_scalar(node)  # its digits are bounded by _check_nodes before constructing
+    if not _INT_RE.match(value):  # an explicit !!int on something else
+        raise _not_a(node, value, "a whole number")
+    return int(value)
+
+
+def _construct_float(loader, node):
+    value = loader.construct_scalar(node)
+    lowered = value.lower()
+    if lowered.endswith(".inf") and _FLOAT_RE.match(value):
+        return float("-inf") if value.startswith("-") else float("inf")
+    if lowered == ".nan":
+        return float("nan")
+    if not (_FLOAT_RE.match(value) or _INT_RE.match(value) or re.fullmatch(r"[-+]?[0-9]+[eE][-+]?[0-9]+", value)):
+        raise _not_a(node, value, "a number")
+    return float(value)
+
+
+def _construct_bool(loader, node):
+    value = loader.construct_scalar(node)
+    if not _BOOL_RE.match(value):
+        raise _not_a(node, value, "true or false")
+    return value.lower() == "true"
+
+
+def _construct_null(loader, node):
+    value = loader.construct_scalar(node)
+    if not _NULL_RE.match(value):
+        raise _not_a(node, value, "null")
+    return None
+
+
+def _not_a(node, value: str, what: str) -> yaml.constructor.ConstructorError:
+    return yaml.constructor.ConstructorError(None, None, f"tagged {node.tag.replace('tag:yaml.org,2002:', '!!')} "
+                                             f"but {str(value)[:40]!r} is not {what}", node.start_mark)
+
+
+# Tags of YAML 1.1's wider schema that no kvplan file needs (and whose constructors fail on bad text):
+# refused as unsupported tags, as a !!python/… tag is.
+_NOT_CONSTRUCTED = tuple(f"tag:yaml.org,2002:{t}" for t in ("timestamp", "binary", "set", "omap", "pairs"))
+
+
+def _yaml12(cls):
+    """``cls`` reading plain scalars by the YAML 1.2 core schema (see the module docstring)."""
+    constructors = {tag: f for tag, f in cls.yaml_constructors.items() if tag not in _NOT_CONSTRUCTED}
+    loader = type(cls.__name__ + "12", (cls,), {"yaml_implicit_resolvers": _resolvers(),
+                                                "yaml_constructors": constructors})
+    for tag, construct in (("int", _construct_int), ("float", _construct_float), ("bool", _construct_bool),
+                           ("null", _construct_null)):
+        loader.add_constructor(f"tag:yaml.org,2002:{tag}", construct)
+    return loader
+
+
 class _BoundedLoader(yaml.SafeLoader):
     """SafeLoader that counts aliases and nesting while composing."""
 
@@ -72,8 +181,19 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
+_BoundedLoader = _yaml12(_BoundedLoader)
 # libyaml, when pyyaml was built with it: the same YAML, parsed ~10× faster (gate files are long).
-_CLoader = getattr(yaml, "CSafeLoader", None)
+_CLoader = _yaml12(yaml.CSafeLoader) if hasattr(yaml, "CSafeLoader") else None
+# For readers that need no positions or bounds (the name index): the same reading of plain scalars.
+FAST_LOADER = _CLoader or _BoundedLoader
+
+
+def reads_back_plain(text: str) -> bool:
+    """True when ``text`` written unquoted reads back as the same text, in YAML 1.1 tools and in kvplan."""
+    try:
+        return yaml.safe_load(text) == text and parse_yaml(f"v: {text}").data == {"v": text}
+    except ProfileError:
+        return False
 
 
 def _prescan(text: str) -> None:
@@ -162,7 +282,7 @@ def parse_yaml(text: str, name: str = "<string>") -> YamlDocument:
         if node is None:
             raise ProfileError([f"{name}: empty file, expected a YAML mapping"])
         _check_size(node, name)
-        problems = _duplicate_keys(node, name)
+        problems = _check_nodes(node, name)
         if problems:
             raise ProfileError(problems)
         data = loader.construct_document(node)
@@ -221,14 +341,20 @@ def _check_size(root: yaml.Node, name: str) -> None:
         raise ProfileError([f"{name}: refused: aliases expand to more than {MAX_EXPANDED_NODES:,} values"])
 
 
-def _duplicate_keys(node: yaml.Node, name: str, seen: set[int] | None = None, path: tuple = ()) -> list[str]:
-    """``file:line: configurations.0.device: duplicate key …`` for every key given twice in one mapping."""
+def _check_nodes(node: yaml.Node, name: str, seen: set[int] | None = None, path: tuple = ()) -> list[str]:
+    """``file:line: configurations.0.device: duplicate key …`` for every key given twice in one mapping, and
+    ``file:line: layers: …`` for every plain scalar YAML 1.1 and 1.2 read differently or too long a number."""
     seen = set() if seen is None else seen
     if id(node) in seen:
         return []
     seen.add(id(node))
     problems: list[str] = []
-    if isinstance(node, yaml.MappingNode):
+    if isinstance(node, yaml.ScalarNode):
+        problem = _scalar_problem(node)
+        if problem:
+            where = ".".join(map(str, path)) or "value"
+            problems.append(f"{name}:{node.start_mark.line + 1}: {where}: {problem}")
+    elif isinstance(node, yaml.MappingNode):
         keys: dict[str, int] = {}
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
@@ -239,11 +365,25 @@ def _duplicate_keys(node: yaml.Node, name: str, seen: set[int] | None = None, pa
                     problems.append(f"{name}:{line}: {where}: duplicate key (first given on line {keys[key]})")
                 else:
                     keys[key] = line
-            problems += _duplicate_keys(value_node, name, seen, path + (key,))
+            if isinstance(key_node, yaml.ScalarNode) and _scalar_problem(key_node):
+                problems.append(f"{name}:{key_node.start_mark.line + 1}: {'.'.join(map(str, path + (key,)))}: "
+                                f"key {_scalar_problem(key_node)}")
+            problems += _check_nodes(value_node, name, seen, path + (key,))
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            problems += _duplicate_keys(item, name, seen, path + (i,))
+            problems += _check_nodes(item, name, seen, path + (i,))
     return problems
+
+
+def _scalar_problem(node: yaml.ScalarNode) -> str | None:
+    if node.style not in (None, ""):  # quoted or a block scalar: text, as the user wrote it
+        return None
+    value = node.value
+    if node.tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float") and len(value) > MAX_DIGITS:
+        digits = len(_DIGITS_RE.findall(value))
+        if digits > MAX_DIGITS:
+            return f"a number of {digits:,} digits is far beyond any figure kvplan reads (at most {MAX_DIGITS:,})"
+    return _yaml11_hint(value) if len(value) <= 64 else None
 
 
 def _record_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], depth: int = 0) -> None:

@@ -1,9 +1,9 @@
 """The gate file: named configurations plus thresholds, as ``defaults:`` and per-configuration overrides.
 
 The same file format feeds ``kvplan gate`` and ``kvplan report``. Every configuration key
-that sets a knob is a field of :class:`KnobSpec`, named like the :class:`~kvplan.plan.knobs.Knobs`
-field it fills (``KNOB_FIELDS`` maps the three whose YAML name differs), so a new knob is one
-field here. Validation reports every problem of the file at once as ``file:line: field: message``,
+that sets a knob is a field of :class:`KnobSpec`, built from the knob table (:mod:`kvplan.knob_table`) and named
+like the :class:`~kvplan.plan.knobs.Knobs` field it fills; the older keys ``pinned_prefix``, ``os_reserve`` and
+``margin`` are accepted as aliases, and an error names a knob by the key the file wrote. Validation reports every problem of the file at once as ``file:line: field: message``,
 including unknown device and model names, which point at the line of the configuration using them,
 and what building and evaluating each configuration refuses (a runtime's limits): a field error, worded with the
 file's keys at the line of the key it is about.
@@ -17,24 +17,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
+from pydantic import (AliasChoices, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationError,
+                      create_model, field_validator, model_validator)
 
 from kvplan.hub.catalog import user_catalog
 from kvplan.profiles.catalog import Catalog, Resolved, _looks_like_path
 from kvplan.plan import Knobs, build_scenario
 from kvplan.plan.knobs import check_bit_width
 from kvplan.profiles.field_rules import check_weight_bits
-from kvplan.errors import FieldError, KvplanError, ProfileError
+from kvplan.errors import FieldError, FieldText, KvplanError, ProfileError, ProfileNotFoundError
+from kvplan.knob_table import KNOBS
 from kvplan.engine.formats import format_from_name
-from kvplan.profiles.loading import validate_document
+from kvplan.profiles.loading import ONE_LINE_PATTERN, validate_document
 from kvplan.plan import Evaluation, Scenario, evaluate
 from kvplan.profiles.policy import NO_POLICY, PolicySpec, load_policy_file
 from kvplan.profiles.spec import Bits, PositiveInt, SizeBytes, StrictBool, Tokens, WeightBits
 from kvplan.units import parse_size_bytes, parse_tokens
 from kvplan.files.yamlio import YamlDocument, load_yaml
 
-# YAML key → Knobs field, where the two differ (units in the Python names, plain words in the file).
-KNOB_FIELDS = {"pinned_prefix": "pinned_prefix_tokens", "os_reserve": "os_reserve_bytes", "margin": "margin_fraction"}
+# Older gate-file key → the knob it names (kvplan.knob_table: the file's keys are the knobs' names, these still work).
+KNOB_ALIASES = {alias: k.name for k in KNOBS for alias in k.gate_aliases}
 
 
 def _fraction_or_percent(value: object) -> float:
@@ -139,8 +141,38 @@ def _policy_branch(value: object) -> str | None:
 Margin = Annotated[float, BeforeValidator(_fraction_or_percent)]
 TokensOrZero = Annotated[int, BeforeValidator(lambda v: parse_tokens(v, positive=False))]
 CacheType = Annotated[str, BeforeValidator(_known_cache_type)]
-Seconds = Annotated[float, BeforeValidator(_real_at_least_zero), Field(ge=0)]
-TokensPerS = Annotated[float, BeforeValidator(_real_at_least_zero), Field(gt=0)]
+def _seconds(value: object) -> object:
+    """A bare number is seconds (the key says ``_s``); text takes a unit as a profile's durations do (``500 ms``)."""
+    if isinstance(value, str) and not _BARE_NUMBER_RE.match(value):
+        from kvplan.units import parse_duration_s
+
+        try:
+            return parse_duration_s(value)
+        except KvplanError as exc:
+            raise ValueError(str(exc)) from None
+    return _real_at_least_zero(_number_text(value))
+
+
+def _tokens_per_s(value: object) -> object:
+    """A bare number is tokens/s (the key says ``_tok_s``); text may say so (``12.8 tok/s``, ``12.8 tokens/s``)."""
+    if isinstance(value, str) and not _BARE_NUMBER_RE.match(value):
+        match = _TOKENS_PER_S_RE.match(value)
+        if not match:
+            raise ValueError(f"expected a decode rate like '12.8 tok/s' (or a bare number of tokens/s), got {value!r}")
+        value = match["num"]
+    return _real_at_least_zero(_number_text(value))
+
+
+def _number_text(value: object) -> object:
+    """``"1.1"`` (a quoted bare number) read as the number it spells."""
+    return float(value) if isinstance(value, str) and _BARE_NUMBER_RE.match(value) else value
+
+
+_BARE_NUMBER_RE = re.compile(r"^\s*[+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*$")
+_TOKENS_PER_S_RE = re.compile(r"^\s*(?P<num>[+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*"
+                              r"(?:tok/s|tokens/s|t/s|tok/sec|tokens/sec)\s*$")
+Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0)]
+TokensPerS = Annotated[float, BeforeValidator(_tokens_per_s), Field(gt=0)]
 Headroom = Annotated[HeadroomLimit, BeforeValidator(_headroom_limit)]
 Runtime = Annotated[object, BeforeValidator(_runtime_value)]
 # A policy file (relative to the gate file's folder), "none", or an inline policy mapping.
@@ -154,26 +186,38 @@ class _Strict(BaseModel):
                               arbitrary_types_allowed=True)
 
 
-class KnobSpec(_Strict):
-    """Knobs a configuration may set; ``None`` (or absent) keeps the profile's or the default."""
+def _gate_type(knob):
+    """How a gate file writes ``knob`` (by its kind, kvplan.knob_table): the type pydantic validates it with."""
+    if knob.kind == "bits":
+        return Annotated[Bits, _in_kvplans_words(_bit_width(knob.name))]
+    if knob.kind == "tokens":
+        return TokensOrZero if knob.default == 0 else Tokens
+    return {"count": PositiveInt, "fractional_bits": Annotated[WeightBits, _in_kvplans_words(check_weight_bits)],
+            "weight_format": str, "cache_type": CacheType, "size": SizeBytes, "fraction": Margin, "runtime": Runtime,
+            "policy": KvPolicy}[knob.kind]  # a kind without a gate type: a KeyError at import, and the parity test
 
-    sequences: PositiveInt | None = None
-    pinned_prefix: TokensOrZero | None = None
-    weight_bits: Annotated[WeightBits, _in_kvplans_words(check_weight_bits)] | None = None
-    weight_type: str | None = None
-    weight_group_size: PositiveInt | None = None
-    kv_bits: Annotated[Bits, _in_kvplans_words(_bit_width("kv_bits"))] | None = None
-    k_bits: Annotated[Bits, _in_kvplans_words(_bit_width("k_bits"))] | None = None
-    v_bits: Annotated[Bits, _in_kvplans_words(_bit_width("v_bits"))] | None = None
-    kv_group_size: PositiveInt | None = None
-    kv_type: CacheType | None = None
-    k_type: CacheType | None = None
-    v_type: CacheType | None = None
-    sliding_window: Tokens | None = None
-    os_reserve: SizeBytes | None = None
-    margin: Margin | None = None
-    runtime: Runtime | None = None
-    kv_policy: KvPolicy | None = None
+
+class _OneSpelling(_Strict):
+    """A knob given by its name and by an older key at once is refused (pydantic would call one of them unknown)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_key_per_knob(cls, data):
+        if isinstance(data, dict):
+            for knob in KNOBS:
+                given = [key for key in (knob.name, *knob.gate_aliases) if key in data]
+                if len(given) > 1:
+                    raise ValueError(f"{' and '.join(given)} are one knob ({given[1]} is the older name of "
+                                     f"{knob.name}): give it once")
+        return data
+
+
+# Knobs a configuration may set (``None`` or absent keeps the profile's or the default): one field per knob of the
+# table that a gate file takes, keyed by the knob's name, its older keys accepted as aliases.
+KnobSpec = create_model(
+    "KnobSpec", __base__=_OneSpelling, __module__=__name__,
+    **{k.name: (_gate_type(k) | None, Field(None, validation_alias=AliasChoices(k.name, *k.gate_aliases))
+                if k.gate_aliases else None) for k in KNOBS if k.in_gate})
 
 
 class ThresholdSpec(_Strict):
@@ -199,7 +243,7 @@ class Defaults(Settings):
 
 
 class Configuration(Settings):
-    name: str = Field(min_length=1, max_length=200, pattern=r"^[^\n\r]+$")
+    name: str = Field(min_length=1, max_length=200, pattern=ONE_LINE_PATTERN)
 
 
 class GateSpec(_Strict):
@@ -257,8 +301,9 @@ class GateFile:
 
 
 def to_knobs(values: dict) -> Knobs:
-    """Knobs from the set knob keys of a merged configuration (YAML names)."""
-    return Knobs(**{KNOB_FIELDS.get(k, k): v for k, v in values.items() if k in KNOB_NAMES and v is not None})
+    """Knobs from the set knob keys of a merged configuration (the knobs' names, or their older keys)."""
+    return Knobs(**{KNOB_ALIASES.get(k, k): v for k, v in values.items()
+                    if KNOB_ALIASES.get(k, k) in KNOB_NAMES and v is not None})
 
 
 def _set_fields(model: BaseModel) -> dict:
@@ -307,7 +352,7 @@ def load_gate(path: str, catalog: Catalog | None = None) -> GateFile:
     When some configurations break the schema, the others are still resolved (their scenario built
     and evaluated once), so build errors come in the same round as the schema errors.
     """
-    doc = load_yaml(path)
+    doc = _without_extensions(load_yaml(path))
     catalog = catalog or user_catalog()  # hf: models and the device 'this' too
     try:
         spec = validate_document(GateSpec, doc, what="gate file")
@@ -324,6 +369,26 @@ def load_gate(path: str, catalog: Catalog | None = None) -> GateFile:
                 problems += more.problems
         raise ProfileError(_in_file_order(problems, doc)) from None
     return resolve(spec, doc, catalog)
+
+
+EXTENSION_PREFIX = "x-"
+
+
+def _without_extensions(doc: YamlDocument) -> YamlDocument:
+    """The document without its ``x-`` keys (at the top, under ``defaults`` and in each configuration): a place
+    to hold YAML anchors and notes of one's own, as in docker compose, which kvplan reads nothing from."""
+    def strip(mapping: object) -> object:
+        if not isinstance(mapping, dict):
+            return mapping
+        return {k: v for k, v in mapping.items() if not (isinstance(k, str) and k.startswith(EXTENSION_PREFIX))}
+
+    data = strip(doc.data)
+    if isinstance(data, dict):
+        if "defaults" in data:
+            data["defaults"] = strip(data["defaults"])
+        if isinstance(data.get("configurations"), list):
+            data["configurations"] = [strip(c) for c in data["configurations"]]
+    return YamlDocument(data, doc.path, doc.lines)
 
 
 def _valid_part(doc: YamlDocument) -> tuple[GateSpec, list[int]] | None:
@@ -397,29 +462,35 @@ def _in_file_order(problems: list[str], doc: YamlDocument) -> list[str]:
     return [p for group in sorted(groups, key=line) for p in group]
 
 
-# Field (Knobs name) → the key a gate file writes, where the two differ.
-_FILE_KEY = {field: key for key, field in KNOB_FIELDS.items()}
+def _written(doc: YamlDocument, loc: tuple) -> dict[str, str]:
+    """Knob name → the older key the mapping at ``loc`` writes it with (``pinned_prefix``), for the knobs it does."""
+    raw = doc.data
+    for part in loc:
+        raw = raw.get(part) if isinstance(raw, dict) else raw[part] if isinstance(raw, list) else None
+    return {KNOB_ALIASES[key]: key for key in raw if key in KNOB_ALIASES} if isinstance(raw, dict) else {}
 
 
-def _file_key(field: str) -> str:
-    """A field as a gate file names it: ``pinned_prefix_tokens`` → ``pinned_prefix``, ``runtime.parallel`` as is."""
-    return _FILE_KEY.get(field, field)
+def _file_key(field: str, written: dict[str, str] | None = None) -> str:
+    """A field as the gate file names it: a knob by the key the file used for it (its name, or its older key, from
+    ``written``), ``runtime.parallel`` as is."""
+    top, dot, rest = field.partition(".")
+    return (written or {}).get(top, top) + dot + rest
 
 
-def _placed_wording(exc: FieldError, key: str | None) -> str:
-    """The error in the file's keys, placed at ``key`` (None: at the configuration). Placed at a key, a
-    field of the error inside it is named relative to it (``runtime.parallel`` at ``runtime``: ``parallel``),
+def _placed_wording(exc: FieldError, key: str | None, written: dict[str, str] | None = None) -> str:
+    """The error in the file's keys (as ``written``), placed at ``key`` (None: at the configuration). Placed at a key,
+    a field of the error inside it is named relative to it (``runtime.parallel`` at ``runtime``: ``parallel``),
     and a single leading name goes when it is not (``kv_bits`` at ``kv_bits``, ``k_type`` at ``kv_bits``)."""
-    inside = (key + ".") if key is not None else None
+    inside = (_file_key(key, written) + ".") if key is not None else None
 
     def name(field: str, value: str | None) -> str:
-        text = _file_key(field)
+        text = _file_key(field, written)
         if inside and field in exc.fields and text.startswith(inside):
             text = text[len(inside):]
         return text if value is None else f"{text}: {value}"
 
     drop = (inside is not None and exc.lead is not None and len(exc.fields) == 1
-            and not _file_key(exc.fields[0]).startswith(inside))
+            and not _file_key(exc.fields[0], written).startswith(inside))
     return exc.worded(name, lead=not drop)
 
 
@@ -441,11 +512,18 @@ def _name_problems(doc: YamlDocument, catalog: Catalog) -> list[str]:
     return problems
 
 
+def _indented(problem: str) -> str:
+    """A profile's problem under the line that names the profile; one that names a field stays one (FieldText)."""
+    return FieldText(problem.fields, "  " + problem.message) if isinstance(problem, FieldText) else f"  {problem}"
+
+
 def _profile_problems(profiles: _Profiles, kind: str, ref: str, where: str) -> list[str]:
     try:
         profiles.get(kind, ref)
     except ProfileError as exc:
-        return [f"{where}: invalid {kind} profile {ref!r}:"] + [f"  {p}" for p in exc.problems]
+        return [f"{where}: invalid {kind} profile {ref!r}:"] + [_indented(p) for p in exc.problems]
+    except ProfileNotFoundError as exc:  # its pointer names a field: the reporter words it (the CLI: a flag)
+        return [FieldText(exc.names, f"{where}: {exc.message}")]
     except KvplanError as exc:
         return [f"{where}: {exc}"]
     return []
@@ -468,9 +546,13 @@ def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog, indices: list[i
         own = _set_fields(cfg)
         values = {**defaults, **own}
         loc = ("configurations", i)
+        own_keys, default_keys = _written(doc, loc), _written(doc, ("defaults",))
+        # each knob in force by the key the file gave it with (its name, or an older key)
+        written = {**{k: v for k, v in default_keys.items() if k not in own}, **own_keys}
 
         def where(key: str) -> str:
-            at = loc + (key,) if key in own else ("defaults", key) if key in defaults else loc
+            at = (loc + (own_keys.get(key, key),) if key in own else ("defaults", default_keys.get(key, key))
+                  if key in defaults else loc)
             return f"{doc.where(at)}: {'.'.join(map(str, at))}"
 
         resolved: dict[str, Resolved] = {}
@@ -503,11 +585,14 @@ def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog, indices: list[i
                                       to_knobs(values))
             evaluation = evaluate(scenario)  # a runtime refusing the model or the ctx: this file's error
         except KvplanError as exc:
-            problems.append(_build_problem(doc, loc, own, defaults, exc))
+            problems.append(_build_problem(doc, loc, own, defaults, exc, written))
             continue
         given = {k: v for k, v in values.items() if k in THRESHOLD_NAMES and v is not None}
         thresholds = Thresholds(**{k: v for k, v in values.items() if k in THRESHOLD_NAMES
                                    and (v is not None or k != "must_fit")})
+        if not thresholds.must_fit and not given.keys() - {"must_fit"}:
+            notes.append(f"{doc.where(loc)}: {cfg.name}: must_fit is false and no other threshold is set: nothing "
+                         "is checked, so it passes whatever its figures")
         configs.append(GateConfig(cfg.name, doc.line_of(loc), scenario, thresholds, bool(given),
                                   resolved["device"], resolved["model"], evaluation))
     if problems:
@@ -515,14 +600,16 @@ def resolve(spec: GateSpec, doc: YamlDocument, catalog: Catalog, indices: list[i
     return GateFile(doc.path, spec.title, tuple(configs), tuple(dict.fromkeys(notes)))
 
 
-def _build_problem(doc: YamlDocument, loc: tuple, own: dict, defaults: dict, exc: KvplanError) -> str:
+def _build_problem(doc: YamlDocument, loc: tuple, own: dict, defaults: dict, exc: KvplanError,
+                   written: dict[str, str] | None = None) -> str:
     """``file:line: configurations.N.key: message`` at the first key the error is about that is set (in the
-    configuration, else under ``defaults``), else at the configuration; worded with the file's keys."""
+    configuration, else under ``defaults``), else at the configuration; worded with the file's keys (``written``)."""
     if isinstance(exc, FieldError):
-        keys = dict.fromkeys(_file_key(f).split(".")[0] for f in exc.fields + exc.about)
+        keys = dict.fromkeys(f.split(".")[0] for f in exc.fields + exc.about)
         for key in keys:
             if own.get(key) is not None or defaults.get(key) is not None:
-                at = loc + (key,) if own.get(key) is not None else ("defaults", key)
-                return f"{doc.where(at)}: {'.'.join(map(str, loc + (key,)))}: {_placed_wording(exc, key)}"
-        return f"{doc.where(loc)}: {'.'.join(map(str, loc))}: {_placed_wording(exc, None)}"
+                text = _file_key(key, written)
+                at = loc + (text,) if own.get(key) is not None else ("defaults", text)
+                return f"{doc.where(at)}: {'.'.join(map(str, loc + (text,)))}: {_placed_wording(exc, key, written)}"
+        return f"{doc.where(loc)}: {'.'.join(map(str, loc))}: {_placed_wording(exc, None, written)}"
     return f"{doc.where(loc)}: {'.'.join(map(str, loc))}: {exc}"

@@ -10,7 +10,6 @@ errors that name the repository and what to do (:func:`hub_errors`).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,8 +157,12 @@ def download_config(repo_id: str, revision: str | None, *, token=None, label: st
     hub = require_hub()
     with hub_errors(repo_id, revision, CONFIG_FILE, label):
         path = Path(hub.hf_hub_download(repo_id, CONFIG_FILE, revision=revision, token=token))
+    from kvplan.files import jsonio
+
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        config = jsonio.loads(path.read_text(encoding="utf-8"))
+    except jsonio.JsonError as exc:
+        raise HubAccessError(f"hf:{repo_id}: config.json line {exc.line}: {exc.worded}") from None
     except (OSError, ValueError) as exc:
         raise HubAccessError(f"hf:{repo_id}: config.json is not valid JSON ({exc})") from None
     if not isinstance(config, dict):
@@ -242,8 +245,10 @@ def cached_index_params(repo_id: str, commit: str, config: dict) -> ParamCount |
     if not isinstance(cached, str):
         return None
     try:
-        total_size = int(json.loads(Path(cached).read_text(encoding="utf-8"))["metadata"]["total_size"])
-    except (OSError, ValueError, KeyError, TypeError):
+        from kvplan.files import jsonio
+
+        total_size = int(jsonio.loads(Path(cached).read_text(encoding="utf-8"))["metadata"]["total_size"])
+    except (OSError, ValueError, KeyError, TypeError):  # JsonError is a ValueError
         return None
     dtype_name = config.get("torch_dtype") or config.get("dtype") or (config.get("text_config") or {}).get("torch_dtype")
     dtype = _TORCH_DTYPES.get(str(dtype_name))

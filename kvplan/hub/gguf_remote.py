@@ -31,11 +31,12 @@ def profile_mapping_from_gguf(meta: dict, tensors: list[tuple], *, where: str, n
     """
     import yaml
 
+    from kvplan.files.yamlio import FAST_LOADER
     from kvplan.importers.gguf import profile_from_gguf_metadata
 
     imported = profile_from_gguf_metadata(meta, tensors, where=where, name=name, params=params,
                                           weight_bits=weight_bits)
-    return yaml.safe_load(imported.yaml_text), imported
+    return yaml.load(imported.yaml_text, Loader=FAST_LOADER), imported
 
 
 # --- choosing the file in a repository -----------------------------------------------------------

@@ -40,7 +40,7 @@ class HubProfile:
 
     ``mapping`` is the profile as its YAML file would hold it (``yaml_text`` read back);
     ``record`` its validated fields in base units (``Model.model_dump(mode="json")``), which
-    ``kvplan.records.ModelRecord(record)`` turns into a model without pydantic, as the profile cache does.
+    ``kvplan.profiles.records.ModelRecord(record)`` turns into a model without pydantic, as the profile cache does.
     """
 
     mapping: dict
@@ -139,12 +139,13 @@ def _url(repo_id: str, commit: str, filename: str) -> str:
 def _profile_from_config(spec: HubSpec, config: dict, commit: str, params, notes: list[str]) -> HubProfile:
     import yaml
 
+    from kvplan.files.yamlio import FAST_LOADER
     from kvplan.importers.common import slug
     from kvplan.importers.hf import profile_from_hf_config
 
     where = _url(spec.repo_id, commit, "config.json")
     imported = profile_from_hf_config(config, name=slug(spec.repo_id), where=where, label=str(spec))
-    mapping = yaml.safe_load(imported.yaml_text)
+    mapping = yaml.load(imported.yaml_text, Loader=FAST_LOADER)
     notes = [*notes, *imported.notes]
     mapping["description"] = f"{spec.repo_id} from the Hugging Face Hub (config.json, commit {commit[:12]})"
     sources = dict(mapping.get("sources") or {})
@@ -199,11 +200,12 @@ def _finished(spec: HubSpec, mapping: dict, commit: str, file_key: str, notes: l
     """Render the (edited) mapping as YAML and validate it as a model, as the importers do."""
     import yaml
 
+    from kvplan.files.yamlio import FAST_LOADER
     from kvplan.importers.common import finish
 
     imported = finish([(k, v, "") for k, v in mapping.items()], header, str(spec), notes)  # errors: as typed
     origin = f"hf:{spec.repo_id}@{commit}/{file_key.split('#')[0]}"
-    return HubProfile(yaml.safe_load(imported.yaml_text), origin, imported.model.model_dump(mode="json"),
+    return HubProfile(yaml.load(imported.yaml_text, Loader=FAST_LOADER), origin, imported.model.model_dump(mode="json"),
                       imported.yaml_text, commit, tuple(notes), cache_file=file_key)
 
 

@@ -7,8 +7,15 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from kvplan.errors import FieldError, ProfileError
+from kvplan.errors import FieldError, FieldText, ProfileError
 from kvplan.profiles.spec import Model
+
+#: ``sources.params`` of a profile whose parameter count the caller gave (the CLI says which option)
+PARAMS_GIVEN = "given by the caller"
+
+#: the note on a mixture of experts whose ``params`` the caller gave: ``params_active`` is not derived then
+MOE_PARAMS_GIVEN = FieldText("params", "a mixture of experts: params_active is derived only when params is (no "
+                             "{params}); add it from the model card, or decode is priced as if every expert were read")
 
 
 @dataclass(frozen=True)
@@ -168,9 +175,9 @@ def _scalar(value) -> str:
 
 
 def _plain_yaml_reads_back(text: str) -> bool:
-    import yaml
+    from kvplan.files.yamlio import reads_back_plain
 
-    return yaml.safe_load(text) == text
+    return reads_back_plain(text)
 
 
 def render_yaml(fields: list[tuple[str, object, str]], header: list[str]) -> str:

@@ -35,9 +35,10 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 
-from kvplan.errors import ProfileError
-from kvplan.importers.common import (DEFAULT_WEIGHT_BITS, ImportedProfile, check_given_params, finish, slug,
-                                     swa_pattern_layers, weight_format_name, whole_count, window_pattern)
+from kvplan.errors import FieldText, ProfileError
+from kvplan.importers.common import (DEFAULT_WEIGHT_BITS, MOE_PARAMS_GIVEN, PARAMS_GIVEN, ImportedProfile,
+                                     check_given_params, finish, slug, swa_pattern_layers, weight_format_name,
+                                     whole_count, window_pattern)
 from kvplan.importers.gguf_header import header_metadata, read_local_header
 from kvplan.profiles.spec import layer_count_problem
 
@@ -180,10 +181,12 @@ def _int(meta: dict, key: str, where: str, required: bool = True, minimum: int =
 
 
 def profile_from_gguf_file(path: str | Path, *, name: str | None = None, params: int | None = None,
-                           weight_bits: float | None = None, weight_type: str | None = None) -> ImportedProfile:
+                           weight_bits: float | None = None, weight_type: str | None = None,
+                           params_source: str = PARAMS_GIVEN) -> ImportedProfile:
     meta, tensors, notes = _read_file(path)
     imported = profile_from_gguf_metadata(meta, tensors, where=str(path), name=name, params=params,
-                                          weight_bits=weight_bits, weight_type=weight_type)
+                                          weight_bits=weight_bits, weight_type=weight_type,
+                                          params_source=params_source)
     return ImportedProfile(imported.model, imported.yaml_text, (*notes, *imported.notes))
 
 
@@ -215,7 +218,10 @@ def _active_params(meta: dict, tensors: list[tuple], arch: str, params: int, not
 
 def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
                                name: str | None = None, params: int | None = None,
-                               weight_bits: float | None = None, weight_type: str | None = None) -> ImportedProfile:
+                               weight_bits: float | None = None, weight_type: str | None = None,
+                               params_source: str = PARAMS_GIVEN) -> ImportedProfile:
+    """The model profile of a GGUF header (module docstring); ``params_source`` is written into
+    ``sources.params`` when ``params`` is given (where the count came from, as the caller says it)."""
     from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
 
     if name is not None:  # what the caller typed is checked before the header is read into a profile
@@ -298,20 +304,21 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
     params_active = None
     if params is None:
         if not n_elements:
-            raise ProfileError([f"{where}: the file lists no tensors, so kvplan cannot count its parameters: import it "
-                                "with a parameter count (kvplan import gguf FILE --params 6.74B) and use that profile"])
+            # check -m x.gguf has no --params: the count goes in through kvplan import gguf, into a profile
+            raise ProfileError([FieldText("params", f"{where}: the file lists no tensors, so kvplan cannot count its "
+                                          "parameters: import it with a parameter count ({params}) and use that "
+                                          "profile")])
         params, params_note = n_elements, f"sum of the {len(tensors)} tensor shapes in the GGUF header: {n_elements:,}"
         params_active, active_note = _active_params(meta, tensors, arch, params, notes, where)
         if active_note:
             params_note += f"; {active_note}"
     else:
         check_given_params(params, layers=layers, attention_heads=heads, head_dim=key_len, v_head_dim=val_len,
-                            hidden_size=hidden)
-        params_note = "given on the command line (--params)"
+                           hidden_size=hidden)
+        params_note = params_source
         count = meta.get(k + "expert_count")
         if isinstance(count, int) and count > 0:
-            notes.append("a mixture of experts: params_active is derived only when params is (no --params); "
-                         "add it from the model card, or decode is priced as if every expert were read")
+            notes.append(MOE_PARAMS_GIVEN)
     file_type, file_type_note = _file_type(meta, notes)
     weights, weight_type, weights_note = None, None, None
     if weight_type_given is not None:

@@ -29,6 +29,7 @@ DEFAULT_ALIGNMENT = 32
 INITIAL_BLOCK = 2 * 2**20
 MAX_BLOCK = 32 * 2**20
 MAX_HEADER = 1024 * 2**20  # a header larger than this is not a header we can sensibly read by range
+MAX_ARRAY_DEPTH = 8
 
 # ggml type id → (name, elements per block, bytes per block): ggml.c type_traits (blck_size, type_size).
 # Ids 4, 5 (Q4_2, Q4_3), 31–33 (Q4_0_4_4 …) and 36–38 (IQ4_NL_4_4 …) were removed from ggml.
@@ -184,7 +185,7 @@ class _Cursor:
         self.pos += n
         return bytes(raw).decode("utf-8", errors="replace") if keep else None
 
-    def value(self, vtype: int, keep: bool = True):
+    def value(self, vtype: int, keep: bool = True, depth: int = 0):
         if vtype in _SCALARS:
             return self.unpack(_SCALARS[vtype])
         if vtype == _STRING:
@@ -200,8 +201,10 @@ class _Cursor:
                     self.pos += size
                     return None
                 return self.many(_SCALARS[etype], count)
+            if etype == _ARRAY and depth >= MAX_ARRAY_DEPTH:  # llama.cpp writes none nested; a loop would recurse
+                raise ProfileError([f"GGUF arrays nested deeper than {MAX_ARRAY_DEPTH} levels: not a valid header"])
             if etype in (_STRING, _ARRAY):
-                out = [self.value(etype, keep) for _ in range(count)]
+                out = [self.value(etype, keep, depth + 1) for _ in range(count)]
                 return out if keep else None
             raise ProfileError([f"unknown GGUF array element type {etype}"])
         raise ProfileError([f"unknown GGUF value type {vtype}"])
@@ -234,14 +237,19 @@ def parse_gguf_header(data, more=None) -> GGUFHeader:
         key = cur.string()
         vtype = cur.unpack("I")
         keep = key not in SKIPPED_KEYS
+        if key in meta or key in skipped:  # llama.cpp's gguf reader refuses a file with one too
+            raise ProfileError([f"GGUF metadata key {key!r} given twice: not a valid header"])
         value = cur.value(vtype, keep)
         if keep:
             meta[key] = value
         else:
             skipped.append(key)
-    tensors = []
+    tensors, names = [], set()
     for _ in range(n_tensors):
         name = cur.string()
+        if name in names:  # llama.cpp's gguf reader refuses it too; its bytes would count twice
+            raise ProfileError([f"GGUF tensor {name!r} given twice: not a valid header"])
+        names.add(name)
         n_dims = cur.unpack("I")
         if n_dims > 8:
             raise ProfileError([f"tensor {name!r} has {n_dims} dimensions: not a valid header"])

@@ -23,13 +23,13 @@ configs kvplan cannot price (recurrent and hybrid models, other MoE layouts).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from kvplan.errors import ProfileError
-from kvplan.importers.common import (ImportedProfile, check_given_params, finish, flag, slug, swa_pattern_layers,
-                                     weight_fields, whole_count, window_pattern)
+from kvplan.errors import FieldText, ProfileError
+from kvplan.files import jsonio
+from kvplan.importers.common import (MOE_PARAMS_GIVEN, PARAMS_GIVEN, ImportedProfile, check_given_params, finish,
+                                     flag, slug, swa_pattern_layers, weight_fields, whole_count, window_pattern)
 from kvplan.importers.hf_arch import MoeLayout, expert_count, moe_layout, positive_count, refuse_unpriceable
 from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
 from kvplan.profiles.spec import layer_count_problem
@@ -118,8 +118,10 @@ def _read_values(c: dict, nested: dict | None) -> tuple[dict, list[tuple[str, st
 
 
 def profile_from_hf_file(path: str | Path, *, name: str | None = None, params: int | None = None,
-                         weight_bits: float | None = None, weight_type: str | None = None) -> ImportedProfile:
-    """A model profile from a local ``config.json``, or a model folder holding one (see :func:`profile_name`)."""
+                         weight_bits: float | None = None, weight_type: str | None = None,
+                         params_source: str = PARAMS_GIVEN) -> ImportedProfile:
+    """A model profile from a local ``config.json``, or a model folder holding one (see :func:`profile_name`);
+    ``params_source`` as in :func:`profile_from_hf_config`."""
     from kvplan.files.yamlio import read_text
 
     p = Path(path)
@@ -131,16 +133,17 @@ def profile_from_hf_file(path: str | Path, *, name: str | None = None, params: i
         p = p / "config.json"
     text = read_text(p)
     try:
-        config = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProfileError([f"{p}:{exc.lineno}: not valid JSON: {exc.msg}"]) from None
+        config = jsonio.loads(text)
+    except jsonio.JsonError as exc:
+        raise ProfileError([f"{p}:{exc.line}: {exc.worded}"]) from None
     if not isinstance(config, dict):
         raise ProfileError([f"{p}: expected a JSON object (a config.json), got {type(config).__name__}"])
     notes: list[str] = []
     if name is None:
         name, how = profile_name(config, p, folder_given)
-        notes.append(f"profile named {name!r} after {how}; --name sets another")
-    imported = profile_from_hf_config(config, name=name, where=str(p), params=params, weight_bits=weight_bits,
+        notes.append(FieldText("name", f"profile named {name!r} after {how}; {{name}} sets another"))
+    imported = profile_from_hf_config(config, name=name, where=str(p), params=params, params_source=params_source,
+                                      weight_bits=weight_bits,
                                       weight_type=weight_type)
     return ImportedProfile(imported.model, imported.yaml_text, (*notes, *imported.notes))
 
@@ -276,8 +279,11 @@ def derived_params(c: dict, model_type: str, layers: int, heads: int, kv_heads: 
 
 def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json", label: str | None = None,
                            params: int | None = None, weight_bits: float | None = None,
-                           weight_type: str | None = None) -> ImportedProfile:
+                           weight_type: str | None = None, params_source: str = PARAMS_GIVEN) -> ImportedProfile:
     """Build and validate a model profile from a parsed config.json (see the module docstring).
+
+    ``params_source`` is written into ``sources.params`` when ``params`` is given: where the count came
+    from, as the caller says it.
 
     ``where`` is the config's place, written into the profile; ``label`` (default ``where``) the source as the
     user gave it (``hf:ORG/NAME``, a file path), which errors name. A recurrent or hybrid model, a mixture of
@@ -331,11 +337,10 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
             raise ProfileError([f"{label}: cannot derive the parameter count from this config ({exc})"]) from None
     else:
         check_given_params(params, layers=layers, attention_heads=heads, head_dim=head_dim, v_head_dim=v_head_dim,
-                            hidden_size=hidden)
-        params_note = "given on the command line (--params)"
+                           hidden_size=hidden)
+        params_note = params_source
         if moe is not None:
-            notes.append("a mixture of experts: params_active is derived only when params is (no --params); "
-                         "add it from the model card, or decode is priced as if every expert were read")
+            notes.append(MOE_PARAMS_GIVEN)
     source = config.get("_name_or_path") or where
     fields = [
         ("name", name, ""),

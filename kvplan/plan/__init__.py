@@ -11,10 +11,10 @@ from kvplan.plan.evaluation import (
     cache_model_for,
     evaluate,
     max_ctx_limited_by,
-    prefill_seconds_of,
+    prefill_s_of,
     weights_of,
 )
 from kvplan.plan.knobs import Knobs, build_scenario, element_formats
 
 __all__ = ["Evaluation", "core", "Flash", "Knobs", "Scenario", "build_scenario", "cache_model_for", "element_formats",
-           "evaluate", "max_ctx_limited_by", "prefill_seconds_of", "weights_of"]
+           "evaluate", "max_ctx_limited_by", "prefill_s_of", "weights_of"]

@@ -101,7 +101,7 @@ def weights_in_force(s: Scenario):
 
 def cache_model_for(s: Scenario) -> CacheModel:
     """The cache model a scenario asks for: the ideal layout unless a policy or runtime is set."""
-    if s.runtime is not None:  # runtime-exact allocation (kvplan.runtimes); the runtime ignores profile policies
+    if s.runtime is not None:  # runtime-exact allocation (kvplan.caches.runtimes); the runtime ignores profile policies
         from kvplan.caches.runtimes import runtime_cache_for
 
         cache = runtime_cache_for(s)

@@ -163,7 +163,7 @@ def decode_at(b: Basis, kv_bytes) -> Decode:
     """Decode from RAM with a steady cache of ``kv_bytes`` [bytes] (all sequences): every step streams the
     weights a token uses and the whole cache once, ``t = bytes / (bandwidth · efficiency) + decode_latency``."""
     device = b.scenario.device
-    step = engine.bytes_per_token(b.weights_read_bytes, kv_bytes + b.pinned_prefix_bytes)
+    step = engine.bytes_per_step(b.weights_read_bytes, kv_bytes + b.pinned_prefix_bytes)
     rate = engine.decode_tokens_per_s(device.memory_bandwidth, step, device.bandwidth_efficiency,
                                       device.decode_latency)
     roofline = engine.decode_tokens_per_s(device.memory_bandwidth, step, 1.0)
@@ -193,7 +193,7 @@ def streamed_at(b: Basis, memory: Memory, decode: Decode) -> Streamed:
     steady = engine.overflow_bytes(memory.total_bytes - transient, budget)
     effective = device.memory_bandwidth * device.bandwidth_efficiency
     latency_s = device.decode_latency
-    per_token_s = (engine.streamed_seconds_per_token(decode.bytes_per_step, steady, effective, device.flash_read)
+    per_token_s = (engine.streamed_time_per_token_s(decode.bytes_per_step, steady, effective, device.flash_read)
                    + latency_s)
     ram_s = decode.bytes_per_step / effective + latency_s
     if _is_array(steady):
@@ -204,9 +204,9 @@ def streamed_at(b: Basis, memory: Memory, decode: Decode) -> Streamed:
     else:
         rate = 1.0 / per_token_s if steady > 0 else math.nan
         slowdown = per_token_s / ram_s if steady > 0 else math.nan
-    return Streamed(overflow, steady, engine.swap_in_seconds(memory.kv_bytes + b.pinned_prefix_bytes,
+    return Streamed(overflow, steady, engine.swap_in_s(memory.kv_bytes + b.pinned_prefix_bytes,
                                                              device.flash_read),
-                    engine.swap_in_seconds(overflow, device.flash_read), rate, slowdown)
+                    engine.swap_in_s(overflow, device.flash_read), rate, slowdown)
 
 
 def mean_decode_at(b: Basis, ctx: int, sequences: int) -> tuple[float, int]:
@@ -457,18 +457,18 @@ def prefill_times_of(device: Device, model: Model, tokens, weights_read_bytes, n
     ``compute · compute_efficiency`` (``params_active`` when a profile gives it: MoE). Memory: the weights a
     decode step reads, once per micro-batch of ``n_ubatch`` tokens, at the effective bandwidth — a floor
     (for a mixture of experts a micro-batch touches more experts than one token, so more than that).
-    The prefill time is the larger of the two (:func:`kvplan.engine.prefill.time_to_first_token`).
+    The prefill time is the larger of the two (:func:`prefill_s_of`).
     """
     if not device.compute:
         return None
     params = getattr(model, "params_active", None) or model.params
     flops = engine.prefill_flops(tokens, params, model.layers, model.attention_heads, model.head_dim)
-    return (engine.prefill_compute_seconds(flops, device.compute, device.compute_efficiency),
-            engine.prefill_memory_seconds(tokens, weights_read_bytes, device.memory_bandwidth,
+    return (engine.prefill_compute_s(flops, device.compute, device.compute_efficiency),
+            engine.prefill_memory_s(tokens, weights_read_bytes, device.memory_bandwidth,
                                           device.bandwidth_efficiency, n_ubatch))
 
 
-def prefill_seconds_of(device: Device, model: Model, tokens, weights_read_bytes=0, n_ubatch: int = 512):
+def prefill_s_of(device: Device, model: Model, tokens, weights_read_bytes=0, n_ubatch: int = 512):
     """Seconds to prefill ``tokens`` prompt tokens (the larger of :func:`prefill_times_of`), or None
     when the device gives no ``compute``. ``weights_read_bytes = 0`` leaves out the memory floor."""
     times = prefill_times_of(device, model, tokens, weights_read_bytes, n_ubatch)

@@ -15,14 +15,14 @@ from kvplan.engine.memory import VERDICTS
 from kvplan.caches.ideal import kv_bytes_per_sequence_of, tokens_per_sequence_of
 from kvplan.plan import core
 from kvplan.plan.basis import Basis, basis_of, cache_model_for, prefill_n_ubatch, weights_in_force, weights_of
-from kvplan.plan.core import (max_ctx_limited_by, max_ctx_with_buffers, prefill_seconds_of, prefill_times_of,
+from kvplan.plan.core import (max_ctx_limited_by, max_ctx_with_buffers, prefill_s_of, prefill_times_of,
                               runtime_buffers, steady_max_ctx)
 from kvplan.plan.results import Evaluation, Flash
 from kvplan.plan.scenario import Scenario
 from kvplan.plan.warnings import warnings_of
 
 __all__ = ["Evaluation", "Flash", "cache_model_for", "evaluate", "evaluation_of", "max_ctx_limited_by",
-           "max_ctx_with_buffers", "prefill_n_ubatch", "prefill_seconds_of", "prefill_times_of", "runtime_buffers",
+           "max_ctx_with_buffers", "prefill_n_ubatch", "prefill_s_of", "prefill_times_of", "runtime_buffers",
            "steady_max_ctx", "weights_in_force", "weights_of"]
 
 
@@ -52,7 +52,7 @@ def evaluation_of(b: Basis) -> Evaluation:
     flash = Flash(int(streamed.overflow_bytes), streamed.swap_in_s,
                   streamed.tokens_per_s if steady_overflow else decode.tokens_per_s,
                   streamed.slowdown if steady_overflow else 1.0, steady_overflow,
-                  engine.swap_in_seconds(int(streamed.overflow_bytes), s.device.flash_read))
+                  engine.swap_in_s(int(streamed.overflow_bytes), s.device.flash_read))
 
     buffers = core.buffers_at(b, ctx, sequences)
     trained = model.max_context or None
@@ -77,7 +77,7 @@ def evaluation_of(b: Basis) -> Evaluation:
         prefill_compute_s=None if prefill is None else prefill[1],
         prefill_memory_s=None if prefill is None else prefill[2],
         prefill_n_ubatch=b.n_ubatch,
-        pinned_prefix_recompute_s=prefill_seconds_of(s.device, model, s.pinned_prefix_tokens, b.weights_read_bytes,
+        pinned_prefix_recompute_s=prefill_s_of(s.device, model, s.pinned_prefix_tokens, b.weights_read_bytes,
                                                      b.n_ubatch),
         max_ctx_trained=trained, ctx_per_sequence_tokens=int(per_sequence_tokens), mean_decode_tokens=int(steps),
         # a pinned prefix sits in front of every sequence's own tokens: it is attended, so it counts

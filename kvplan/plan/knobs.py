@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dataclasses import dataclass, fields
+from dataclasses import fields, make_dataclass
 
-from kvplan.engine import DEFAULT_MARGIN_FRACTION
 from kvplan.errors import FieldError, UsageError
+from kvplan.knob_table import KNOBS, VALUE_TYPES
 from kvplan.engine.formats import ElementFormat, format_from_bits, format_from_name
 from kvplan.plan.scenario import Scenario
 
@@ -19,39 +19,28 @@ if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain
     from kvplan.profiles.spec import Device, Model
 
 
-@dataclass(frozen=True)
-class Knobs:
-    """Everything besides device, model and ctx that a configuration may set (None: the profile's)."""
+def _merged(self, other: Knobs) -> Knobs:
+    """``other``'s settings over these, field by field (for defaults + per-configuration overrides)."""
+    defaults = Knobs()
+    values = {f.name: getattr(self, f.name) for f in fields(self)}
+    for f in fields(other):
+        value = getattr(other, f.name)
+        if value != getattr(defaults, f.name):
+            values[f.name] = value
+    return Knobs(**values)
 
-    sequences: int = 1
-    pinned_prefix_tokens: int = 0
-    weight_bits: float | None = None
-    weight_type: str | None = None
-    weight_group_size: int | None = None
-    kv_bits: int | None = None
-    k_bits: int | None = None
-    v_bits: int | None = None
-    kv_group_size: int | None = None
-    kv_type: str | None = None
-    k_type: str | None = None
-    v_type: str | None = None
-    sliding_window: int | None = None
-    os_reserve_bytes: int | None = None
-    margin_fraction: float = DEFAULT_MARGIN_FRACTION
-    target_tokens_per_s: float | None = None
-    kv_policy: object | None = None  # PolicySpec, a policy YAML path, a mapping, or "none" (kvplan.profiles.policy)
-    runtime: object | None = None  # a RuntimeSpec, a runtime name or mapping (kvplan.runtimes); "ideal": the
-    # contract's formula even when the model profile names a runtime; None: the model profile's runtime, else ideal
 
-    def merged(self, other: Knobs) -> Knobs:
-        """``other``'s settings over these, field by field (for defaults + per-configuration overrides)."""
-        defaults = Knobs()
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        for f in fields(other):
-            value = getattr(other, f.name)
-            if value != getattr(defaults, f.name):
-                values[f.name] = value
-        return Knobs(**values)
+# Everything besides device, model and ctx that a configuration may set (None: the profile's): one field per row
+# of the knob table (kvplan.knob_table), in its order, with its default. ``kv_policy``: a PolicySpec, a policy YAML
+# path, a mapping, or "none" (kvplan.profiles.policy); ``runtime``: a RuntimeSpec, a runtime name or mapping
+# (kvplan.runtimes), "ideal" for the contract's formula even when the model profile names a runtime, None for the
+# model profile's runtime, else ideal.
+Knobs = make_dataclass(
+    "Knobs", [(k.name, VALUE_TYPES[k.kind] if k.default is not None else VALUE_TYPES[k.kind] | None, k.default)
+              for k in KNOBS],
+    frozen=True, namespace={"merged": _merged, "__module__": __name__,
+                            "__doc__": "Everything besides device, model and ctx that a configuration may set "
+                                       "(None: the profile's); one field per row of kvplan.knob_table.KNOBS."})
 
 
 _BITS = ("kv_bits", "k_bits", "v_bits")
@@ -99,18 +88,16 @@ def build_scenario(device: Device, model: Model, ctx: int, knobs: Knobs = Knobs(
     if knobs.sequences < 1:
         raise FieldError("sequences", f"must be at least 1, got {knobs.sequences}")
     if knobs.os_reserve_bytes is not None and knobs.os_reserve_bytes >= device.ram:
-        raise FieldError("os_reserve", f"must be less than the device's RAM ({device.ram:,} bytes)")
+        raise FieldError("os_reserve_bytes", f"must be less than the device's RAM ({device.ram:,} bytes)")
     if not 0 <= knobs.margin_fraction < 1:
-        raise FieldError("margin", f"must be at least 0 and below 100 %, got {knobs.margin_fraction}")
+        raise FieldError("margin_fraction", f"must be at least 0 and below 100 %, got {knobs.margin_fraction}")
     k_format, v_format = element_formats(knobs)
     policy = _policy(knobs.kv_policy)
     runtime, sequences, from_profile = _runtime(knobs, model, policy)
-    return Scenario(device, model, ctx, sequences=sequences, pinned_prefix_tokens=knobs.pinned_prefix_tokens,
-                    weight_bits=knobs.weight_bits, weight_type=knobs.weight_type,
-                    weight_group_size=knobs.weight_group_size, k_format=k_format, v_format=v_format,
-                    sliding_window=knobs.sliding_window, os_reserve_bytes=knobs.os_reserve_bytes,
-                    margin_fraction=knobs.margin_fraction, target_tokens_per_s=knobs.target_tokens_per_s,
-                    kv_policy=policy, runtime=runtime, runtime_from_profile=from_profile)
+    # every knob the Scenario holds as such (kvplan.knob_table: in_scenario), then what was made of the others
+    given = {k.name: getattr(knobs, k.name) for k in KNOBS if k.in_scenario}
+    return Scenario(device, model, ctx, **{**given, "sequences": sequences, "kv_policy": policy, "runtime": runtime},
+                    k_format=k_format, v_format=v_format, runtime_from_profile=from_profile)
 
 
 def _runtime(knobs: Knobs, model: Model, policy):

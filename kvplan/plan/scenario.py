@@ -35,7 +35,7 @@ class Scenario:
     margin_fraction: float = engine.DEFAULT_MARGIN_FRACTION
     target_tokens_per_s: float | None = None
     kv_policy: object | None = None  # a compression policy (kvplan.profiles.policy), None: plain cache
-    runtime: object | None = None  # runtime-exact rules (kvplan.runtimes), None: the ideal formula
+    runtime: object | None = None  # runtime-exact rules (kvplan.profiles.runtime), None: the ideal formula
     runtime_from_profile: bool = False  # the runtime is the model profile's default (none given)
 
     def __post_init__(self):
@@ -87,11 +87,11 @@ class Scenario:
                                                  and 0 < self.weight_bits <= 32):
             raise FieldError("weight_bits", f"must be above 0 and at most 32, got {self.weight_bits!r}")
         if not (isinstance(self.margin_fraction, (int, float)) and 0 <= self.margin_fraction < 1):
-            raise FieldError("margin", f"must be at least 0 and below 1, got {self.margin_fraction!r}")
+            raise FieldError("margin_fraction", f"must be at least 0 and below 1, got {self.margin_fraction!r}")
         if self.os_reserve_bytes is not None:
             _check_count("os_reserve_bytes", self.os_reserve_bytes, minimum=0)
             if self.os_reserve_bytes >= self.device.ram:
-                raise FieldError("os_reserve", f"must be less than the device's RAM ({self.device.ram:,} bytes)")
+                raise FieldError("os_reserve_bytes", f"must be less than the device's RAM ({self.device.ram:,} bytes)")
         if self.target_tokens_per_s is not None and not (isinstance(self.target_tokens_per_s, (int, float))
                                                          and 0 < self.target_tokens_per_s < math.inf):
             raise FieldError("target_tokens_per_s", f"must be a positive, finite rate, got {self.target_tokens_per_s!r}")

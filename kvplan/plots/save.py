@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from kvplan.errors import OutputError
-from kvplan.files.outfiles import check_extension, check_writable, write_atomic
+from kvplan.files.outfiles import check_extension, check_writable, make_folder, write_atomic
 
 PLOT_EXTENSIONS = ("png", "svg", "pdf")
 PNG_DPI = 150
@@ -15,9 +15,10 @@ _METADATA = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"Creation
 
 
 def check_plot_path(path: str | os.PathLike) -> Path:
-    """Fail before computing when ``path`` has an unknown extension or cannot be written."""
-    check_extension(path, PLOT_EXTENSIONS, "plot")
-    return check_writable(path)
+    """Fail before computing when ``path`` has an unknown extension or cannot be written (``-``: a PNG to standard
+    output, refused when that is a terminal)."""
+    fmt = check_extension(path, PLOT_EXTENSIONS, "plot", stdout_means="png")
+    return check_writable(path, binary=fmt != "svg")
 
 
 def check_plot_dir(folder: str | os.PathLike) -> Path:
@@ -38,17 +39,25 @@ def check_plot_dir(folder: str | os.PathLike) -> Path:
 
 
 def make_plot_dir(folder: str | os.PathLike) -> Path:
-    p = Path(folder)
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{folder}: cannot create the folder: {exc.strerror or exc}") from None
-    return p
+    return make_folder(folder)  # removed again when the command fails (kvplan.files.outfiles.OutputBatch)
+
+
+def figure_bytes(fig, fmt: str = "png") -> bytes:
+    """``fig`` as the bytes of a PNG, SVG or PDF file, as :func:`save_figure` writes it."""
+    import io
+
+    import matplotlib
+
+    buffer = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "kvplan"}):
+        fig.savefig(buffer, format=fmt, dpi=PNG_DPI, metadata=_METADATA[fmt], bbox_inches="tight", pad_inches=0.15)
+    return buffer.getvalue()
 
 
 def save_figure(fig, path: str | os.PathLike) -> Path:
-    """Write ``fig`` to ``path`` as PNG, SVG or PDF (by extension), whole or not at all."""
-    fmt = check_extension(path, PLOT_EXTENSIONS, "plot")
+    """Write ``fig`` to ``path`` as PNG, SVG or PDF (by extension; ``-``: a PNG to standard output), whole or not
+    at all."""
+    fmt = check_extension(path, PLOT_EXTENSIONS, "plot", stdout_means="png")
     import matplotlib
 
     def produce(tmp: Path) -> None:
@@ -56,4 +65,4 @@ def save_figure(fig, path: str | os.PathLike) -> Path:
             fig.savefig(tmp, format=fmt, dpi=PNG_DPI, metadata=_METADATA[fmt], bbox_inches="tight",
                         pad_inches=0.15)
 
-    return write_atomic(path, produce)
+    return write_atomic(path, produce, binary=fmt != "svg")

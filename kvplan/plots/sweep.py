@@ -183,7 +183,7 @@ def _cache_note(cols: SweepColumns) -> str:
     price (its formats alone would read "KV 16-bit" for a K4/V3 history)."""
     import numpy as np
 
-    from kvplan.caches.labels import NO_POLICY
+    from kvplan.labels import NO_POLICY
 
     parts = []
     for name, plain, word in (("runtime", "ideal", "runtime"), ("kv_policy", NO_POLICY, "KV policy")):

@@ -21,6 +21,8 @@ import math
 import time
 from dataclasses import dataclass
 
+from kvplan.errors import ProbeError
+
 MIN_PRODUCT_S = 0.05
 REPEATS = 5
 MIN_N, MAX_N = 512, 4096
@@ -62,14 +64,14 @@ def blas_name() -> str:
         return "BLAS not named by numpy"
 
 
-def _product_seconds(np, n: int, dtype) -> float:
+def _product_s(np, n: int, dtype) -> float:
     a = np.full((n, n), 0.5, dtype=dtype)
     b = np.full((n, n), 2.0, dtype=dtype)
     start = time.perf_counter()
     c = np.matmul(a, b)
     seconds = time.perf_counter() - start
     if float(c[0, 0]) != float(n) or float(c[-1, -1]) != float(n):  # every entry is n × 0.5 × 2 = n
-        raise RuntimeError(f"compute probe: a {n} × {n} {np.dtype(dtype).name} product gave a wrong result")
+        raise ProbeError(f"compute probe: a {n} × {n} {np.dtype(dtype).name} product gave a wrong result")
     return seconds
 
 
@@ -77,16 +79,16 @@ def measure_compute(repeats: int = REPEATS, progress=None) -> Compute:
     """float32 GEMM FLOP/s of this machine (module docstring); ``progress(text)`` hears each step."""
     import numpy as np
 
-    _product_seconds(np, 256, np.float32)  # starts BLAS's threads: the first product pays for that
+    _product_s(np, 256, np.float32)  # starts BLAS's threads: the first product pays for that
     n = MIN_N
     # the faster of two products sizes it: one product delayed by another program must not stop the growth early
-    while n < MAX_N and min(_product_seconds(np, n, np.float32) for _ in range(2)) < MIN_PRODUCT_S:
+    while n < MAX_N and min(_product_s(np, n, np.float32) for _ in range(2)) < MIN_PRODUCT_S:
         n *= 2
     if progress:
         progress(f"measuring compute: float32 matrix product, n = {n}")
-    times = [_product_seconds(np, n, np.float32) for _ in range(repeats + 1)][1:]
-    f16_s = _product_seconds(np, F16_N, np.float16)
+    times = [_product_s(np, n, np.float32) for _ in range(repeats + 1)][1:]
+    f16_s = _product_s(np, F16_N, np.float16)
     best = min(times)
     if not math.isfinite(best) or best <= 0:
-        raise RuntimeError("compute probe: the clock did not advance")
+        raise ProbeError("compute probe: the clock did not advance")
     return Compute(2 * n**3 / best, n, repeats, 2 * F16_N**3 / f16_s, F16_N, blas_name())

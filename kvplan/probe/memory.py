@@ -24,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from kvplan.errors import ProbeError
 from kvplan.probe.system import GiB, MiB, available_ram, cpu_count, last_level_cache
 
 MIN_ARRAY_BYTES = 256 * MiB
@@ -103,7 +104,7 @@ def _rounds(threads: int, n: int, kernel, rounds: int) -> list[float]:
     for t in pool:
         t.join()
     if errors:
-        raise RuntimeError(f"memory bandwidth probe failed: {errors[0]}")
+        raise ProbeError(f"memory bandwidth probe failed: {errors[0]}")
     return [max(stamps[k][r][1] for k in range(threads)) - min(stamps[k][r][0] for k in range(threads))
             for r in range(rounds)]
 
@@ -141,5 +142,5 @@ def measure_memory_bandwidth(repeats: int = REPEATS, array_bytes: int | None = N
         progress("measuring memory bandwidth: triad")
     triad_s = min(_rounds(threads, n, triad, repeats + 1)[1:])
     if a[0] != b[0] + scalar * c[0] or a[-1] != b[-1] + scalar * c[-1]:  # the kernel really ran
-        raise RuntimeError("memory bandwidth probe: the triad gave a wrong result")
+        raise ProbeError("memory bandwidth probe: the triad gave a wrong result")
     return Bandwidth(2 * n * 8 / copy_s, 3 * n * 8 / triad_s, threads, n * 8, block, llc, llc_source, repeats)

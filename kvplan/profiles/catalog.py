@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
-from kvplan.errors import NotFoundError
+from kvplan.errors import NotFoundError, ProfileNotFoundError
 
 Kind = Literal["device", "model"]
 KIND_DIRS: dict[str, str] = {"device": "device_profiles", "model": "model_profiles"}
@@ -150,7 +150,7 @@ class Catalog:
                 raise NotFoundError(f"{kind} {ref!r} is ambiguous in {folder}: {files} all use that name or alias")
             if matches:
                 return self._loaded(kind, matches[0], origin, dirs[i + 1:])
-        raise NotFoundError(self._not_found_message(kind, ref))
+        raise ProfileNotFoundError("kind", self._not_found_message(kind, ref), lead=None)
 
     def _loaded(self, kind: Kind, path: Path, origin: str, later: list[tuple[Path, str]]) -> Resolved:
         """The profile at ``path``, with a note when it hides a profile of a later folder (``later``: the
@@ -184,9 +184,10 @@ class Catalog:
         return list(dict.fromkeys(canonical[key] for key in close))[:n]
 
     def _not_found_message(self, kind: Kind, ref: str) -> str:
+        """The message of :class:`ProfileNotFoundError`: ``{kind=…}`` is worded by the reporter (the CLI: its flag)."""
         guesses = self.suggestions(kind, ref)
         hint = f"; did you mean {', '.join(guesses)}?" if guesses else ""
-        return f"unknown {kind} {ref!r}{hint} (see 'kvplan profiles list --kind {kind}', or pass a YAML path)"
+        return f"unknown {kind} {ref!r}{hint} (see 'kvplan profiles list {{kind={kind}}}', or pass a YAML path)"
 
     # --- index of names and aliases (read only when a direct file-name lookup fails) ---
 
@@ -276,10 +277,11 @@ def _quick_load(path: Path):
     """Parse a profile for the name index only (validation happens when it is used)."""
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from kvplan.files.yamlio import FAST_LOADER
+
     try:
         with open(path, "rb") as handle:
-            return yaml.load(handle, Loader=loader)
+            return yaml.load(handle, Loader=FAST_LOADER)
     except (OSError, yaml.YAMLError, ValueError):
         return None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvplan.errors import ProfileError
+from kvplan.errors import FieldText, ProfileError
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,8 @@ def validate_file(path: str | Path, kind: str | None = None) -> FileResult:
                                              "needed here"])
     kind = kind or sniffed
     if kind is None:
-        return FileResult(name, None, None, [f"{doc.where(())}: (document): cannot tell a device from a model by "
-                                             "its keys; give --kind device or --kind model"])
+        return FileResult(name, None, None, [FieldText("kind", f"{doc.where(())}: (document): cannot tell a device "
+                                                       "from a model by its keys; give {kind=device} or {kind=model}")])
     cls = Device if kind == "device" else Model
     try:
         profile = validate_document(cls, doc, what=f"{kind} profile")

@@ -84,9 +84,32 @@ def _message(error: dict, loc: tuple, cls: type[BaseModel]) -> str:
         got = error.get("input")
         return "must be a mapping of fields (key: value lines)" + (", got nothing" if got is None else
                                                                   f", got {got!r}")
+    words = _string_words(kind, error)
+    if words:
+        return words
     if msg.startswith("Input should be "):
         msg = "must be " + msg[len("Input should be "):]
     return msg
+
+
+def _string_words(kind: str, error: dict) -> str | None:
+    """pydantic's messages about text (``String should have at least 1 character``) in the file's words."""
+    ctx, got = error.get("ctx") or {}, error.get("input")
+    if kind == "string_too_short":
+        least = ctx.get("min_length", 1)
+        return "must not be empty" if least <= 1 else f"must be at least {least:,} characters long"
+    if kind == "string_too_long":
+        length = f", got {len(got):,}" if isinstance(got, str) else ""
+        return f"must be at most {ctx.get('max_length', 0):,} characters long{length}"
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") == ONE_LINE_PATTERN:
+        return "must be on one line"
+    if kind == "string_type":
+        return f"expected text, got {got!r}" + (" (quote it to make it text)" if isinstance(got, (int, float)) else "")
+    return None
+
+
+# A name shown in one table row: no line breaks (gate configurations).
+ONE_LINE_PATTERN = r"^[^\n\r]+$"
 
 
 def _fields_at(cls: type[BaseModel], loc: tuple):

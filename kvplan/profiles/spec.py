@@ -56,9 +56,15 @@ def _slug(value: object) -> object:
     return value
 
 
+# YAML 1.1's other booleans, which YAML 1.2 (and kvplan's reader) reads as text.
+_YAML11_TRUTH = {"yes": "true", "on": "true", "y": "true", "no": "false", "off": "false", "n": "false"}
+
+
 def _strict_bool(value: object) -> object:
     if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
+        truth = _YAML11_TRUTH.get(value.lower()) if isinstance(value, str) else None
+        hint = f" (YAML 1.2 reads {value} as text, not a boolean: write {truth})" if truth else ""
+        raise ValueError(f"expected true or false, got {value!r}{hint}")
     return value
 
 
@@ -167,11 +173,8 @@ def _window_pattern(value: object) -> object:
         return value.strip().lower()
     if isinstance(value, list):
         return [_whole(v) for v in value]
-    hint = ""
-    if isinstance(value, int) and not isinstance(value, bool):
-        hint = " (YAML reads an unquoted 5:1 as a base-60 number: write it quoted, \"5:1\")"
     raise ValueError(f"expected 'all', 'alternating', \"N:1\" (N local layers then 1 global) or a list of "
-                     f"local layer indices, got {value!r}{hint}")
+                     f"local layer indices, got {value!r}")
 
 
 def _kv_heads(value: object) -> object:
@@ -192,7 +195,7 @@ KvHeads = Annotated[Annotated[int, Field(gt=0, le=10**6)] | list[Annotated[int, 
 
 def _runtime(value: object) -> object:
     """A runtime as a gate file names it (``llama.cpp`` or ``{name: llama.cpp, parallel: 2}``), kept in the
-    canonical JSON form of :func:`kvplan.runtimes.runtime_value` (so the profile cache stores it as is)."""
+    canonical JSON form of :func:`kvplan.profiles.runtime.runtime_value` (so the profile cache stores it as is)."""
     from kvplan.profiles.runtime import file_runtime, runtime_value
 
     return runtime_value(file_runtime(value))

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import math
 
+from kvplan.knob_table import KNOBS
 from kvplan.render import fmt, rates
 from kvplan.render import maxctx as maxctx_render
 from kvplan.render import policy as policy_render
@@ -17,6 +18,14 @@ if TYPE_CHECKING:
     from kvplan.plan.results import Evaluation
 
 JSON_SCHEMA_VERSION = 1
+
+# JSON key → the Scenario field it echoes as is (kvplan.knob_table: json_key, json_plain); the knobs echoed as a figure
+# derived from them (weights, cache formats, memory.os_reserve_bytes, runtime, kv_policy) have their own renderers.
+_ECHOED = {k.json_key: k.name for k in KNOBS if k.json_key and k.json_plain}
+
+
+def _echo(s, key: str):
+    return getattr(s, _ECHOED[key])
 
 
 def _finite(x: float | None) -> float | None:
@@ -32,15 +41,16 @@ def format_json(ev: Evaluation, runtime_command: str | None = None) -> dict:
         "device": s.device.name,
         "model": s.model.name,
         "ctx": s.ctx,
-        "sequences": s.sequences,
-        "pinned_prefix_tokens": s.pinned_prefix_tokens,
+        "sequences": _echo(s, "sequences"),
+        "pinned_prefix_tokens": _echo(s, "pinned_prefix_tokens"),
         "weight_bits": ev.weight_bits,
         "weights": weights_json(ev),
         "k_format": ev.cache.k_format.name,
         "v_format": ev.cache.v_format.name,
+        "sliding_window": _echo(s, "sliding_window"),
         "kv_bytes_per_token": ev.kv_bytes_per_token,
         "verdict": ev.verdict.value,
-        "margin_fraction": s.margin_fraction,
+        "margin_fraction": _echo(s, "margin_fraction"),
         "memory": memory_json(ev),
         "decode_tokens_per_s": ev.decode_tokens_per_s,
         "decode_tokens_per_s_roofline": ev.decode_tokens_per_s_roofline,
@@ -55,7 +65,7 @@ def format_json(ev: Evaluation, runtime_command: str | None = None) -> dict:
         "max_ctx_trained": ev.max_ctx_trained,
         "ctx_beyond_trained": ev.ctx_beyond_trained,
         "max_ctx_at_target": ev.max_ctx_at_target,
-        "target_tokens_per_s": s.target_tokens_per_s,
+        "target_tokens_per_s": _echo(s, "target_tokens_per_s"),
         "prefill_s": ev.prefill_s,
         "prefill_bound": ev.prefill_bound,
         "prefill_compute_s": ev.prefill_compute_s,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvplan.render import fmt
+from kvplan.render.runtime_rules import rule_text
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
@@ -23,9 +24,10 @@ def runtime_json(ev: Evaluation) -> dict:
         return {"name": "ideal", "rules": [rule], "cells": None, "from_profile": False,
                 "llamacpp_buffers_bytes": ev.llamacpp_buffers_bytes}
     d = cache.describe(ev.scenario.ctx, ev.scenario.sequences)
+    d["rules"] = [rule_text(r) for r in d["rules"]]
     from_profile = bool(getattr(ev.scenario, "runtime_from_profile", False))
     if from_profile:
-        d["rules"] = [profile_rule(ev)] + list(d["rules"])
+        d["rules"] = [profile_rule(ev)] + d["rules"]
     if "compute_buffer_bytes" in d:  # llama.cpp: the buffers counted in memory.total_bytes (null: shape unknown)
         d["compute_buffer_bytes"] = ev.compute_buffer_bytes or None
         d["output_buffer_bytes"] = ev.output_buffer_bytes or None
@@ -58,7 +60,7 @@ def runtime_table(ev: Evaluation, units: str = "si") -> Table | None:
     if getattr(ev.scenario, "runtime_from_profile", False):
         t.add(profile_rule(ev), "model profile")
     for rule in d["rules"]:
-        t.add(rule, "applied")
+        t.add(rule_text(rule), "applied")
     for part in d.get("caches", []):
         total = part["k_bytes"] + part["v_bytes"]
         t.add(f"llama_kv_cache: {part['cells']:,} cells, {part['layers']} layers, {part['streams']} stream(s)",

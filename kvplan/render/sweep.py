@@ -243,7 +243,7 @@ def _constant_columns(cols: SweepColumns) -> dict:
 
 
 def _fixed_text(fixed: dict) -> str:
-    from kvplan.caches.labels import NO_POLICY
+    from kvplan.labels import NO_POLICY
 
     parts = []
     if "device" in fixed and "model" in fixed:

@@ -61,14 +61,7 @@ def write_report(report: Report, path: str | os.PathLike, units: str = "si") -> 
 def _pngs(report: Report, units: str) -> dict[str, bytes]:
     if not report.plots:
         return {}
-    import tempfile
-
     from kvplan.plots.check import summary_figure
-    from kvplan.plots.save import save_figure
+    from kvplan.plots.save import figure_bytes
 
-    images: dict[str, bytes] = {}
-    with tempfile.TemporaryDirectory(prefix="kvplan-report-") as tmp:
-        for plot in report.plots:
-            png = save_figure(summary_figure(plot.evaluation, units), Path(tmp) / f"{plot.key}.png")
-            images[plot.key] = png.read_bytes()
-    return images
+    return {plot.key: figure_bytes(summary_figure(plot.evaluation, units)) for plot in report.plots}

@@ -22,8 +22,7 @@ Fewer cases need more than the output:
 
 ``{data}`` in a command, path or fragment is tests/data, ``{root}`` the repository, ``{tmp}`` a fresh temporary folder, which
 is also the working folder. Commands run in-process with COLUMNS=200 and NO_COLOR=1 (no terminal: the plain tables
-of a pipe). failing.txt has the same format: cases the issues ask for that kvplan does not do yet; it is parsed
-here, not run.
+of a pipe).
 """
 
 from __future__ import annotations
@@ -99,11 +98,23 @@ def load_cases(path: Path = HERE / "cases.txt") -> list[Case]:
 CASES = load_cases()
 
 
-def test_failing_cases_parse():
-    """failing.txt (when there is one) is not run — kvplan does not do those yet — but stays in the format."""
-    path = HERE / "failing.txt"
-    if path.exists():
+@pytest.mark.parametrize("text, problem", [
+    ("kvplan check --ctx 4k\nout: fit\n", "cases.txt line 1: the case gives no exit code"),
+    ("out: fit\n", "cases.txt line 1: expected a kvplan command or exit/"),
+    ("kvplan check\nexit: 0\nstdout: fit\n", "cases.txt line 3: expected a kvplan command or exit/"),
+])
+def test_a_malformed_case_file_is_refused(tmp_path, text, problem):
+    """The reader refuses a case it cannot run, so a typo in cases.txt fails the suite instead of testing less."""
+    path = tmp_path / "cases.txt"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=problem):
         load_cases(path)
+
+
+def test_every_case_runs_and_checks_something():
+    """Each case of cases.txt asserts at least its exit code, and the file holds cases (a parse that lost them
+    would pass vacuously)."""
+    assert len(CASES) > 10 and all(c.exit for c in CASES)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"line{c.line}-{' '.join(c.argv[:1])}" for c in CASES])

@@ -25,7 +25,7 @@ def _profiles():
     ({"kv_type": "q9_0"}, "kv_type", "unknown cache type 'q9_0'"),
     ({"v_type": "q9_0"}, "v_type", "unknown cache type 'q9_0'"),
     # ref-phone: ram 8,000,000,000 B; a reserve of the whole RAM leaves no budget
-    ({"os_reserve_bytes": 8_000_000_000}, "os_reserve", "must be less than the device's RAM (8,000,000,000 bytes)"),
+    ({"os_reserve_bytes": 8_000_000_000}, "os_reserve_bytes", "must be less than the device's RAM (8,000,000,000 bytes)"),
     ({"runtime": "vllm"}, "runtime", "unknown runtime 'vllm'; known: ideal, llama.cpp, transformers"),
     # llama.cpp's -np is at most 256 (LLAMA_MAX_SEQ)
     ({"runtime": "llama.cpp", "sequences": 300}, "sequences", "llama.cpp allows at most 256 sequences, got 300"),

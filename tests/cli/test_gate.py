@@ -212,7 +212,7 @@ def test_key_in_defaults_points_at_the_defaults_line(run, tmp_path):
       dict(lead=None, mentions=("runtime.max_cache_len",))),
      "ctx 20,480 exceeds runtime.max_cache_len 16,384: StaticCache cannot hold it"),
     (("pinned_prefix_tokens", "drop {pinned_prefix_tokens} with {runtime=llama.cpp}", dict(mentions=("runtime",))),
-     "pinned_prefix: drop pinned_prefix with runtime: llama.cpp"),
+     "pinned_prefix_tokens: drop pinned_prefix_tokens with runtime: llama.cpp"),
     (("runtime.parallel", "{runtime.parallel} 2 and {sequences} 3 disagree", dict(lead=None, mentions=("sequences",))),
      "runtime.parallel 2 and sequences 3 disagree"),
     (("kv_policy", "add {runtime=ideal} to use the policy", dict(lead=None, mentions=("runtime",))),
@@ -227,6 +227,18 @@ def test_field_errors_name_file_keys(error, expected):
 
     field, message, options = error
     assert _placed_wording(FieldError(field, message, **options), None) == expected
+
+
+def test_field_errors_name_a_knob_by_the_key_the_file_wrote():
+    """A file that writes the older key ``pinned_prefix`` reads its errors with that key, not the knob's name."""
+    from kvplan.errors import FieldError
+    from kvplan.gate.spec import _placed_wording
+
+    error = FieldError("pinned_prefix_tokens", "drop {pinned_prefix_tokens} with {runtime=llama.cpp}",
+                       mentions=("runtime",))
+    written = {"pinned_prefix_tokens": "pinned_prefix"}
+    assert _placed_wording(error, None, written) == "pinned_prefix: drop pinned_prefix with runtime: llama.cpp"
+    assert _placed_wording(error, "pinned_prefix_tokens", written) == "drop pinned_prefix with runtime: llama.cpp"
 
 
 def test_pre_commit_hook_entry():

@@ -1,7 +1,7 @@
 """``kvplan check --runtime …``: the cache bytes the runtimes allocate, exactly.
 
 The expected figures come from an independent per-layer loop written here from the rules in
-docs/runtimes.md (not from kvplan.runtimes), and from real llama.cpp log lines recorded in
+docs/runtimes.md (not from kvplan.caches.runtimes), and from real llama.cpp log lines recorded in
 tests/data/runtime_logs/.
 """
 

@@ -352,3 +352,8 @@ def resolve_in_subprocess(spec: str, env: dict, **extra_env) -> dict:
                           text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
+# A tiny llama shape for the tests whose safetensors files hold a few hundred values: kvplan refuses a parameter
+# count its model's shape cannot hold (1,608 parameters for TinyLlama's 22 layers of 2,048), so those files come
+# with a config they could be the weights of (1 layer, hidden 8, 1 head of 8: output projection 8 × 8 = 64 values).
+TINY_LLAMA_CONFIG = {**LLAMA_CONFIG, "hidden_size": 8, "intermediate_size": 16, "num_attention_heads": 1,
+                     "num_hidden_layers": 1, "num_key_value_heads": 1, "vocab_size": 100}

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hubfake import (
     LLAMA_CONFIG,
+    TINY_LLAMA_CONFIG,
     LLAMA_DERIVED_PARAMS,
     TOKEN,
     FakeRepo,
@@ -52,16 +53,10 @@ def test_config_end_to_end_with_the_hubs_safetensors_summary(hub, hub_env):
     assert (root / "refs" / "main").read_text() == repo.commit
 
 
-# A shape the few values of these safetensors files can fill: params must reach the output projections,
-# 2 layers × (2 heads × 4) × 8 = 128 (kvplan.profiles.plausible); TinyLlama's shape needs 92,274,688
-SMALL_CONFIG = {**LLAMA_CONFIG, "hidden_size": 8, "num_attention_heads": 2, "num_key_value_heads": 1,
-                "num_hidden_layers": 2, "intermediate_size": 16}
-
-
 def test_safetensors_metadata_param_count_from_the_file_headers(hub, hub_env):
     tensors = {"model.embed_tokens.weight": ("BF16", [1000, 64]), "lm_head.weight": ("BF16", [1000, 64]),
                "model.norm.weight": ("F32", [64])}
-    hub.add(FakeRepo("org/tiny", {"config.json": json.dumps(SMALL_CONFIG).encode(),
+    hub.add(FakeRepo("org/tiny", {"config.json": json.dumps(TINY_LLAMA_CONFIG).encode(),
                                   "model.safetensors": safetensors_file(tensors)}))
     out = resolve_in_subprocess("hf:org/tiny", hub_env)
     assert out["ok"], out
@@ -79,7 +74,7 @@ def test_sharded_safetensors_through_the_index(hub, hub_env):
     index = {"metadata": {"total_size": 3216}, "weight_map": {
         "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
         "lm_head.weight": "model-00002-of-00002.safetensors", "model.norm.weight": "model-00002-of-00002.safetensors"}}
-    hub.add(FakeRepo("org/sharded", {"config.json": json.dumps(SMALL_CONFIG).encode(),
+    hub.add(FakeRepo("org/sharded", {"config.json": json.dumps(TINY_LLAMA_CONFIG).encode(),
                                      "model.safetensors.index.json": json.dumps(index).encode(),
                                      "model-00001-of-00002.safetensors": a, "model-00002-of-00002.safetensors": b}))
     out = resolve_in_subprocess("hf:org/sharded", hub_env)
@@ -166,7 +161,7 @@ def test_online_without_kvplans_cache_then_offline_from_the_hugging_face_cache(h
         "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
         "lm_head.weight": "model-00002-of-00002.safetensors", "model.norm.weight": "model-00002-of-00002.safetensors"}}
     repo = hub.add(FakeRepo("org/sharded-bf16", {
-        "config.json": json.dumps(SMALL_CONFIG).encode(), "model.safetensors.index.json": json.dumps(index).encode(),
+        "config.json": json.dumps(TINY_LLAMA_CONFIG).encode(), "model.safetensors.index.json": json.dumps(index).encode(),
         "model-00001-of-00002.safetensors": a, "model-00002-of-00002.safetensors": b},
         safetensors={"parameters": {"BF16": 1608}, "total": 1608}, tags=("v1.0",)))
     ref = "hf:org/sharded-bf16" + (f"@{revision}" if revision else "")
@@ -319,12 +314,8 @@ def test_split_gguf_reads_every_shard_header(hub, hub_env, tmp_path):
 def test_resolved_profile_validates_as_a_kvplan_model(hub, hub_env, tmp_path):
     hub.add(config_repo("org/m", safetensors=SUMMARY))
     out = resolve_in_subprocess("hf:org/m", hub_env)
-    try:
-        from kvplan.profiles.catalog import load_profile
-        from kvplan.profiles.records import ModelRecord
-    except ImportError:  # the layout before kvplan.profiles became a package
-        from kvplan.catalog import load_profile
-        from kvplan.records import ModelRecord
+    from kvplan.profiles.catalog import load_profile
+    from kvplan.profiles.records import ModelRecord
 
     yaml_path = tmp_path / "m.yaml"
     import yaml

@@ -20,10 +20,8 @@ GiB, MiB = 2**30, 2**20
 
 
 def _load_device(path):
-    try:
-        from kvplan.profiles.catalog import load_profile
-    except ImportError:  # the layout before kvplan.profiles became a package
-        from kvplan.catalog import load_profile
+    from kvplan.profiles.catalog import load_profile
+
     return load_profile("device", path)
 
 

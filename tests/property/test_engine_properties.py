@@ -26,9 +26,9 @@ def models(draw):
     pattern = draw(st.sampled_from(["all", "alternating", "5:1", "3:1"]))
     window = draw(st.one_of(st.none(), st.integers(16, 32768)))
     head_dim = draw(st.sampled_from([64, 80, 96, 128, 256]))
-    floor = layers * (heads * head_dim) ** 2  # the output projections a profile's params must reach (plausible.py)
-    return Model(name="m", params=max(draw(st.integers(10**6, 10**11)), floor), layers=layers, attention_heads=heads,
-                 kv_heads=kv_heads, head_dim=head_dim,
+    floor = layers * (heads * head_dim) ** 2  # a count the shape can hold: its attention output projections at least
+    return Model(name="m", params=draw(st.integers(max(10**6, floor), max(10**11, floor))), layers=layers,
+                 attention_heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                  sliding_window=window, sliding_window_pattern=pattern if window else "all",
                  weight_bits=draw(st.sampled_from([2, 3, 4, 4.5, 8, 16])),
                  kv_bits=draw(st.sampled_from([4, 8, 16])))

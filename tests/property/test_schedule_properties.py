@@ -13,9 +13,9 @@ BYTES = {16: 2, 8: 1, 32: 4}  # bytes per value of the plain formats
 
 
 def _model(layers, heads, kv_heads, head_dim, window=None, pattern="all"):
-    # at least the output projections a profile's params must reach (kvplan.profiles.plausible)
-    return Model(name="m", params=max(10**9, layers * (heads * head_dim) ** 2), layers=layers, attention_heads=heads,
-                 kv_heads=kv_heads,
+    # a parameter count the shape can hold: at least its attention output projections (layers × width²)
+    params = max(10**9, layers * (heads * head_dim) ** 2)
+    return Model(name="m", params=params, layers=layers, attention_heads=heads, kv_heads=kv_heads,
                  head_dim=head_dim, sliding_window=window, sliding_window_pattern=pattern)
 
 

@@ -15,9 +15,8 @@ import pytest
 from kvplan.calibrate import parse_bench_text, read_bench
 from kvplan.calibrate.fit_device import ModelFacts, calibrate_device
 from kvplan.engine.calibration import decode_bytes_per_token, fit_decode, fit_prefill, prefill_flops_per_row
-from kvplan.engine.decode import (aggregate_tokens_per_s, mean_decode_tokens_per_s, mean_seconds_per_token,
-                                  per_sequence_tokens_per_s, seconds_per_token)
-from kvplan.engine.prefill import prefill_flops, prefill_flops_at_depth, time_to_first_token
+from kvplan.engine.decode import aggregate_tokens_per_s, time_per_token_s
+from kvplan.engine.prefill import prefill_flops, prefill_flops_at_depth
 from kvplan.errors import ProfileError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,18 +44,11 @@ QWEN7B_Q8 = ModelFacts(model_bytes=8_092_571_648, embedding_bytes=579_059_712, k
 # --- the two-term model in engine/decode.py and engine/prefill.py --------------------------------
 
 
-def test_seconds_per_token_adds_latency_to_streaming_time():
+def test_time_per_token_adds_latency_to_streaming_time():
     # 4.5e9 B at 100 GB/s × 0.9 = 4.5e9 / 9e10 = 0.05 s, + 5 ms = 0.055 s
-    assert seconds_per_token(4.5e9, 100e9, 0.9, 0.005) == pytest.approx(0.055)
-    assert per_sequence_tokens_per_s(4.5e9, 100e9, 0.9, 0.005) == pytest.approx(1 / 0.055)
+    assert time_per_token_s(4.5e9, 100e9, 0.9, 0.005) == pytest.approx(0.055)
     # four sequences share the step: 4 / 0.055 = 72.7 tokens/s in aggregate
     assert aggregate_tokens_per_s(4.5e9, 4, 100e9, 0.9, 0.005) == pytest.approx(4 / 0.055)
-
-
-def test_mean_seconds_per_token_without_latency_is_the_old_mean_rate():
-    args = (128, 3.75e9, 128 * 129 // 2 * 524_288, 100e9, 0.8)
-    assert 1 / mean_seconds_per_token(*args) == pytest.approx(mean_decode_tokens_per_s(*args))
-    assert mean_seconds_per_token(*args, latency_s=0.004) == pytest.approx(mean_seconds_per_token(*args) + 0.004)
 
 
 def test_prefill_at_depth_extends_prefill_flops():
@@ -64,17 +56,6 @@ def test_prefill_at_depth_extends_prefill_flops():
     # 2 · 6.74e9 · 512 = 6,901,760,000,000; attention 2·32·32·128 · (512² + 2·512·4096) = 262,144 · 4,456,448
     got = prefill_flops_at_depth(512, 4096, 6_740_000_000, 32, 32, 128)
     assert got == 6_901_760_000_000 + 1_168_231_104_512
-
-
-def test_time_to_first_token_is_bounded_by_weight_reads_per_micro_batch():
-    # compute-bound: 1e12 FLOP / 2e12 = 0.5 s > one micro-batch reading 4e9 B at 100 GB/s = 0.04 s
-    assert time_to_first_token(1e12, 2e12, 512, 4e9, 100e9) == pytest.approx(0.5)
-    # memory-bound: 1e9 FLOP / 2e12 = 0.5 ms < 0.04 s
-    assert time_to_first_token(1e9, 2e12, 512, 4e9, 100e9) == pytest.approx(0.04)
-    # 1,025 tokens in micro-batches of 512 = 3 passes → 0.12 s
-    assert time_to_first_token(1e9, 2e12, 1025, 4e9, 100e9, n_ubatch=512) == pytest.approx(0.12)
-    # no bandwidth given: the compute time alone
-    assert time_to_first_token(1e9, 2e12, 512) == pytest.approx(0.0005)
 
 
 # --- hand-derived fits ------------------------------------------------------------------------------

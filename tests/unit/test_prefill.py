@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvplan.engine.prefill import prefill_flops, prefill_seconds
+from kvplan.engine.prefill import prefill_compute_s, prefill_flops, prefill_memory_s
 
 
 def test_reference_7b_thousand_tokens():
@@ -13,7 +13,9 @@ def test_reference_7b_thousand_tokens():
     flops = prefill_flops(1000, 7_000_000_000, 32, 32, 128)
     assert flops == 14_000_000_000_000 + 262_144_000_000
     # at 1 TFLOP/s: 14,262,144,000,000 / 1e12 = 14.262144 s
-    assert prefill_seconds(flops, 1e12) == pytest.approx(14.262144)
+    assert prefill_compute_s(flops, 1e12) == pytest.approx(14.262144)
+    # at 60 % of it: 14.262144 / 0.6 = 23.77024 s
+    assert prefill_compute_s(flops, 1e12, 0.6) == pytest.approx(23.77024)
 
 
 def test_without_attention_term_is_two_flops_per_param_per_token():
@@ -25,3 +27,13 @@ def test_array_matches_scalars():
     tokens = np.array([1, 512, 4096, 1_000_000], dtype=np.int64)
     got = prefill_flops(tokens, 6_740_000_000, 32, 32, 128)
     assert got.tolist() == [prefill_flops(int(t), 6_740_000_000, 32, 32, 128) for t in tokens]
+
+
+def test_the_memory_floor_reads_the_weights_once_per_micro_batch():
+    # one micro-batch of 512 tokens reads 4e9 B at 100 GB/s: 4e9 / 1e11 = 0.04 s
+    assert prefill_memory_s(512, 4e9, 100e9) == pytest.approx(0.04)
+    # 1,025 tokens in micro-batches of 512 = 3 passes → 0.12 s; at 80 % of the bandwidth 0.15 s
+    assert prefill_memory_s(1025, 4e9, 100e9, n_ubatch=512) == pytest.approx(0.12)
+    assert prefill_memory_s(1025, 4e9, 100e9, 0.8, 512) == pytest.approx(0.15)
+    tokens = np.array([1, 512, 513, 1025])
+    assert prefill_memory_s(tokens, 4e9, 100e9).tolist() == pytest.approx([0.04, 0.04, 0.08, 0.12])

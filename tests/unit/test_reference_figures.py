@@ -60,7 +60,7 @@ def test_decode_time_at_50_gb_s(ref):
 
 def test_flash_swap_in_of_2_1_gb_at_2_gb_s():
     # 2,147,483,648 B / 2e9 B/s = 1.07 s ("about 1 s")
-    assert engine.swap_in_seconds(2_147_483_648, 2e9) == pytest.approx(1.073741824)
+    assert engine.swap_in_s(2_147_483_648, 2e9) == pytest.approx(1.073741824)
 
 
 def test_weights_of_7e9_params_at_4_bits():

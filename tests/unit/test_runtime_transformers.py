@@ -69,7 +69,9 @@ def test_mla_caches_the_latent():
     # per token per layer: 27 × 10,240 = 276,480 B/token, named in the rule)
     c = cache("deepseek-v2-lite")
     assert c.kv_bytes(4096) == c.kv_peak_bytes(4096) == 127_401_984
-    assert any("276,480 B/token" in rule for rule in c.rules)
+    latent = next(r for r in c.rules if r.kind == "mla_latent")
+    assert latent["latent_bytes_per_token"] == 27 * 1_152 == 31_104
+    assert latent["expanded_bytes_per_token"] == 276_480
 
 
 def test_dtypes_and_refusals():

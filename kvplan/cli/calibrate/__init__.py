@@ -60,13 +60,13 @@ def calibrate(
     from kvplan.calibrate.readers import read_bench
     from kvplan.cli import terminal
     from kvplan.errors import OutputError, UsageError
-    from kvplan.files.outfiles import check_outputs, check_writable, write_text_atomic
+    from kvplan.files.outfiles import check_outputs, check_writable, is_stdout, write_text_atomic
     from kvplan.hub.catalog import user_catalog
     from kvplan.render import calibrate as render
     from kvplan.units import parse_duration_s, parse_rate_bytes_per_s
 
     # Outputs first: nothing is fitted for a file that cannot be written.
-    if Path(output).exists() and not force:
+    if Path(output).exists() and not is_stdout(output) and not force:
         raise OutputError(f"{output}: already exists; pass --force to overwrite it")
     check_outputs(bench_files, [output] + ([plot] if plot else []))
     check_writable(output)
@@ -163,7 +163,7 @@ def calibrate(
         _plot(calibration, plot, profile_name)
     write_text_atomic(output, text)
     if output_format is not OutputFormat.json:
-        terminal.display_note(f"wrote {output}" + (f" and {plot}" if plot else ""))
+        terminal.display_written(f"wrote {output}" + (f" and {plot}" if plot else ""))
 
 
 def _check_reserve_below_ram(fields: dict, given: dict, base_said: str | None) -> None:

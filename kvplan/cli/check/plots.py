@@ -36,4 +36,4 @@ def write_check_plots(ev, plot_file: str | None, plot_dir: str | None, units: st
     from kvplan.plots.check import write_check_plots as write
 
     for path in write(ev, plot_file, plot_dir, units):
-        terminal.display_note(f"wrote {path}")
+        terminal.display_written(f"wrote {path}")

@@ -1,4 +1,4 @@
-"""The CLI's names for fields: the one table from a field (``runtime.parallel``) to the flag that sets it
+"""The CLI's names for fields: the table from a field (``runtime.parallel``) to the flag that sets it
 (``--parallel``), and the wording of a :class:`~kvplan.errors.FieldError` with those flags.
 
 The core raises errors about fields (:class:`~kvplan.errors.FieldError`, ``str()`` names the fields);
@@ -8,30 +8,16 @@ gate file (:mod:`kvplan.gate.spec`) with its keys.
 
 from __future__ import annotations
 
-from kvplan.errors import FieldError
+from kvplan.errors import FieldError, FieldText, ProfileError
+from kvplan.knob_table import KNOBS
 
 FLAGS = {
     "name": "--name",  # a profile's name: import, calibrate, profiles probe
-    "params": "--params",  # import hf / import gguf
+    "kind": "--kind",  # profiles list / validate: device or model
+    "params": "--params",  # import: the parameter count written instead of the derived one
     "ctx": "--ctx",
-    "sequences": "--sequences",
-    "pinned_prefix_tokens": "--pinned-prefix",
-    "weight_bits": "--weight-bits",
-    "weight_type": "--weight-type",
-    "weight_group_size": "--weight-group-size",
-    "kv_bits": "--kv-bits",
-    "k_bits": "--k-bits",
-    "v_bits": "--v-bits",
-    "kv_group_size": "--kv-group-size",
-    "kv_type": "--kv-type",
-    "k_type": "--k-type",
-    "v_type": "--v-type",
-    "sliding_window": "--sliding-window",
-    "os_reserve": "--os-reserve",
-    "os_reserve_bytes": "--os-reserve",
-    "target_tokens_per_s": "--target-tok-s",
-    "margin": "--margin",
-    "runtime": "--runtime",
+    **{k.name: k.flag for k in KNOBS},  # every knob of the table (kvplan.knob_table) by its one name
+    # the fields inside the runtime and policy knobs, set by those groups' own options (runtime.py, policy.py)
     "runtime.parallel": "--parallel",
     "runtime.kv_unified": "--kv-unified",
     "runtime.ubatch": "--ubatch",
@@ -40,7 +26,6 @@ FLAGS = {
     "runtime.flash_attn": "--flash-attn",
     "runtime.cache": "--cache",
     "runtime.max_cache_len": "--max-cache-len",
-    "kv_policy": "--kv-policy",
     "kv_policy.recent_window": "--kv-recent-window",
     "kv_policy.history.ratio": "--kv-history-ratio",
     "kv_policy.history.bits": "--kv-history-bits",
@@ -54,10 +39,13 @@ def flag(field: str) -> str:
     return FLAGS.get(field, field)
 
 
-def cli_message(exc: BaseException) -> str:
-    """An error as the CLI shows it: a field error with the flags (``--parallel: must be at least 1``,
-    ``add --runtime llama.cpp``), any other error as its text."""
-    if not isinstance(exc, FieldError):
+def cli_message(exc: BaseException | str) -> str:
+    """An error (or a note) as the CLI shows it: a field error or :class:`~kvplan.errors.FieldText` with the
+    flags (``--parallel: must be at least 1``, ``add --runtime llama.cpp``), a profile error's problems each so,
+    anything else as its text."""
+    if isinstance(exc, ProfileError):
+        return "\n".join(cli_message(p) for p in exc.problems)
+    if not isinstance(exc, (FieldError, FieldText)):
         return str(exc)
 
     def name(field: str, value: str | None) -> str:

@@ -1,6 +1,7 @@
 """The option groups every command that describes a configuration shares, declared once.
 
-- :data:`CACHE`: sequences, pinned prefix, weight and cache formats, OS reserve, margin, target, window;
+- :data:`CACHE`: one option per knob of the table's cache group (:data:`kvplan.knob_table.CACHE_KNOBS`: sequences,
+  pinned prefix, weight and cache formats, OS reserve, margin, target, window);
 - :data:`POLICY`: a KV compression policy (a file, or the ``--kv-recent-window`` … flags);
 - :data:`RUNTIME`: ``--runtime`` and each runtime's own options.
 
@@ -10,36 +11,24 @@ naming a parameter after it and decorating itself with :func:`~kvplan.cli.option
 
 from __future__ import annotations
 
+import inspect
+
 from kvplan.cli.options import declarations as o
 from kvplan.cli.options import policy as po
 from kvplan.cli.options import runtime as ro
 from kvplan.cli.options.groups import Given, OptionGroup
+from kvplan.knob_table import CACHE_KNOBS
 
 
-def _cache(
-    sequences: o.SequencesOpt = 1,
-    pinned_prefix: o.PinnedOpt = "0",
-    weight_bits: o.WeightBitsOpt = None,
-    weight_type: o.WeightTypeOpt = None,
-    weight_group_size: o.WeightGroupOpt = None,
-    kv_bits: o.KvBitsOpt = None,
-    k_bits: o.KBitsOpt = None,
-    v_bits: o.VBitsOpt = None,
-    kv_group_size: o.GroupOpt = None,
-    kv_type: o.KvTypeOpt = None,
-    k_type: o.KTypeOpt = None,
-    v_type: o.VTypeOpt = None,
-    os_reserve: o.OsReserveOpt = None,
-    margin: o.MarginOpt = "10%",
-    target_tok_s: o.TargetOpt = None,
-    sliding_window: o.SlidingWindowOpt = None,
-) -> dict:
-    """The cache knobs as :func:`kvplan.cli.options.declarations.knobs` keywords (parsed there)."""
-    return dict(sequences=sequences, pinned_prefix=pinned_prefix, weight_bits=weight_bits, weight_type=weight_type,
-                weight_group_size=weight_group_size, kv_bits=kv_bits,
-                k_bits=k_bits, v_bits=v_bits, kv_group_size=kv_group_size, kv_type=kv_type, k_type=k_type,
-                v_type=v_type, os_reserve=os_reserve, margin=margin, target_tok_s=target_tok_s,
-                sliding_window=sliding_window)
+def _cache(**typed) -> dict:
+    """The cache knobs as typed, keyed by knob name (:func:`kvplan.cli.options.declarations.knobs` parses them)."""
+    return typed
+
+
+# one option per knob of the table's cache group, in its order (kvplan.knob_table.CACHE_KNOBS)
+_cache.__signature__ = inspect.Signature([
+    inspect.Parameter(k.name, inspect.Parameter.KEYWORD_ONLY, default=o.knob_default(k.name),
+                      annotation=o.knob_option(k.name)) for k in CACHE_KNOBS])
 
 
 def _policy(

@@ -6,12 +6,10 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli.options.declarations import TOKENS_HELP
+from kvplan.cli.options.declarations import TOKENS_HELP, knob_option
 from kvplan.errors import UsageError
 
-KvPolicyOpt = Annotated[str | None, typer.Option(
-    "--kv-policy", help="KV cache compression policy: a YAML file (docs/kv-policies.md), or 'none' for the "
-    "plain cache even when the model profile has a kv_policy.")]
+KvPolicyOpt = knob_option("kv_policy")  # the knob; the flags below build an inline policy
 KvRecentWindowOpt = Annotated[str | None, typer.Option(
     "--kv-recent-window", help="Policy: keep the most recent this many tokens in the cache's own format "
     f"(8192, 4k); older tokens follow --kv-history-ratio. {TOKENS_HELP}")]

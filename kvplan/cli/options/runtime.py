@@ -10,12 +10,9 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli.options.declarations import TOKENS_HELP
+from kvplan.cli.options.declarations import TOKENS_HELP, knob_option
 
-RuntimeOpt = Annotated[str | None, typer.Option(
-    "--runtime", help="Whose allocation to compute: ideal (the contract's formula), llama.cpp or transformers "
-    "(default: the model profile's runtime, else ideal). Under llama.cpp --ctx is -c, the TOTAL context "
-    "shared by the --parallel sequences.")]
+RuntimeOpt = knob_option("runtime")  # the knob; the options below are the runtime's own
 ParallelOpt = Annotated[int | None, typer.Option(
     "--parallel", help="llama.cpp: parallel sequences (-np); same number as --sequences.")]
 KvUnifiedOpt = Annotated[bool, typer.Option(

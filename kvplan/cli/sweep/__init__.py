@@ -146,7 +146,7 @@ def _distinct_pairs(pairs: list[tuple], group_size: int | None) -> tuple[list[tu
 
 
 def _format_knobs(pair, group_size: int | None, any_bits: bool) -> dict:
-    """:func:`kvplan.cli.options.planning.knobs` arguments for one (K, V) pair; ``--kv-group-size`` applies to the
+    """:func:`kvplan.cli.options.declarations.knobs` arguments for one (K, V) pair; ``--kv-group-size`` applies to the
     pairs given in bits (a pair of runtime types has its own blocks), or to all when no bits are listed (so
     the knobs refuse it: "kv_group_size needs kv_bits", as check does)."""
     out = {}
@@ -166,19 +166,19 @@ def sweep(
     sequences: SequencesListOpt = None,
     weight_bits: WeightBitsListOpt = None,
     weight_type: WeightTypeListOpt = None,
-    weight_group_size: o.WeightGroupOpt = None,
+    weight_group_size: o.knob_option("weight_group_size") = None,
     kv_bits: KvBitsListOpt = None,
     k_bits: KBitsListOpt = None,
     v_bits: VBitsListOpt = None,
     kv_type: KvTypeListOpt = None,
     k_type: KTypeListOpt = None,
     v_type: VTypeListOpt = None,
-    kv_group_size: o.GroupOpt = None,
-    pinned_prefix: o.PinnedOpt = "0",
-    sliding_window: o.SlidingWindowOpt = None,
-    os_reserve: o.OsReserveOpt = None,
-    margin: o.MarginOpt = "10%",
-    target_tok_s: o.TargetOpt = None,
+    kv_group_size: o.knob_option("kv_group_size") = None,
+    pinned_prefix_tokens: o.knob_option("pinned_prefix_tokens") = o.knob_default("pinned_prefix_tokens"),
+    sliding_window: o.knob_option("sliding_window") = None,
+    os_reserve_bytes: o.knob_option("os_reserve_bytes") = None,
+    margin_fraction: o.knob_option("margin_fraction") = o.knob_default("margin_fraction"),
+    target_tokens_per_s: o.knob_option("target_tokens_per_s") = None,
     policy_knobs: Given = None,
     runtime_knobs: Given = None,
     output_format: FormatByOutputOpt = None,
@@ -232,18 +232,20 @@ def sweep(
             terminal.display_note(resolved.note)
     for note in same:
         terminal.display_note(note)
-    bases = [build_scenario(d.profile, m.profile, 1, o.knobs(pinned_prefix=pinned_prefix, **w,
+    bases = [build_scenario(d.profile, m.profile, 1, o.knobs(pinned_prefix_tokens=pinned_prefix_tokens, **w,
                                                               weight_group_size=weight_group_size,
                                                               **_format_knobs(pair, kv_group_size, any_bits),
                                                               sliding_window=sliding_window,
-                                                              os_reserve=os_reserve, margin=margin,
-                                                              target_tok_s=target_tok_s, runtime=runtime_value,
+                                                              os_reserve_bytes=os_reserve_bytes,
+                                                              margin_fraction=margin_fraction,
+                                                              target_tokens_per_s=target_tokens_per_s,
+                                                              runtime=runtime_value,
                                                               kv_policy=policy_value))
              for d in devices for m in models for w in weight_values for pair in pairs]
     parts = _evaluate(bases, ctx_values, seq_values)
     from kvplan.cli.sweep.warnings import sweep_warnings
 
-    _emit(parts, fmt_, output, show_all, units.value, target_tok_s, sweep_warnings(bases, ctx_values, seq_values))
+    _emit(parts, fmt_, output, show_all, units.value, target_tokens_per_s, sweep_warnings(bases, ctx_values, seq_values))
     write_sweep_plot(parts, plot, units.value)
 
 
@@ -288,7 +290,7 @@ def _stream(chunks, rows: int, what: str, output) -> None:
         else:
             terminal.display_bytes(counted())
     if output:
-        terminal.display_note(f"wrote {rows:,} row{'' if rows == 1 else 's'} to {output}")
+        terminal.display_written(f"wrote {rows:,} row{'' if rows == 1 else 's'} to {output}")
 
 
 def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float | None = None,

@@ -35,7 +35,7 @@ def write_sweep_plot(parts, path: str | None, units: str) -> None:
     if count.left_out:
         terminal.display_warning(left_out_warning(count, varying))
     save_figure(sweep_figure(cols, units), path)
-    terminal.display_note(f"wrote {path}")
+    terminal.display_written(f"wrote {path}")
 
 
 # The options that list the values of each swept dimension of a series (kvplan.plots.sweep.DIMENSIONS).

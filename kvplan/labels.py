@@ -4,6 +4,10 @@ Tables and CSV rows of ``sweep`` and ``compare`` carry these labels so a row say
 cache model produced its bytes (``ideal``, ``llama.cpp unified``, ``transformers static
 4096``; a policy's ``name`` or ``none``). Both commands call these same functions, so a row of
 each for the same point reads the same. Pure functions of the scenario and its cache model.
+
+Wording, not a cache model's facts, so it lives outside ``kvplan.caches``; it sits in its own layer just
+below the planning layer (``.importlinter``) because ``sweep`` stores these labels in its string columns
+and render, plots and compare read them too. It imports nothing that computes (checked there too).
 """
 
 from __future__ import annotations

@@ -1,0 +1,30 @@
+"""What a runtime's cache model applied for a request, as facts: a kind and its numbers and names.
+
+A cache model says *which* rule applied and with what figures (``Rule("padded_ctx", requested=4096,
+padded=4096)``); :mod:`kvplan.render.runtime_rules` words each kind for ``check``'s runtime table and its
+JSON ``runtime.rules``. Frozen and hashable, so a cache model that holds its rules stays memoizable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: ``kind`` names it, ``values`` are its ``(name, value)`` facts in the order given."""
+
+    kind: str
+    values: tuple[tuple[str, object], ...] = ()
+
+    def facts(self) -> dict:
+        """The values by name."""
+        return dict(self.values)
+
+    def __getitem__(self, name: str):
+        return self.facts()[name]
+
+
+def rule(kind: str, **values) -> Rule:
+    """``Rule(kind, values)`` with the values as keywords."""
+    return Rule(kind, tuple(values.items()))

@@ -1,0 +1,69 @@
+"""The words for the rules a runtime's cache model applied (:class:`kvplan.caches.facts.Rule`): ``check``'s
+runtime table and its JSON ``runtime.rules`` list. One entry per kind; each takes the rule's facts."""
+
+from __future__ import annotations
+
+
+def _architecture(v) -> str:
+    return f"architecture {v['architecture'] or 'unknown'}"
+
+
+def _streams(v) -> str:
+    return (f"{v['sequences']} sequences not unified: pad({v['padded']:,} / {v['sequences']}, 256) = "
+            f"{v['cells']:,} cells per stream × {v['streams']} streams = {v['total']:,} cells")
+
+
+def _swa_cells(v) -> str:
+    return (f"windowed layers: pad(min({v['n_ctx_seq']:,}, {v['window']:,} × {v['streams_per_window']} + "
+            f"n_ubatch {v['n_ubatch']}), 256) = {v['cells']:,} cells per stream")
+
+
+def _mla_latent(v) -> str:
+    return (f"MLA latent cached (transformers ≥ {v['since']}): {v['kv_lora_rank']} + {v['qk_rope_head_dim']} "
+            f"values per token per layer, {v['latent_bytes_per_token']:,} B/token; ≤ {v['before']} cached "
+            f"per-head K/V, {v['expanded_bytes_per_token']:,} B/token")
+
+
+def _static_preallocated(v) -> str:
+    sliding = f", {v['sliding']:,} per sliding layer" if v["sliding"] is not None else ""
+    return f"StaticCache preallocates {v['full']:,} tokens per full layer{sliding}"
+
+
+_WORDS = {
+    "architecture": _architecture,
+    # llama.cpp (kvplan.caches.llamacpp)
+    "type_as_runtime": lambda v: f"{v['side'].upper()} cache {v['asked']} is llama.cpp's {v['runtime_type']}",
+    "window_ignored": lambda v: f"sliding window {v['window']:,} ignored: {v['reason']}; full context on every layer",
+    "mla_k_row": lambda v: (f"MLA: one K row of {v['kv_lora_rank']} + {v['qk_rope_head_dim']} values per cell "
+                            "per layer, no V tensor"),
+    "v_rows_padded": lambda v: f"flash attention off: V transposed, every V row padded to {v['values']} values",
+    "flash_attn_auto_on": lambda v: ("flash attention auto: assumed on (llama.cpp refuses a quantized V cache if it "
+                                     "resolves off)"),
+    "windowed_layers": lambda v: (f"{v['windowed']} of {v['layers']} layers windowed ({v['window']:,} tokens), "
+                                  "the rest full context"),
+    "padded_ctx": lambda v: f"-c {v['requested']:,} padded to {v['padded']:,} cells",
+    "kv_unified": lambda v: (f"--kv-unified: one stream of {v['cells']:,} cells shared by {v['sequences']} "
+                             "sequence(s)"),
+    "streams": _streams,
+    "swa_full": lambda v: f"--swa-full: windowed layers get the full {v['cells']:,} cells",
+    "swa_cells": _swa_cells,
+    "beyond_training": lambda v: (f"n_ctx_seq {v['n_ctx_seq']:,} exceeds the training context {v['n_ctx_train']:,} "
+                                  "(llama.cpp only warns)"),
+    # transformers (kvplan.caches.transformers)
+    "cache_dtype": lambda v: f"cache dtype {v['dtype']}",
+    "cache_class": lambda v: ("DynamicCache: full-attention layers hold every token" if v["cache"] == "dynamic"
+                              else "StaticCache: tensors preallocated"),
+    "mla_latent": _mla_latent,
+    "sliding_layers": lambda v: f"{v['sliding']} of {v['layers']} layers slide (window {v['window']:,})",
+    "sliding_view": lambda v: (f"sliding layers keep {v['reachable']:,} tokens reachable, {v['allocated']:,} "
+                               f"allocated (a view of the torch.cat result); {v['peak']:,} right after a one-shot "
+                               "prefill"),
+    "static_preallocated": _static_preallocated,
+}
+
+KINDS = frozenset(_WORDS)
+
+
+def rule_text(rule) -> str:
+    """The sentence for one :class:`~kvplan.caches.facts.Rule`."""
+    return _WORDS[rule.kind](rule.facts())
