@@ -34,9 +34,9 @@ OptionalDeviceOpt = Annotated[str | None, typer.Option("--device", "-d", help="D
 OptionalCtxOpt = Annotated[str | None, typer.Option("--ctx", "-c", help=f"Mark this context (8192, 8k). {o.TOKENS_HELP}")]
 CtxMaxOpt = Annotated[str | None, typer.Option("--ctx-max", help="End of the context axis (default: past the "
                                                f"max-context crossing and --ctx). {o.TOKENS_HELP}")]
-UnitsOpt = Annotated[o.Units, typer.Option("--units", help="Memory axes in GB (si) or GiB (iec).")]
+UnitsOpt = Annotated[o.Units, typer.Option("--units", help="Memory axes in GB (si) or GiB (iec).", case_sensitive=False)]
 DecodeUnitsOpt = Annotated[o.Units, typer.Option("--units", help="Sizes in the labels (the overflow streamed "
-                                                 "from flash) in GB (si) or GiB (iec).")]
+                                                 "from flash) in GB (si) or GiB (iec).", case_sensitive=False)]
 
 # The cache options of check, each kind taking those that change its picture: attention draws the cache alone
 # (no weights, budget or speed); only decode draws a target rate.

@@ -20,7 +20,8 @@ class KindChoice(str, Enum):
     model = "model"
 
 
-KindOpt = Annotated[KindChoice | None, typer.Option("--kind", "-k", help="Only this kind of profile.")]
+KindOpt = Annotated[KindChoice | None, typer.Option("--kind", "-k", help="Only this kind of profile.",
+                                                                 case_sensitive=False)]
 
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, rich_markup_mode=None,
                   context_settings={"help_option_names": ["-h", "--help"]})
@@ -264,7 +265,8 @@ Point your editor at it for completion and checking, with a first line such as
 
 @app.command("schema", help=SCHEMA_HELP)
 def schema(
-    kind: Annotated[KindChoice, typer.Option("--kind", "-k", help="Which kind of profile.")],
+    kind: Annotated[KindChoice, typer.Option("--kind", "-k", help="Which kind of profile.",
+                                                             case_sensitive=False)],
 ) -> None:
     from kvplan.cli import terminal
     from kvplan.profiles.jsonschema import profile_json_schema

@@ -63,6 +63,13 @@ def draw_ctx_limit(ax, limit: tuple[int, str] | None, x_end: float, color: str |
                 gid=f"{gid}_label")
 
 
+def inward(x: float, x_start: float, x_end: float, gap: float = 5) -> dict:
+    """``annotate`` arguments that put a label beside a vertical line at ``x`` on the side with more room, so
+    it stays inside the axes (a max-context label at 147k of a 192k axis ran past its right edge)."""
+    right = x - x_start > 0.6 * (x_end - x_start)
+    return {"xytext": (-gap if right else gap, 0), "textcoords": "offset points", "ha": "right" if right else "left"}
+
+
 def size_label(n: float, units: str = "si", unit: tuple[int, str] | None = None) -> str:
     """``4294967296`` → ``4.29 GB``; ``unit`` fixes the unit (to quote several sizes alike)."""
     scale, name = unit or byte_unit(abs(n), units)

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 CHECK_KINDS = ("memory", "decode", "attention")
 
 
+AXIS_OVER_CTX = 8
+
+
 def summary_figure(ev: Evaluation, units: str = "si"):
     from kvplan import curves as data
     from kvplan.plots.axes import new_figure
@@ -27,8 +30,11 @@ def summary_figure(ev: Evaluation, units: str = "si"):
     s = ev.scenario
     fig = new_figure(14, 5.6)
     ax_mem, ax_dec = fig.subplots(1, 2)
-    draw_memory(ax_mem, data.memory_curves(s), units, title="memory")
-    draw_decode(ax_dec, [data.decode_curves(s)], units=units)
+    # the axis reaches the max-context crossing, but not past 8 × the context asked for (or trained): a 32k
+    # configuration drawn to 5M tokens (a windowed model's crossing) was a mark squeezed against the left edge
+    end = min(data.default_ctx_max(ev), data.nice_ctx_ceil(AXIS_OVER_CTX * max(s.ctx, ev.max_ctx_trained or 0)))
+    draw_memory(ax_mem, data.memory_curves(s, ctx_max_tokens=end), units, title="memory")
+    draw_decode(ax_dec, [data.decode_curves(s, ctx_max_tokens=end)], units=units)
     ax_dec.set_title("decode speed", fontsize=11)
     for ax in (ax_mem, ax_dec):  # one column: the decode labels name both terms of the rate and are long
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=1, frameon=False, fontsize=9)

@@ -7,7 +7,7 @@ streamed from flash". At ``--ctx`` both are marked and named, so the plot and ch
 
 from __future__ import annotations
 
-from kvplan.plots.axes import COLORS, ctx_axis, ctx_label, draw_ctx_limit, new_figure, size_label
+from kvplan.plots.axes import COLORS, ctx_axis, ctx_label, draw_ctx_limit, inward, new_figure, size_label
 from kvplan.plots.series import SERIES_COLORS, SeriesCount, count_series, title_note
 from kvplan.curves import DecodeCurves
 
@@ -94,6 +94,10 @@ def _series_label(c: DecodeCurves) -> str:
             label += f" ({_rate(ev.aggregate_decode_tokens_per_s)} over all)"
         if ev.flash.steady_overflow_bytes:
             label += f", {_rate(ev.flash.streamed_decode_tokens_per_s)} streamed from flash"
+    at_limit = bool(c.ctx_limit) and ev.max_ctx == c.ctx_limit[0]
+    if ev.max_ctx is not None and ev.max_ctx <= c.ctx_tokens[-1] and not at_limit:
+        # its vertical line, drawn in the series' colour, is otherwise unlabelled among many
+        label += f"; max context {ev.max_ctx:,} (the vertical line)"
     return label
 
 
@@ -141,8 +145,12 @@ def draw_decode(ax, curves: list[DecodeCurves], max_ticks: int = 8, units: str =
                        gid=f"max_ctx:{k}")
             if single:
                 ax.annotate(f"max context {ev.max_ctx:,}\nover budget →", (ev.max_ctx, 0.97),
-                            xycoords=ax.get_xaxis_transform(), xytext=(5, 0), textcoords="offset points",
-                            ha="left", va="top", fontsize=9, color=COLORS["max_ctx"], fontweight="bold")
+                            xycoords=ax.get_xaxis_transform(), **inward(ev.max_ctx, 0, x_end),
+                            va="top", fontsize=9, color=COLORS["max_ctx"], fontweight="bold", gid=f"max_ctx_label:{k}")
+        elif single and ev.max_ctx is not None and ev.max_ctx > x[-1]:  # past the axis end: at the right edge
+            ax.annotate(f"max context {ev.max_ctx:,} →\n(past this axis)", (1, 0.97), xycoords="axes fraction",
+                        xytext=(-5, 0), textcoords="offset points", ha="right", va="top", fontsize=9,
+                        color=COLORS["max_ctx"], fontweight="bold", gid=f"max_ctx_label:{k}")
         if c.show_ctx and s.ctx:
             _mark_ctx(ax, c, k, color, single, x_end, units)
     for limit, owners in limits.items():

@@ -3,7 +3,8 @@ max-context crossing."""
 
 from __future__ import annotations
 
-from kvplan.plots.axes import COLORS, bytes_axis, ctx_axis, ctx_label, draw_ctx_limit, new_figure, size_label
+from kvplan.plots.axes import (COLORS, bytes_axis, ctx_axis, ctx_label, draw_ctx_limit, inward, new_figure,
+                               size_label)
 from kvplan.curves import MemoryCurves
 from kvplan.plots.series import SeriesCount, count_series, title_note
 
@@ -61,9 +62,12 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
         ax.plot([ev.max_ctx], [total_at_max], "o", color=COLORS["max_ctx"], markersize=7, zorder=5,
                 gid="max_ctx")
         ax.annotate(f"max context\n{ev.max_ctx:,} tokens" + (f"\n(= {limit[1]})" if at_limit else ""),
-                    (ev.max_ctx, 0.97), xycoords=text_y,
+                    (ev.max_ctx, 0.97), xycoords=text_y, **inward(ev.max_ctx, 0, x[-1]), va="top", fontsize=9,
+                    color=COLORS["max_ctx"], fontweight="bold", gid="max_ctx_label")
+    elif ev.max_ctx is not None:  # past the axis end: say where, at the right edge
+        ax.annotate(f"max context {ev.max_ctx:,} →\n(past this axis)", (1, 0.97), xycoords="axes fraction",
                     xytext=(-5, 0), textcoords="offset points", ha="right", va="top", fontsize=9,
-                    color=COLORS["max_ctx"], fontweight="bold")
+                    color=COLORS["max_ctx"], fontweight="bold", gid="max_ctx_label")
     elif ev.max_ctx is None:
         if ev.max_ctx_limited_by == "unbounded":
             why = "the cache stops growing: every layer is windowed"

@@ -114,7 +114,13 @@ Sources = dict[str, str]
 DurationS = Annotated[float, BeforeValidator(parse_duration_s), WithJsonSchema(js.DURATION_SCHEMA)]
 FractionOrPercent = Annotated[float, BeforeValidator(parse_fraction), WithJsonSchema(js.FRACTION_SCHEMA)]
 
-Platform = Literal["android", "ios", "macos", "linux", "windows"]
+def lower_name(value: object) -> object:
+    """An enumerated value in any letter case (``Android``, ``IOS``), as the lowercase name kvplan keeps: one rule
+    for every enumerated value (docs/profiles.md "Letter case"); units stay case-sensitive (``mB`` is no ``MB``)."""
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+Platform = Annotated[Literal["android", "ios", "macos", "linux", "windows"], BeforeValidator(lower_name)]
 
 
 class _Profile(BaseModel):
@@ -162,8 +168,9 @@ class Mla(BaseModel):
 
 def _window_pattern(value: object) -> object:
     """One clear message for the layer pattern, whose YAML spellings are easy to get wrong."""
-    if isinstance(value, str) and (value in ("all", "alternating") or re.fullmatch(r"[1-9]\d*:1", value)):
-        return value
+    if isinstance(value, str) and (value.strip().lower() in ("all", "alternating")
+                                   or re.fullmatch(r"[1-9]\d*:1", value.strip())):
+        return value.strip().lower()
     if isinstance(value, list):
         return [_whole(v) for v in value]
     raise ValueError(f"expected 'all', 'alternating', \"N:1\" (N local layers then 1 global) or a list of "

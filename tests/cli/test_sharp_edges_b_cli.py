@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,55 @@ def test_check_and_import_refuse_a_bad_gguf_alike(run, tmp_path, content, messag
     imported = run("import", "gguf", str(path))
     assert checked.exit_code == imported.exit_code == 2
     assert checked.stderr == imported.stderr == f"kvplan: error: {path}: {message}\n"
+
+
+# --- one letter-case rule for every enumerated value ---------------------------------------------------------------
+
+@pytest.mark.parametrize("upper, lower", [
+    (("-f", "JSON"), ("-f", "json")),
+    (("--units", "IEC", "-f", "json"), ("--units", "iec", "-f", "json")),
+    (("-d", "PIXEL8", "-f", "json"), ("-d", "pixel8", "-f", "json")),
+    (("--runtime", "LLAMA.CPP", "-f", "json"), ("--runtime", "llama.cpp", "-f", "json")),
+])
+def test_enumerated_values_are_read_in_any_case(run, upper, lower):
+    base = ["check", "-m", "7b", "-c", "4k"]
+    d = [] if "-d" in upper else ["-d", "pixel8"]
+    a, b = run(*base, *d, *upper), run(*base, *d, *lower)
+    assert a.exit_code == b.exit_code == 0
+    docs = [json.loads(r.stdout) for r in (a, b)]
+    for doc in docs:  # the llama.cpp command line repeats the device as typed
+        doc.pop("llamacpp_command", None)
+    assert docs[0] == docs[1]
+
+
+def test_profiles_list_kind_in_any_case(run):
+    assert run("profiles", "list", "--kind", "DEVICE").stdout == run("profiles", "list", "--kind", "device").stdout
+
+
+def test_a_platform_in_any_case(run, tmp_path):
+    device = tmp_path / "d.yaml"
+    device.write_text(DEVICE + "platform: Android\n")
+    result = run("profiles", "validate", str(device))
+    assert result.exit_code == 0, result.stdout + result.stderr
+
+
+def test_units_stay_case_sensitive(run, tmp_path):
+    result = run("check", "-d", "pixel8", "-m", "7b", "-c", "4k", "--os-reserve", "2gb")
+    assert result.exit_code == 2 and "units are case-sensitive: did you mean '2 GB'?" in result.stderr
+
+
+# --- sweep rows that cannot be told apart ---------------------------------------------------------------------------
+
+def test_sweep_lists_one_format_given_twice_once_with_a_note(run):
+    result = run("sweep", "-d", "pixel8", "-m", "7b", "-c", "4k", "--kv-bits", "16", "--kv-type", "f16",
+                 "--format", "json")
+    doc = json.loads(result.stdout)
+    assert doc["rows_count"] == 1  # was 2 identical rows
+    assert "kvplan: note: --kv-type f16 is the cache format of --kv-bits 16 (f16): swept once" in result.stderr
+
+
+def test_sweep_keeps_formats_that_differ(run):
+    # 8 bits is int8 (1 byte per value), q8_0 is 34 bytes per 32 values: two formats, two rows each of 16 and 8
+    doc = json.loads(run("sweep", "-d", "pixel8", "-m", "7b", "-c", "4k", "--kv-bits", "16,8", "--kv-type",
+                         "f16,q8_0", "--format", "json").stdout)
+    assert doc["rows_count"] == 3  # f16 (bits 16 = type f16), int8, q8_0

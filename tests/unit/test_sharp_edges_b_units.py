@@ -56,3 +56,49 @@ def test_a_list_for_a_single_count_says_so_not_thousands_separators():
     assert str(caught.value) == "a prefix is one value, got a list '1k,2k'"
     with pytest.raises(QuantityError, match="thousands separators go every three digits"):
         parse_tokens("1,00")  # a misplaced separator still gets the separator hint
+
+
+# --- plot labels inside their axes ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("device, model, ctx", [
+    ("macbook-pro-m4-pro-24gb", "qwen3-0.6b", 32_768),  # max context 147,198 on a 192k axis: the label ran off
+    ("pixel8", "7b", 8192),  # max context 5,016 early on the axis
+    ("macbook-pro-m4-pro-24gb", "gemma-3-1b", 32_768),  # max context 4,069,431: past the axis, said at its edge
+])
+def test_max_context_labels_stay_inside_their_axes(device, model, ctx):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from kvplan.plan import Scenario, evaluate
+    from kvplan.plots.check import summary_figure
+    from kvplan.profiles.catalog import Catalog
+
+    catalog = Catalog()
+    ev = evaluate(Scenario(catalog.device(device).profile, catalog.model(model).profile, ctx))
+    figure = summary_figure(ev)
+    figure.canvas.draw()
+    labels = [(ax, t) for ax in figure.axes for t in ax.texts if (t.get_gid() or "").startswith("max_ctx_label")]
+    assert len(labels) == 2  # one in the memory panel, one in the decode panel
+    for ax, text in labels:
+        box, frame = text.get_window_extent(), ax.get_window_extent()
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1, (text.get_text(), box, frame)
+
+
+def test_a_summary_axis_stops_at_eight_times_the_context():
+    # gemma-3-1b at 32k (trained to 32,768) crosses the budget at 4,069,431 tokens; the axis stops at
+    # 8 × 32,768 = 262,144 (it ran to 5M, the 32k mark squeezed against the left edge)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from kvplan.plan import Scenario, evaluate
+    from kvplan.plots.check import summary_figure
+    from kvplan.profiles.catalog import Catalog
+
+    catalog = Catalog()
+    ev = evaluate(Scenario(catalog.device("macbook-pro-m4-pro-24gb").profile, catalog.model("gemma-3-1b").profile,
+                           32_768))
+    assert ev.max_ctx == 4_069_431
+    figure = summary_figure(ev)
+    assert all(ax.get_xlim()[1] <= 262_144 for ax in figure.axes)
+    texts = [t.get_text() for ax in figure.axes for t in ax.texts]
+    assert texts.count("max context 4,069,431 →\n(past this axis)") == 2

@@ -49,7 +49,8 @@ def knob_default(name: str):
     return k.typed_default if k.typed_default is not None else k.default
 
 
-UnitsOpt = Annotated[Units, typer.Option("--units", help="Sizes in SI (GB = 10^9) or IEC (GiB = 2^30).")]
+UnitsOpt = Annotated[Units, typer.Option("--units", help="Sizes in SI (GB = 10^9) or IEC (GiB = 2^30).",
+                                             case_sensitive=False)]
 ProfilesDirOpt = Annotated[list[str] | None, typer.Option("--profiles-dir", help="Folder of your own "
                                                           "profiles, searched before the built-ins "
                                                           "(repeatable; also $KVPLAN_PROFILES).")]

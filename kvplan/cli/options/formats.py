@@ -38,7 +38,7 @@ def format_option(accepted: tuple[OutputFormat, ...], help: str = "Output format
     receives an :class:`OutputFormat` (or None when ``optional`` and not given)."""
     choices = Literal[tuple(f.value for f in OutputFormat if f in accepted)]  # e.g. <table|json|markdown>
     return Annotated[choices | None if optional else choices,
-                     typer.Option("--format", "-f", help=help, callback=_as_format)]
+                     typer.Option("--format", "-f", help=help, callback=_as_format, case_sensitive=False)]
 
 
 # check, gate, profiles list/show: a table, JSON or Markdown

@@ -116,6 +116,35 @@ def _format_pairs(kv_bits, k_bits, v_bits, kv_type=None, k_type=None, v_type=Non
     return [(kf, vf) for kf in (k or kv or [None]) for vf in (v or kv or [None])]
 
 
+def _spelled(pair) -> str:
+    """How a (K, V) pair was asked for: ``--kv-bits 16``, or ``--k-type q8_0 --v-bits 4``."""
+    if pair[0] == pair[1]:
+        return f"--kv-{pair[0][0]} {pair[0][1]}"
+    return " ".join(f"--{side}-{spec[0]} {spec[1]}" for side, spec in zip("kv", pair) if spec is not None)
+
+
+def _distinct_pairs(pairs: list[tuple], group_size: int | None) -> tuple[list[tuple], list[str]]:
+    """``pairs`` less those that name a format already listed (``--kv-bits 16 --kv-type f16``: both f16, which
+    printed two identical rows), and a note for each dropped."""
+    from kvplan.engine.formats import format_from_bits, format_from_name
+
+    def fmt(spec):
+        if spec is None:
+            return None
+        return format_from_bits(spec[1], group_size or 0) if spec[0] == "bits" else format_from_name(spec[1])
+
+    kept, seen, notes = [], {}, []
+    for pair in pairs:
+        key = tuple(fmt(spec) for spec in pair)
+        if key in seen:
+            names = "/".join(dict.fromkeys(f.name for f in key if f is not None))
+            notes.append(f"{_spelled(pair)} is the cache format of {_spelled(seen[key])} ({names}): swept once")
+            continue
+        seen[key] = pair
+        kept.append(pair)
+    return kept, notes
+
+
 def _format_knobs(pair, group_size: int | None, any_bits: bool) -> dict:
     """:func:`kvplan.cli.options.declarations.knobs` arguments for one (K, V) pair; ``--kv-group-size`` applies to the
     pairs given in bits (a pair of runtime types has its own blocks), or to all when no bits are listed (so
@@ -187,6 +216,7 @@ def sweep(
     weight_values = _weight_formats(weight_bits, weight_type)
     pairs = _format_pairs(kv_bits, k_bits, v_bits, kv_type, k_type, v_type)
     any_bits = any(spec is not None and spec[0] == "bits" for pair in pairs for spec in pair)
+    pairs, same = _distinct_pairs(pairs, kv_group_size)
 
     from kvplan.hub.catalog import user_catalog
     from kvplan.cli import terminal
@@ -200,6 +230,8 @@ def sweep(
     for resolved in devices + models:
         if resolved.note:
             terminal.display_note(resolved.note)
+    for note in same:
+        terminal.display_note(note)
     bases = [build_scenario(d.profile, m.profile, 1, o.knobs(pinned_prefix_tokens=pinned_prefix_tokens, **w,
                                                               weight_group_size=weight_group_size,
                                                               **_format_knobs(pair, kv_group_size, any_bits),
