@@ -52,12 +52,16 @@ def ctx_limit_label(limit: tuple[int, str]) -> str:
     return f"{option} {tokens:,}"
 
 
-def draw_ctx_limit(ax, limit: tuple[int, str] | None, x_end: float, color: str | None = None, gid: str = "ctx_limit"):
-    """A dash-dot line at the context a cache cannot go past, labelled with the option that sets it."""
+def draw_ctx_limit(ax, limit: tuple[int, str] | None, x_end: float, color: str | None = None, gid: str = "ctx_limit",
+                   labelled: bool = True):
+    """A dash-dot line at the context a cache cannot go past, labelled with the option that sets it (``labelled``
+    False: another label at that line already names it — max context "(= max_cache_len)")."""
     if not limit or limit[0] > x_end:
         return
     color = color or COLORS["ctx_limit"]
     ax.axvline(limit[0], color=color, linestyle="-.", linewidth=1.8, clip_on=False, zorder=6, gid=gid)
+    if not labelled:
+        return
     ax.annotate(ctx_limit_label(limit), (limit[0], 0.5), xycoords=ax.get_xaxis_transform(), xytext=(-4, 0),
                 textcoords="offset points", rotation=90, ha="right", va="center", fontsize=9, color=color,
                 gid=f"{gid}_label")

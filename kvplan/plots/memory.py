@@ -53,8 +53,9 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
 
     text_y = ax.get_xaxis_transform()  # x in data, y in axes fraction
     limit = curves.ctx_limit
-    draw_ctx_limit(ax, limit, x[-1])
     at_limit = bool(limit) and ev.max_ctx == limit[0]  # the cache's own limit, not the budget, ends it
+    # at its limit the max-context label says "(= max_cache_len)": a second label on the same line printed over it
+    draw_ctx_limit(ax, limit, x[-1], labelled=not (at_limit and ev.max_ctx <= x[-1]))
     if ev.max_ctx is not None and ev.max_ctx <= x[-1]:
         total_at_max = int(curves.total_bytes[np.searchsorted(x, ev.max_ctx)])
         if not at_limit:
@@ -86,9 +87,13 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
         ax.axvline(s.ctx, color=COLORS["ctx"], linestyle=":", linewidth=1.2, gid="ctx")
         ax.plot([s.ctx], [ev.total_bytes], "s", color=COLORS["total"], markersize=6, zorder=5, gid="ctx_point")
         right = s.ctx > 0.75 * x[-1]
+        # two lines of text above the point would sit on the budget line (and hide it behind their box) when the
+        # total is just under the budget: then the label goes below the point, inside the stack
+        below = 0 < budget - ev.total_bytes < 0.16 * top
         ax.annotate(f"{ctx_label(s.ctx)}: {size_label(ev.total_bytes, units)}\n{verdict}",
-                    (s.ctx, ev.total_bytes), xytext=(-8 if right else 8, 6), textcoords="offset points",
-                    ha="right" if right else "left", va="bottom", fontsize=9, fontweight="bold",
+                    (s.ctx, ev.total_bytes), xytext=(-8 if right else 8, -8 if below else 6),
+                    textcoords="offset points", ha="right" if right else "left", va="top" if below else "bottom",
+                    fontsize=9, fontweight="bold",
                     color=VERDICT_COLORS[ev.verdict.value],
                     bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "none", "alpha": 0.85})
 

@@ -78,10 +78,13 @@ def test_figures_mark_the_limit(static):
         gid = "ctx_limit" if kind == "memory" else "ctx_limit:0"
         line = [a for a in ax.get_children() if a.get_gid() == gid]
         assert line and list(line[0].get_xdata()) == [4096, 4096]
-        assert "max_cache_len 4,096" in [t.get_text() for t in ax.texts]
         assert ax.get_xlim()[1] == 4096
+    # the decode panel names the limit on its line; the memory panel's max-context label already says it is the
+    # limit, so the line carries no second label there (the two printed over each other)
+    assert "max_cache_len 4,096" in [t.get_text() for t in figures["decode"].axes[0].texts]
     mem = figures["memory"].axes[0]
-    assert "max context\n4,096 tokens\n(= max_cache_len)" in [t.get_text() for t in mem.texts]
+    assert [t.get_text() for t in mem.texts].count("max context\n4,096 tokens\n(= max_cache_len)") == 1
+    assert "max_cache_len 4,096" not in [t.get_text() for t in mem.texts]
     summary = summary_figure(ev)
     assert all(ax.get_xlim()[1] == 4096 for ax in summary.axes[:2])
 
@@ -94,3 +97,27 @@ def test_static_cache_that_does_not_fit_says_so(static):
     big = static.with_changes(runtime=TransformersSpec(cache="static", max_cache_len=16384))
     ax = memory_figure([data.memory_curves(big)]).axes[0]
     assert "the cache preallocated for max_cache_len 16,384 exceeds the budget" in [t.get_text() for t in ax.texts]
+
+
+def test_the_checked_point_label_stays_off_the_budget_line():
+    """Just under the budget, two lines of label above the point sat on the budget line and hid it behind their
+    box: the label goes below the point there, and stays above it elsewhere."""
+    pytest.importorskip("matplotlib")
+    from kvplan import Catalog
+    from kvplan.plan import Knobs, build_scenario
+    from kvplan.curves import memory_curves
+    from kvplan.plots.memory import memory_figure
+
+    cat = Catalog()
+    # Llama-2-7B at 4k on the Pixel 8: 5.52 GB of a 6 GB budget (0.48 GB under it, the axis tops at 1.18 × 7.1 GB)
+    near = memory_figure([memory_curves(build_scenario(cat.device("pixel8").profile, cat.model("7b").profile, 4096,
+                                                       Knobs()))])
+    # at 1k: 3.91 GB, far under the budget
+    far = memory_figure([memory_curves(build_scenario(cat.device("pixel8").profile, cat.model("7b").profile, 1024,
+                                                      Knobs()))])
+
+    def label(fig):
+        return next(t for t in fig.axes[0].texts if t.get_text().startswith(("4k:", "1k:")))
+
+    assert label(near).get_va() == "top" and label(near).xyann[1] < 0
+    assert label(far).get_va() == "bottom" and label(far).xyann[1] > 0
