@@ -89,6 +89,9 @@ CONFIGS = [
          ctx=4096, np=1, cache="f16", mmap=True, repack=False, bisect=False),
 ]
 
+# measurements first, bisections last: a run cut short still has every configuration measured
+CONFIGS.sort(key=lambda c: c["bisect"])
+
 STATUS_KEYS = ("VmPeak", "VmSize", "VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem", "VmData", "VmSwap")
 # llama.cpp log lines kept in the record (the rest of the log is not committed)
 KEEP_LOG = re.compile(r"buffer size|n_ctx|n_seq_max|n_batch|n_ubatch|flash_attn|kv_unified|swa|type_k|type_v"
@@ -361,8 +364,8 @@ def bisect(run, peak_bytes: int) -> dict:
     while attempt(lo):
         hi = lo
         lo = (lo // 2) // STEP_BYTES * STEP_BYTES
-        if lo < 64 * MiB:
-            return {"oom_line_bytes": hi, "attempts": attempts, "note": "works down to 64 MiB"}
+        if lo < STEP_BYTES:
+            return {"oom_line_bytes": hi, "attempts": attempts, "note": f"works down to {hi // MiB} MiB"}
     while hi - lo > STEP_BYTES:  # invariant: lo fails, hi works
         mid = (lo + hi) // 2 // STEP_BYTES * STEP_BYTES
         if attempt(mid):
@@ -415,6 +418,7 @@ def main(argv=None):
     doc = json.loads(a.out.read_text()) if a.out.exists() else {"records": {}}
     doc.update({"llama_server_version": server_version(server), "build": a.build_note, "machine": machine(),
                 "harness": "tests/harness/process.py",
+                "ld_library_path": os.environ.get("LD_LIBRARY_PATH"),
                 "request": {"endpoint": "/completion", "prompt": "The capital of France is", "n_predict": 2,
                             "temperature": 0, "cache_prompt": False},
                 "units": "bytes unless a key says MiB; /proc status kB are KiB (x1024)"})
@@ -443,6 +447,9 @@ def main(argv=None):
               f"{st.get('RssAnon_bytes', 0) / MiB:.1f}, RssFile {st.get('RssFile_bytes', 0) / MiB:.1f}, cgroup peak "
               f"{r['cgroup']['peak_bytes'] / MiB:.1f}, buffers {rec['buffers_sum_mib']} MiB ({r['seconds']} s)",
               flush=True)
+        doc["records"][c["id"]] = rec
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps(doc, indent=1) + "\n")  # after every measurement: partial runs are kept
         if c["bisect"] and not a.no_bisect and r["outcome"] == "ok":
             n = [0]
 
@@ -453,9 +460,7 @@ def main(argv=None):
             rec["oom"] = bisect(one, r["cgroup"]["peak_bytes"])
             rec["oom"]["attempt_timeouts_s"] = {"load": 120, "request": 60}
             print(f"  OOM line {rec['oom']['oom_line_bytes'] / MiB if rec['oom']['oom_line_bytes'] else None} MiB")
-        doc["records"][c["id"]] = rec
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(doc, indent=1) + "\n")  # after every configuration: partial runs are kept
+            a.out.write_text(json.dumps(doc, indent=1) + "\n")
     doc["seconds_last_run"] = round(time.monotonic() - t_all, 1)
     a.out.write_text(json.dumps(doc, indent=1) + "\n")
 
