@@ -82,7 +82,7 @@ CONFIGS = [
     dict(id="llama-3.1-8b_q4w_c4096_np1_kvf16_mmap_norepack", model="llama-3.1-8b", weights="q4_0", ctx=4096,
          np=1, cache="f16", mmap=True, repack=False, bisect=False),
     dict(id="llama-3.1-8b_q4w_c8192_np1_kvf16_nommap_norepack", model="llama-3.1-8b", weights="q4_0", ctx=8192,
-         np=1, cache="f16", mmap=False, repack=False, bisect=False),
+         np=1, cache="f16", mmap=False, repack=False, bisect=True),
     dict(id="llama-3.1-8b_q4w_c16384_np1_kvq8_nommap_repack", model="llama-3.1-8b", weights="q4_0", ctx=16384,
          np=1, cache="q8_0", mmap=False, repack=True, bisect=False),
     dict(id="deepseek-v2-lite_q4w_c4096_np1_kvf16_mmap_norepack", model="deepseek-v2-lite", weights="q4_0",
@@ -436,7 +436,7 @@ def main(argv=None):
         big = c["model"] in ("llama-3.1-8b", "deepseek-v2-lite")
         r = run_server(cmd, f"kvplan-{os.getpid()}-m", SAFETY_LIMIT_BYTES, drop,
                        load_timeout_s=600 if big else 180, request_timeout_s=300 if big else 120)
-        rec = {"config": c, "command": [*cmd[:1], *cmd[1:]], "gguf": {"path": str(gguf),
+        rec = {"config": c, "command": cmd, "gguf": {"path": str(gguf),
                "apparent_bytes": gguf.stat().st_size}, **r}
         rec["buffers"] = buffers(r["log"])
         rec["buffers_sum_mib"] = round(sum(b["mib"] for b in rec["buffers"]), 2)
