@@ -321,13 +321,28 @@ def nbytes(shape, typ):
     return n // bs * ts
 
 
-def write(spec: Spec, path: Path) -> dict:
+def quant_types(model: str, qtype: str) -> dict[str, int]:
+    """Per-tensor ggml types llama-quantize chose for `qtype` (tests/data/llamacpp/quant/<model>.json.gz,
+    written by quantize_all.py from a --dry-run): lets write() lay out a quantized file, still sparse."""
+    import gzip
+    doc = json.loads(gzip.open(REPO / "tests" / "data" / "llamacpp" / "quant" / f"{model}.json.gz").read())
+    return {t["name"]: int(gguf.GGMLQuantizationType[t["type"].upper()]) for t in doc["types"][qtype]["tensors"]}
+
+
+def write(spec: Spec, path: Path, types: dict[str, int] | None = None,
+          file_type: int = gguf.LlamaFileType.MOSTLY_F16) -> dict:
+    """types: tensor name -> ggml type, overriding the F16/F32 choice (a quantized layout)."""
+    if types is not None:
+        missing = [n for n, _, _ in spec.tensors if n not in types]
+        if missing:
+            raise SystemExit(f"no quantized type for {missing[:3]} (quant data out of date?)")
+        spec.tensors = [(n, s, types[n]) for n, s, _ in spec.tensors]
     w = gguf.GGUFWriter(str(path), spec.arch)
     # general.name is neutral on purpose: llama.cpp's vocab loader applies
     # per-model token fix-ups by name (e.g. "phi-3" expects <|end|> tokens)
     w.add_name("kvplan weightless GGUF")
     w.add_description(f"kvplan profile {spec.model}; weights are a sparse hole (all zero)")
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    w.add_file_type(file_type)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     for key, val, kind in spec.kv:
         {"u32": w.add_uint32, "f32": w.add_float32, "bool": w.add_bool, "str": w.add_string}[kind](key, val)
@@ -363,7 +378,7 @@ def write(spec: Spec, path: Path) -> dict:
     return {
         "model": spec.model, "arch": spec.arch, "path": str(path), "n_tensors": len(spec.tensors),
         "n_params": sum(int(np.prod(s)) for _, s, _ in spec.tensors),
-        "f16_tensor_bytes": sum(nbytes(s, t) for _, s, t in spec.tensors), "n_vocab": V,
+        "tensor_bytes": sum(nbytes(s, t) for _, s, t in spec.tensors), "n_vocab": V,
     }
 
 
