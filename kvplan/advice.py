@@ -88,9 +88,10 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         if trial.fits:
             changes.append(_change("sequences", n, trial))
             break
-    gguf_steps = smaller_gguf_types(ev)
-    if gguf_steps is not None:  # a real GGUF format: the real smaller ones, not uniform widths no file has
-        changes.extend(_change("weight_type", name, evaluate(s.with_changes(weight_type=name))) for name in gguf_steps)
+    format_steps = smaller_weight_types(ev)
+    if format_steps is not None:  # a real format: the real smaller ones of its family, not uniform widths no file has
+        changes.extend(_change("weight_type", name, evaluate(s.with_changes(weight_type=name)))
+                       for name in format_steps)
     else:
         for bits in WEIGHT_BITS_STEPS:
             if bits < ev.weight_bits:
@@ -112,18 +113,30 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
     return changes
 
 
-def smaller_gguf_types(ev: Evaluation) -> list[str] | None:
-    """The GGUF types of :data:`GGUF_STEPS` that price ``ev``'s model below its current GGUF weights, largest
-    (least lossy) first; None when the weights are not a GGUF type (then uniform widths are the steps)."""
-    from kvplan.plan.weights import priced_weights
+def smaller_weight_types(ev: Evaluation) -> list[str] | None:
+    """The real weight formats of the family ``ev``'s weights are in that price its model smaller, largest (least
+    lossy) first; None when the weights are a uniform width (then uniform widths are the steps).
 
+    A GGUF type's steps are :data:`GGUF_STEPS`; a group format's (MLX, GPTQ, AWQ, ExecuTorch 8da4w) the other
+    formats of its family at their own group size (mlx-8bit → mlx-4bit; none below mlx-4bit): a uniform width
+    below every format a runtime reads is no change anyone can make."""
     current = getattr(ev.weights_pricing, "format", None)
     if current is None and ev.scenario.weight_bits is None:  # an imported GGUF: its file's bytes, its type named
         current = getattr(ev.scenario.model, "weight_type", None)
-    if current not in GGUF_STEPS and current not in _OTHER_GGUF:
+    if current is None:
         return None
-    model, group = ev.scenario.model, 0
-    priced = [(priced_weights(model, name, group).total_bytes, name) for name in GGUF_STEPS]
+    if current in GGUF_STEPS or current in _OTHER_GGUF:
+        candidates = GGUF_STEPS
+    else:
+        from kvplan.engine.group_quant import GROUP_FORMATS
+
+        if current not in GROUP_FORMATS:
+            return None
+        family = GROUP_FORMATS[current][0]
+        candidates = tuple(name for name, (kind, _, _) in GROUP_FORMATS.items() if kind == family and name != current)
+    from kvplan.plan.weights import priced_weights  # tensor tables: only for a model in a named format
+
+    priced = [(priced_weights(ev.scenario.model, name, 0).total_bytes, name) for name in candidates]
     return [name for total, name in sorted(priced, reverse=True) if total < ev.weights_bytes]
 
 

@@ -2,19 +2,16 @@
 
 These are what render, plots and report read; they compute nothing beyond trivial sums, so the layers that
 format them may import this module (and only this one) from ``kvplan.plan``: an evaluation, the changes
-``fit`` judges (:mod:`kvplan.advice` makes them) and a weight breakdown (:mod:`kvplan.plan.weight_breakdown`).
+``fit`` judges (:mod:`kvplan.advice` makes them); a weight breakdown's are in :mod:`kvplan.plan.weight_results`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from kvplan.engine.memory import Verdict
 
-if TYPE_CHECKING:
-    from kvplan.engine.quantize import PricedTensor
 
 
 @dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
@@ -161,38 +158,3 @@ class Advice:
 
     keep_model: tuple[Change, ...]
     other_models: tuple[Change, ...]
-
-
-# --- weights tensor by tensor (kvplan.plan.weight_breakdown) ------------------------------------
-
-
-@dataclass(frozen=True)
-class TensorGroup:
-    """Tensors of one name pattern, shape and storage type: ``layers`` are the block indices (empty outside
-    blocks), ``bytes`` their sum [bytes]."""
-
-    pattern: str
-    layers: tuple[int, ...]
-    count: int
-    shape: tuple[int, ...]
-    dtype: str
-    kind: str
-    bytes: int
-
-
-@dataclass(frozen=True)
-class WeightBreakdown:
-    """A model's weights in one format. ``weight_type`` None: uniform ``bits_per_weight`` (no tensors);
-    ``explicit``: the profile's own ``weights`` size is what every check uses."""
-
-    model: str
-    weight_type: str | None
-    group_size: int | None
-    total_bytes: int
-    n_params: int
-    bits_per_weight: float
-    read_bytes: int
-    groups: tuple[TensorGroup, ...] = ()
-    tensors: tuple[PricedTensor, ...] = ()
-    explicit_bytes: int | None = None
-    source: str = "option"  # "option": --weight-type; "profile": the profile's weight_type; "uniform"

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from kvplan.engine.quantize import PricedTensor, WeightPricing
     from kvplan.profiles.spec import Model
 
-from kvplan.plan.results import TensorGroup, WeightBreakdown
+from kvplan.plan.weight_results import TensorGroup, WeightBreakdown
 
 _LAYER_RE = re.compile(r"^blk\.(\d+)\.")
 

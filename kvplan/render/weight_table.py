@@ -9,7 +9,7 @@ from kvplan.render import fmt
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from kvplan.plan.results import WeightBreakdown
+    from kvplan.plan.weight_results import WeightBreakdown
 
 
 def _ranges(layers: tuple[int, ...]) -> str:
