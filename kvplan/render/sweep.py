@@ -7,6 +7,7 @@ import math
 from kvplan.render import csvfast, csvnum, fmt, rates
 from kvplan.render.check import JSON_SCHEMA_VERSION
 from kvplan.render.tables import Table
+from kvplan.render.warnings import words
 from kvplan.sweep import NO_MAX_CTX, VERDICTS, SweepColumns
 
 # Columns written as fixed-point decimals in CSV (6 places: µs and 10⁻⁶ tok/s), as in every kvplan CSV.
@@ -146,7 +147,7 @@ JSON_CHUNK_ROWS = 65_536
 def json_fields(rows: int, columns: list[str], warnings=()) -> dict:
     """The keys of the sweep's JSON document before ``rows`` (``columns``: :meth:`SweepColumns.columns`)."""
     return {"schema_version": JSON_SCHEMA_VERSION, "rows_count": rows, "columns": output_columns(columns),
-            "warnings": list(warnings)}
+            "warnings": words(warnings)}
 
 
 def json_document(cols: SweepColumns, warnings=()) -> dict:
