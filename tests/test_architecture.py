@@ -29,7 +29,7 @@ def test_no_stray_files_at_the_root():
 
 # --- the core speaks facts; the CLI names flags, render words figures ---------------------------------------
 
-CORE = ("engine", "caches", "plan", "profiles", "importers", "sweep.py", "advice.py", "curves.py", "labels.py")
+CORE = ("engine", "caches", "plan", "profiles", "importers", "sweep.py", "advice.py", "curves.py")
 FLAG = r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*"
 # Documentation, not a message: a profile field's description in the published JSON schema
 # (docs/schema/model.schema.json) tells a file's author how the CLI uses the field.
@@ -81,7 +81,7 @@ def test_the_flag_pattern_finds_flags():
 
 def test_cache_models_give_rules_as_facts_that_render_words():
     """A runtime's rules are facts (kind + values) from the cache model; the sentences are render's. Every kind a
-    cache model can give has its words, and no cache model module builds labels (kvplan/labels.py does)."""
+    cache model can give has its words, and no cache model module builds labels (kvplan/render/labels.py does)."""
     import ast
 
     from kvplan.caches.facts import Rule
@@ -99,8 +99,9 @@ def test_cache_models_give_rules_as_facts_that_render_words():
         for path in (ROOT / "kvplan" / part).rglob("*.py"):
             labels = [node.name for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
                       if isinstance(node, ast.FunctionDef) and node.name.endswith("_label")]
-            assert not labels, f"{path.relative_to(ROOT)}: {labels} word a row: kvplan/labels.py or render"
+            assert not labels, f"{path.relative_to(ROOT)}: {labels} word a row: kvplan/render/labels.py"
     assert not (ROOT / "kvplan" / "caches" / "labels.py").exists()
+    assert not (ROOT / "kvplan" / "labels.py").exists()  # labels live in render
 
     from kvplan.caches.llamacpp import llamacpp_cache
     from kvplan.caches.transformers import transformers_cache
@@ -206,3 +207,28 @@ def test_the_core_returns_no_sentences():
                     if any(" " in t for t in text):
                         found.append(f"{rel}:{node.lineno}: {fn.name}")
     assert not found, found
+
+
+def test_a_sweep_carries_facts_that_render_labels():
+    """A sweep's ``runtime`` and ``kv_policy`` columns hold the runtime spec and the policy's name (None for the
+    ideal formula and for no policy), not text; kvplan/render/labels.py words them for every writer and plot."""
+    import ast
+
+    from kvplan import sweep
+    from kvplan.plan import Knobs, build_scenario
+    from kvplan.profiles.catalog import Catalog
+    from kvplan.profiles.runtime import LlamaCppSpec
+    from kvplan.render.labels import column_labels
+
+    for path in (ROOT / "kvplan").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "kvplan.labels":
+                raise AssertionError(f"{path.relative_to(ROOT)}: labels live in kvplan.render.labels")
+    catalog = Catalog()
+    base = build_scenario(catalog.device("pixel8").profile, catalog.model("7b").profile, 1,
+                          Knobs(runtime={"name": "llama.cpp", "kv_unified": True}))
+    cols = sweep.evaluate_group(base, *sweep.grid([1024, 4096], [1, 2]))
+    assert all(isinstance(v, LlamaCppSpec) and v.kv_unified for v in cols.runtime)
+    assert all(v is None for v in cols.kv_policy)
+    assert column_labels("runtime", cols.runtime).tolist() == ["llama.cpp unified"] * 4
+    assert column_labels("kv_policy", cols.kv_policy).tolist() == ["none"] * 4

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvplan.labels import NO_POLICY, policy_label, runtime_label
+from kvplan.render.labels import NO_POLICY, policy_label, runtime_label
 from kvplan.render import fmt, rates
 from kvplan.render.check import JSON_SCHEMA_VERSION
 from kvplan.render.csvnum import bits as bits_text, fixed
