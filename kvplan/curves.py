@@ -17,6 +17,7 @@ from kvplan.errors import KvplanError
 from kvplan.engine.formats import NAMED_FORMATS
 from kvplan.plan import Evaluation, Scenario, cache_model_for, core, evaluate
 from kvplan.plan.basis import basis_of
+from kvplan.plan.facts import WarningFact
 
 GRID_POINTS = 512  # points per curve, besides the exact marks (ctx, max_ctx, window edges)
 MIN_CTX_AXIS_TOKENS = 4096
@@ -100,7 +101,7 @@ def default_ctx_max(ev: Evaluation, show_ctx: bool = True) -> int:
     return nice_ctx_ceil(want)
 
 
-def warnings_at(scenario: Scenario, ev: Evaluation, ctx_tokens: int | None) -> tuple[str, ...]:
+def warnings_at(scenario: Scenario, ev: Evaluation, ctx_tokens: int | None) -> tuple[WarningFact, ...]:
     """The warnings of ``scenario`` at the context a plot quotes its figures at: ``ev``'s own when that is the
     scenario's context (word for word what ``kvplan check`` prints there), else those of an evaluation at
     ``ctx_tokens`` — a window llama.cpp ignores matters only past the window, so a plot without ``--ctx`` is
@@ -132,7 +133,7 @@ class MemoryCurves:
     show_ctx: bool  # mark the scenario's own ctx
     ctx_limit: tuple[int, str] | None = None  # (tokens, option): the cache holds no more; the axis ends there
     buffers_bytes: object = 0  # ndarray [bytes]: the runtime's buffers (llama.cpp compute + output) at each ctx
-    warnings: tuple[str, ...] = ()  # :func:`warnings_at` --ctx, else the axis end
+    warnings: tuple[WarningFact, ...] = ()  # :func:`warnings_at` --ctx, else the axis end
 
 
 def buffers_bytes(scenario: Scenario, ev: Evaluation, ctx_tokens):
@@ -179,7 +180,7 @@ class DecodeCurves:
     latency_s: float = 0.0  # the device's fixed time per step in the rate (0: unknown, the bandwidth model)
     # ndarray [tokens/s] over all sequences: a step reads the weights once and emits one token per sequence
     aggregate_tokens_per_s: object = None
-    warnings: tuple[str, ...] = ()  # :func:`warnings_at` --ctx, else the axis end
+    warnings: tuple[WarningFact, ...] = ()  # :func:`warnings_at` --ctx, else the axis end
 
 
 def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ctx: bool = True,
@@ -238,7 +239,7 @@ class AttentionCurves:
     ctx_tokens: object  # ndarray [tokens]
     ref_ctx: int  # context at which the legend quotes each variant's size [tokens]
     variants: tuple[AttentionVariant, ...]
-    warnings: tuple[str, ...] = ()  # the configuration's at ``ref_ctx``, the context the legend quotes
+    warnings: tuple[WarningFact, ...] = ()  # the configuration's at ``ref_ctx``, the context the legend quotes
 
 
 def attention_curves(scenario: Scenario, ctx_max_tokens: int | None = None,
@@ -305,7 +306,7 @@ def attention_curves(scenario: Scenario, ctx_max_tokens: int | None = None,
                            tuple(variants), _attention_warnings(scenario, int(ref_ctx)))
 
 
-def _attention_warnings(scenario: Scenario, ref_ctx: int) -> tuple[str, ...]:
+def _attention_warnings(scenario: Scenario, ref_ctx: int) -> tuple[WarningFact, ...]:
     try:
         ev = evaluate(scenario.with_changes(ctx=ref_ctx))
     except KvplanError:  # the variants are drawn without an evaluation (a neutral device may not hold them)
@@ -327,7 +328,7 @@ class FitMap:
     verdict_codes: object  # ndarray int: 0 fit, 1 tight, 2 over (at ``ctx``)
     ctx: int | None  # None: the map shows max context
     evaluations: tuple[tuple[Evaluation, ...], ...]
-    warnings: tuple[str, ...] = ()  # every cell's, at ``ctx``, else at the cell's max context (each once)
+    warnings: tuple[WarningFact, ...] = ()  # every cell's, at ``ctx``, else at the cell's max context (each once)
 
 
 def fit_map(scenarios: list[list[Scenario]], ctx: int | None = None) -> FitMap:
@@ -352,10 +353,10 @@ def fit_map(scenarios: list[list[Scenario]], ctx: int | None = None) -> FitMap:
     return FitMap(devices, models, max_ctx, headroom, codes, ctx, evs, _fit_map_warnings(evs, ctx))
 
 
-def _fit_map_warnings(evs, ctx: int | None) -> tuple[str, ...]:
+def _fit_map_warnings(evs, ctx: int | None) -> tuple[WarningFact, ...]:
     """At ``ctx``; without it, at the context each cell shows: its max context, or (unbounded: every layer
     windowed) the model's trained context, where a window llama.cpp ignores would be kept whole."""
-    found: dict[str, None] = {}
+    found: dict[WarningFact, None] = {}
     for row in evs:
         for ev in row:
             at = ctx if ctx is not None else (ev.max_ctx if ev.max_ctx is not None

@@ -17,7 +17,6 @@ from dataclasses import dataclass, fields
 from kvplan.errors import FieldError
 from kvplan import engine
 from kvplan.engine import VERDICTS  # noqa: F401  (render reads verdict names by code from here)
-from kvplan.labels import policy_label, runtime_label
 from kvplan.plan import Scenario, core
 from kvplan.plan.basis import basis_of
 from kvplan.plan.core import NO_MAX_CTX  # noqa: F401  (the scalar evaluation's None in integer columns)
@@ -31,7 +30,8 @@ class SweepColumns:
     ``max_ctx`` (and ``max_ctx_at_target``) is :data:`NO_MAX_CTX` where the scalar evaluation
     says None; ``prefill_s`` (the time to first token of a ``ctx``-token prompt) is NaN where the
     device gives no ``compute``; ``decode_tokens_per_s`` is the per-sequence rate with the device's
-    ``decode_latency``. ``runtime`` and ``kv_policy`` are the labels of :mod:`kvplan.labels`.
+    ``decode_latency``. ``runtime`` (the runtime spec, None for the ideal formula) and ``kv_policy`` (the policy's
+    name, None for none) are facts: :func:`kvplan.render.labels.column_labels` words them.
     ``max_ctx_limited_by`` says what stopped ``max_ctx`` (as :func:`kvplan.plan.max_ctx_limited_by`);
     ``max_ctx_trained`` is the model's trained context, :data:`NO_MAX_CTX` where its profile gives none.
     ``max_ctx_at_target`` is None (not a column at all, see :meth:`columns`) unless the sweep has a
@@ -64,8 +64,8 @@ class SweepColumns:
     prefill_s: object  # float64 [s]
     # Added after the first release's columns, so a script reading columns by position keeps working.
     kv_peak_bytes: object  # int64 [bytes] all sequences, peak (what total_bytes counts)
-    runtime: object  # str array (kvplan.labels.runtime_label)
-    kv_policy: object  # str array (kvplan.labels.policy_label)
+    runtime: object  # object array: RuntimeSpec or None (kvplan.render.labels words it)
+    kv_policy: object  # object array: the policy's name or None (kvplan.render.labels words it)
     k_format: object  # str array (f16, q8_0, int4/g32 …)
     v_format: object  # str array
     buffers_bytes: object  # int64 [bytes] llama.cpp's compute + output buffers (0 under other cache models)
@@ -148,9 +148,16 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
     def const(value, dtype=None):  # one value for every row, without copying it n times
         return np.broadcast_to(np.asarray(value, dtype=dtype), (n,))
 
+    def const_fact(value):  # an object (a runtime spec, a name or None) for every row, as a zero-stride view
+        one = np.empty(1, dtype=object)
+        one[0] = value
+        return np.broadcast_to(one, (n,))
+
+    policy = getattr(cache, "policy", None)
+
     return SweepColumns(
-        device=const(device.name), model=const(model.name), runtime=const(runtime_label(base.runtime)),
-        kv_policy=const(policy_label(cache)), ctx=ctx, sequences=sequences,
+        device=const(device.name), model=const(model.name), runtime=const_fact(base.runtime),
+        kv_policy=const_fact(policy.name if policy is not None else None), ctx=ctx, sequences=sequences,
         pinned_prefix_tokens=const(base.pinned_prefix_tokens, dtype=np.int64),
         weight_bits=const(b.weight_bits, dtype=np.float64),
         k_format=const(cache.k_format.name), v_format=const(cache.v_format.name),

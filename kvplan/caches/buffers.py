@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvplan.caches.facts import Reason, reason
 from kvplan.engine import llamacpp_buffers as lb
 from kvplan.engine.schedule import attention_runs
 
@@ -67,15 +68,15 @@ def missing_shape_fields(model) -> tuple[str, ...]:
     return tuple(f for f in SHAPE_FIELDS if not getattr(model, f, None))
 
 
-def unpriced_because(model) -> str | None:
-    """Why llama.cpp's buffers cannot be priced for ``model`` (None: they can)."""
+def unpriced_because(model) -> Reason | None:
+    """Why llama.cpp's buffers cannot be priced for ``model`` (worded by :mod:`kvplan.render.reasons`; None: they
+    can)."""
     missing = missing_shape_fields(model)
     if missing:
-        return f"the model profile lacks {', '.join(missing)}, which llama.cpp's compute buffer depends on"
+        return reason("missing_shape_fields", fields=missing)
     experts = getattr(model, "experts", None)
     if experts and lb.graph_of(_ProfileView(model)) != "mla":  # only DeepSeek's MoE graph is replayed
-        return (f"llama.cpp's graph for a mixture of experts of architecture {model.architecture or 'unknown'} is "
-                "not modelled (only DeepSeek-V2/V3's is)")
+        return reason("experts_graph_unmodelled", architecture=model.architecture or None)
     return None
 
 

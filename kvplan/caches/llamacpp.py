@@ -39,7 +39,7 @@ from kvplan.engine.formats import ElementFormat
 from kvplan.engine.schedule import attention_runs
 from kvplan.profiles.runtime import LLAMA_MAX_SEQ, LlamaCppSpec
 from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
-from kvplan.caches.facts import Rule, rule
+from kvplan.caches.facts import Reason, Rule, reason, rule
 from kvplan.profiles.memo import PerModel
 
 PAD_CELLS = 256  # GGML_PAD(…, 256) in llama_context and llama_kv_cache_iswa
@@ -314,16 +314,20 @@ def _row_bytes(fmt: ElementFormat, values: int, side: str) -> int:
     return fmt.row_bytes(values)
 
 
-def window_ignored_because(architecture: str | None) -> str | None:
-    """Why llama.cpp keeps the whole context on every layer of a model whose profile gives a sliding window;
-    None where it honours the window (the interleaved-window architectures)."""
+def window_ignored_because(architecture: str | None) -> Reason | None:
+    """Why llama.cpp keeps the whole context on every layer of a model whose profile gives a sliding window
+    (worded by :mod:`kvplan.render.reasons`); None where it honours the window (the interleaved-window
+    architectures)."""
     arch = (architecture or "").lower()
     if arch in SWA_ARCHITECTURES:
         return None
-    return {"mistral": "Mistral is converted to GGUF as architecture llama, which has no window",
-            "llama": "architecture llama has no window",
-            "phi3": "llama.cpp disables Phi-3's window on purpose, ggml-org/llama.cpp#13676"}.get(
-        arch, "llama.cpp sets no window for this architecture")
+    if arch == "mistral":
+        return reason("converted_as_llama")
+    if arch == "llama":
+        return reason("llama_has_no_window")
+    if arch == "phi3":
+        return reason("window_disabled_upstream")
+    return reason("no_window_for_architecture", architecture=arch or None)
 
 
 _CACHES = PerModel()

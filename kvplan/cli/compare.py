@@ -68,8 +68,9 @@ def compare(
     elif fmt_ is OutputFormat.csv:
         text = render.compare_csv(evaluations)
         from kvplan.render.rates import warnings_of
+        from kvplan.render.warnings import words
 
-        for warning in warnings_of(ev for row in evaluations for ev in row):  # CSV has no place for them: stderr
+        for warning in words(warnings_of(ev for row in evaluations for ev in row)):  # CSV has no place for them: stderr
             terminal.display_warning(warning)
     else:
         tables = render.compare_tables(evaluations, units.value)

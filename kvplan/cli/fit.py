@@ -98,8 +98,9 @@ def fit(
                                        render.fit_csv_rows(ev, advice, commands, model_commands, given)), output)
         from kvplan.cli import terminal
         from kvplan.render.rates import warnings_of
+        from kvplan.render.warnings import words
 
-        for warning in warnings_of(render.shown_evaluations(probe, ev, advice)):  # CSV has no place for them
+        for warning in words(warnings_of(render.shown_evaluations(probe, ev, advice))):  # CSV has no place for them
             terminal.display_warning(warning)
     else:
         tables = [render.limits_table(probe, ev, units.value)]

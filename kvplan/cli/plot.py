@@ -109,8 +109,9 @@ def _warn(*groups) -> None:
     """Each distinct warning of the configurations drawn, once, on stderr (as ``sweep`` does; never in the
     image): what ``check`` would print at the context the plot quotes (``--ctx``, else the axis end)."""
     from kvplan.cli import terminal
+    from kvplan.render.warnings import words
 
-    for warning in dict.fromkeys(w for group in groups for w in group):
+    for warning in words(w for group in groups for w in group):
         terminal.display_warning(warning)
 
 
@@ -170,7 +171,7 @@ def attention(
 ) -> None:
     ctx_tokens, ctx_max_tokens = _start(output, ctx, ctx_max)
     knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
-    stand_in: set[str] = set()  # the neutral device's own warnings: about no device the user named
+    stand_in: set = set()  # the neutral device's own warnings: about no device the user named
     if device is None:
         from kvplan.hub.catalog import user_catalog
         from kvplan.plan import build_scenario
@@ -183,7 +184,7 @@ def attention(
         scenario = build_scenario(neutral, mod.profile, ctx_tokens or 0, knobs)
         from kvplan.plan.profile_warnings import device_warnings
 
-        stand_in = set(device_warnings(neutral))
+        stand_in = set(device_warnings(neutral))  # facts, as the curves' warnings
     else:
         scenario = _scenarios([device], [model], ctx_tokens or 0, profiles_dir, knobs)[0][0]
     from kvplan import curves as data

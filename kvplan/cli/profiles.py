@@ -50,6 +50,7 @@ def list_(
     from kvplan.plan.profile_figures import figures_of
     from kvplan.plan.profile_warnings import profile_warnings
     from kvplan.render import profiles as render
+    from kvplan.render.warnings import word
 
     catalog = user_catalog(profiles_dir, fast=False)
     needle = (name or "").lower()
@@ -74,7 +75,7 @@ def list_(
                 terminal.display_note(invalid)  # the table marks the row INVALID; JSON carries it as a warning
                 invalid_rows.append(invalid)
                 continue
-            warnings.extend(profile_warnings(k, profile))
+            warnings.extend(word(w) for w in profile_warnings(k, profile))
             entries.append((render.list_row_json(k, profile, path, origin, shadowed_names, figures_of(k, profile)),
                             profile))
     if output_format is OutputFormat.json:
@@ -114,6 +115,7 @@ def show(
     from kvplan.plan.profile_figures import figures_of
     from kvplan.plan.profile_warnings import profile_warnings
     from kvplan.render import profiles as render
+    from kvplan.render.warnings import word
 
     if not weights and (weight_type is not None or weight_group_size is not None):
         flag = "--weight-type" if weight_type is not None else "--weight-group-size"
@@ -124,7 +126,7 @@ def show(
         raise UsageError(f"--weights lists a model's tensors; {name!r} is a {found_kind}")
     if resolved.note:
         terminal.display_note(resolved.note)
-    warnings = profile_warnings(found_kind, resolved.profile)
+    warnings = [word(w) for w in profile_warnings(found_kind, resolved.profile)]
     if weights:
         _show_weights(resolved.profile, weight_type, weight_group_size, warnings, output_format, units)
         return
@@ -252,9 +254,11 @@ def _valid_profile_warnings(result) -> list[str]:
     from kvplan.plan.profile_warnings import profile_warnings
     from kvplan.profiles.loading import load_model_file
     from kvplan.profiles.spec import Device, Model
+    from kvplan.render.warnings import word
 
     cls = Device if result.kind == "device" else Model
-    return profile_warnings(result.kind, load_model_file(cls, Path(result.path), what=f"{result.kind} profile"))
+    return [word(w) for w in
+            profile_warnings(result.kind, load_model_file(cls, Path(result.path), what=f"{result.kind} profile"))]
 
 
 SCHEMA_HELP = """Print the JSON Schema (draft 2020-12) of a device or model profile file.

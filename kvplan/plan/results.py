@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from kvplan.engine.memory import Verdict
 
+if TYPE_CHECKING:
+    from kvplan.plan.facts import WarningFact
 
 
 @dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
@@ -77,7 +80,8 @@ class Evaluation:
     # runtime buffers beside the cache (llama.cpp's compute and output buffers); 0 where the runtime adds none
     compute_buffer_bytes: int = 0
     output_buffer_bytes: int = 0
-    warnings: tuple[str, ...] = field(default=())  # what the user should know before trusting a figure
+    # what the user should know before trusting a figure: facts (kvplan.plan.facts), worded by kvplan.render.warnings
+    warnings: tuple[WarningFact, ...] = field(default=())
     # the largest ctx such that it and every smaller one fit: max_ctx wherever the total only grows with the
     # context; below it under llama.cpp when a larger -c fits again past one that does not (None with max_ctx)
     max_ctx_contiguous: int | None = None

@@ -1,8 +1,9 @@
 """What a user should know before trusting an evaluation's figures: implausible inputs, and places where the
 ideal formula allocates less than the runtimes people use.
 
-Warnings are plain sentences about fields and figures (never flags); ``check`` prints them under its
-tables, and every JSON document carries them as ``warnings``.
+Warnings are facts (:class:`kvplan.plan.facts.WarningFact`: a kind and its figures, about fields, never flags);
+:mod:`kvplan.render.warnings` words them for ``check``'s notes under its tables and every JSON document's
+``warnings``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvplan.errors import KvplanError
+from kvplan.plan.facts import WarningFact, warning
 
 if TYPE_CHECKING:
     from kvplan.plan.results import Evaluation
@@ -36,62 +38,53 @@ MIN_PLAUSIBLE_CTX_TOKENS = 64
 #: no weight format stores fewer bits per weight than this (ternary weights are 1.58; iq1_s 1.56)
 MIN_PLAUSIBLE_WEIGHT_BITS = 1.0
 
-def _size(n: int) -> str:
-    return f"{n / 1e9:.2f} GB" if n >= 10**9 else f"{n / 1e6:.2f} MB"
 
-
-def implausible_device(d: Device, os_reserve_bytes: int | None = None) -> list[str]:
+def implausible_device(d: Device, os_reserve_bytes: int | None = None) -> list[WarningFact]:
     """A device's figures that validate but are almost surely a unit left out (``os_reserve_bytes``: the reserve in
     force when it is not the profile's own)."""
     out = []
     if d.ram < MIN_PLAUSIBLE_RAM_BYTES:
-        out.append(f"device {d.name}: ram {d.ram:,} B is under 256 MB — is a unit missing?")
+        out.append(warning("device_ram", device=d.name, ram_bytes=d.ram))
     reserve = d.os_reserve if os_reserve_bytes is None else os_reserve_bytes
     if d.ram > MIN_RAM_FOR_RESERVE_CHECK_BYTES and reserve < MIN_PLAUSIBLE_OS_RESERVE_BYTES:
-        if os_reserve_bytes is None or os_reserve_bytes == d.os_reserve:  # the profile's own field
-            out.append(f"device {d.name}: os_reserve {reserve:,} B is under 100 MB on {_size(d.ram)} of RAM, less "
-                       "than any OS keeps for itself — is the unit right?")
-        else:  # the reserve asked for (a flag, a gate key), not the profile's field
-            out.append(f"an OS reserve of {reserve:,} B is under 100 MB on {d.name}'s {_size(d.ram)} of RAM, less "
-                       "than any OS keeps for itself — is the unit right?")
+        # the profile's own field, or the reserve asked for (a flag, a gate key)
+        own = os_reserve_bytes is None or os_reserve_bytes == d.os_reserve
+        out.append(warning("device_os_reserve" if own else "os_reserve_asked", device=d.name,
+                           os_reserve_bytes=reserve, ram_bytes=d.ram))
     if d.memory_bandwidth < MIN_PLAUSIBLE_BANDWIDTH_BYTES_PER_S:
-        out.append(f"device {d.name}: memory_bandwidth {d.memory_bandwidth:,.0f} B/s is under 1 GB/s — "
-                   "is a unit missing?")
+        out.append(warning("device_memory_bandwidth", device=d.name, memory_bandwidth_bytes_per_s=d.memory_bandwidth))
     if d.flash_read < MIN_PLAUSIBLE_FLASH_READ_BYTES_PER_S:
-        out.append(f"device {d.name}: flash_read {d.flash_read:,.0f} B/s is under 10 MB/s — is a unit missing?")
+        out.append(warning("device_flash_read", device=d.name, flash_read_bytes_per_s=d.flash_read))
     if d.decode_latency > MAX_PLAUSIBLE_DECODE_LATENCY_S:
-        out.append(f"device {d.name}: decode_latency {d.decode_latency:g} s per decode step is over 100 ms; measured "
-                   "ones are a few ms — is the unit right?")
+        out.append(warning("device_decode_latency", device=d.name, decode_latency_s=d.decode_latency))
     if d.runtime_overhead > MAX_PLAUSIBLE_OVERHEAD_OF_RAM * d.ram:
-        out.append(f"device {d.name}: runtime_overhead {_size(d.runtime_overhead)} is over half of its "
-                   f"{_size(d.ram)} of RAM — is the unit right?")
+        out.append(warning("device_runtime_overhead", device=d.name, runtime_overhead_bytes=d.runtime_overhead,
+                           ram_bytes=d.ram))
     return out
 
 
-def implausible_inputs(s: Scenario, ctx_per_sequence: int) -> list[str]:
+def implausible_inputs(s: Scenario, ctx_per_sequence: int) -> list[WarningFact]:
     """Figures that validate but are almost surely a slip (a unit left out, a context typed with extra zeros)."""
     m = s.model
     out = implausible_device(s.device, s.os_reserve_in_force_bytes)
     # ctx 1 is how fit evaluates a configuration it was given no context for (its max-context probe): no warning
     if 1 < s.ctx < MIN_PLAUSIBLE_CTX_TOKENS:
-        out.append(f"context {s.ctx:,} tokens is under {MIN_PLAUSIBLE_CTX_TOKENS} — is a k missing "
-                   f"({s.ctx}k = {s.ctx * 1024:,} tokens)?")
+        out.append(warning("ctx_under_plausible", ctx_tokens=s.ctx, min_tokens=MIN_PLAUSIBLE_CTX_TOKENS))
     bits = s.weight_bits if s.weight_bits is not None else (
         None if m.weights is not None or getattr(m, "weight_type", None) or s.weight_type else m.weight_bits)
     if bits is not None and bits < MIN_PLAUSIBLE_WEIGHT_BITS:
-        out.append(f"weight_bits {bits:g} is under {MIN_PLAUSIBLE_WEIGHT_BITS:g} bit per weight, fewer than any "
-                   "weight format stores (ternary weights take 1.58)")
+        out.append(warning("weight_bits_under_plausible", weight_bits=bits, min_bits=MIN_PLAUSIBLE_WEIGHT_BITS))
     trained = m.max_context or 0
     if trained and ctx_per_sequence > MAX_PLAUSIBLE_CTX_OVER_TRAINED * trained:
-        out.append(f"context {s.ctx:,} tokens: {ctx_per_sequence / trained:,.1f}× {m.name}'s trained {trained:,} "
-                   f"per sequence (more than {MAX_PLAUSIBLE_CTX_OVER_TRAINED}×) — is that the context you meant? "
-                   "Quality there depends on a context extension (RoPE scaling) the model may not support")
+        out.append(warning("ctx_past_trained", ctx_tokens=s.ctx, ctx_per_sequence_tokens=ctx_per_sequence,
+                           model=m.name, trained_tokens=trained, max_over_trained=MAX_PLAUSIBLE_CTX_OVER_TRAINED))
     return out
 
 
-def ignored_window(ev: Evaluation) -> str | None:
+def ignored_window(ev: Evaluation) -> WarningFact | None:
     """The profile's sliding window, honoured by the ideal formula, that llama.cpp ignores — with llama.cpp's
-    allocation at this context; None when it does not matter here."""
+    allocation at this context (``llama_kv_bytes`` None: a cache type llama.cpp cannot store); None when it does
+    not matter here."""
     s, m = ev.scenario, ev.scenario.model
     windows = m.schedule.windows()
     if s.runtime is not None or s.sliding_window is not None or not windows:
@@ -109,18 +102,21 @@ def ignored_window(ev: Evaluation) -> str | None:
         cache = llamacpp_cache(runtime_spec("llama.cpp"), m, s.k_format, s.v_format)
         llama_kv = cache.kv_bytes(s.ctx * s.sequences, s.sequences)
     except KvplanError:  # a cache type llama.cpp cannot store: say so without its figure
-        return (f"llama.cpp ignores {m.name}'s {window:,}-token sliding window ({why}) and keeps the "
-                "full context on every layer; the ideal formula's window does not hold there")
+        return warning("window_ignored", model=m.name, window=window, reason=why, llama_kv_bytes=None,
+                       kv_bytes=ev.kv_bytes, over_budget=None)
     over = ev.total_bytes - ev.kv_peak_bytes + llama_kv > ev.budget_bytes
-    return (f"llama.cpp ignores {m.name}'s {window:,}-token sliding window ({why}): it allocates "
-            f"{_size(llama_kv)} of KV cache here, not {_size(ev.kv_bytes)}"
-            + (", over the budget" if over else ""))
+    return warning("window_ignored", model=m.name, window=window, reason=why, llama_kv_bytes=int(llama_kv),
+                   kv_bytes=ev.kv_bytes, over_budget=bool(over))
 
 
-def window_override(ev: Evaluation) -> str | None:
+def window_override(ev: Evaluation) -> WarningFact | None:
     """A ``sliding_window`` asked for (it puts every layer behind one window) that changes what the model was
     trained to attend: it replaces the model's own window on its local layers (Gemma's 512 → 100,000), or puts
-    a window on layers trained with full attention; None when the figures are the model's own."""
+    a window on layers trained with full attention; None when the figures are the model's own.
+
+    ``widens``: True/False when the local layers' own window changes, None when it does not; ``drops``: the
+    layers trained with full attention whose tokens the window drops (``"global"`` beside local layers,
+    ``"every"`` on a model with no window of its own), None when there are none."""
     s, m = ev.scenario, ev.scenario.model
     window = s.sliding_window
     if window is None:
@@ -128,41 +124,29 @@ def window_override(ev: Evaluation) -> str | None:
     ctx, own = ev.ctx_per_sequence_tokens, m.sliding_window
     has_local = bool(own) and m.sliding_window_pattern != []
     has_global = not own or m.sliding_window_pattern != "all"
-    parts = []
-    if has_local and min(ctx, window) != min(ctx, own):
-        way = "widens" if window > own else "narrows"
-        parts.append(f"it {way} the {own:,}-token window {m.name}'s local layers were trained with")
-    if has_global and window < ctx:
-        if has_local:
-            parts.append(f"{m.name}'s global layers were trained with full attention, and the window drops tokens "
-                         "they were trained to attend")
-        else:
-            parts.append(f"{m.name} was trained with full attention on every layer, and the window drops tokens it "
-                         "was trained to attend")
-    if not parts:
+    widens = window > own if has_local and min(ctx, window) != min(ctx, own) else None
+    drops = ("global" if has_local else "every") if has_global and window < ctx else None
+    if widens is None and drops is None:
         return None
-    return f"sliding_window {window:,} puts every layer behind one window: {'; '.join(parts)} (quality untested)"
+    return warning("window_override", window=window, model=m.name, own_window=own, widens=widens, drops=drops)
 
 
-def unpriced_buffers(ev: Evaluation) -> str | None:
+def unpriced_buffers(ev: Evaluation) -> WarningFact | None:
     """Under llama.cpp, why its compute and output buffers are left out of the total (None: they are in it)."""
     if getattr(ev.cache, "name", None) != "llama.cpp" or ev.buffers_bytes:
         return None
     from kvplan.caches.buffers import unpriced_because
 
     why = unpriced_because(ev.scenario.model)
-    return f"llama.cpp's compute and output buffers are not counted in the total: {why}" if why else None
+    return warning("buffers_unpriced", reason=why) if why else None
 
 
-def warnings_of(ev: Evaluation) -> tuple[str, ...]:
+def warnings_of(ev: Evaluation) -> tuple[WarningFact, ...]:
     """Every warning about one evaluation, most important first."""
     out = []
-    for warning in (ignored_window(ev), window_override(ev)):
-        if warning:
-            out.append(warning)
-    unpriced = unpriced_buffers(ev)
-    if unpriced:
-        out.append(unpriced)
+    for found in (ignored_window(ev), window_override(ev), unpriced_buffers(ev)):
+        if found:
+            out.append(found)
     s = ev.scenario  # the tokens one sequence attends as requested (llama.cpp's padded cells would overstate it)
     shared = getattr(ev.cache, "name", None) == "llama.cpp" and not getattr(s.runtime, "kv_unified", False)
     out += implausible_inputs(s, -(-s.ctx // s.sequences) if shared else s.ctx)

@@ -183,11 +183,11 @@ def _cache_note(cols: SweepColumns) -> str:
     price (its formats alone would read "KV 16-bit" for a K4/V3 history)."""
     import numpy as np
 
-    from kvplan.labels import NO_POLICY
+    from kvplan.render.labels import NO_POLICY, column_labels
 
     parts = []
     for name, plain, word in (("runtime", "ideal", "runtime"), ("kv_policy", NO_POLICY, "KV policy")):
-        values = np.unique(np.asarray(getattr(cols, name)).astype(str))
+        values = np.unique(np.asarray(column_labels(name, getattr(cols, name))).astype(str))
         shown = [v for v in values.tolist() if v != plain]
         if shown:
             parts.append(f"{word} {', '.join(shown)}")

@@ -13,6 +13,7 @@ import shlex
 
 from kvplan.render import fmt, rates
 from kvplan.render.tables import Table
+from kvplan.render.warnings import word
 
 if TYPE_CHECKING:
     from kvplan.plan.results import Change
@@ -36,7 +37,7 @@ def change_json(change: Change) -> dict:
         "max_ctx": ev.max_ctx,
         "max_ctx_limited_by": ev.max_ctx_limited_by,
         "caveats": list(change.caveats),
-        "warnings": list(ev.warnings),
+        "warnings": [word(w) for w in ev.warnings],
     }
 
 

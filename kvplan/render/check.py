@@ -12,6 +12,7 @@ from kvplan.render import maxctx as maxctx_render
 from kvplan.render import policy as policy_render
 from kvplan.render import runtime as runtime_render
 from kvplan.render.tables import Table
+from kvplan.render.warnings import LLAMACPP_KINDS, word
 
 if TYPE_CHECKING:
     from kvplan.plan.results import Change
@@ -74,7 +75,7 @@ def format_json(ev: Evaluation, runtime_command: str | None = None) -> dict:
         "pinned_prefix_recompute_s": ev.pinned_prefix_recompute_s,
         "kv_policy": policy_render.policy_json(ev),
         "runtime": runtime_render.runtime_json(ev),
-        "warnings": list(ev.warnings),
+        "warnings": [word(w) for w in ev.warnings],
         "llamacpp_command": runtime_command,
         "flash": {
             "overflow_bytes": ev.flash.overflow_bytes,
@@ -199,12 +200,12 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
         t.notes.append(f"tight: headroom under the {fmt.percent(s.margin_fraction)} margin "
                        f"({fmt.bytes_(ev.margin_bytes, units)}) kept for activations and fragmentation")
     for w in ev.warnings:
-        t.notes.append(f"warning: {w}")
+        t.notes.append(f"warning: {word(w)}")
     if ev.llamacpp_buffers_bytes:
         t.notes.append(f"llama.cpp would add {fmt.bytes_(ev.llamacpp_buffers_bytes, units)} of compute and output "
                        "buffers (default -ub 512, flash attention on, CPU backend)"
                        + (f"; its whole allocation: {runtime_command}" if runtime_command else ""))
-    elif runtime_command and any("llama.cpp" in w for w in ev.warnings):
+    elif runtime_command and any(w.kind in LLAMACPP_KINDS for w in ev.warnings):
         t.notes.append(f"llama.cpp's whole allocation: {runtime_command}")
     return t
 

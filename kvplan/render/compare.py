@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvplan.labels import NO_POLICY, policy_label, runtime_label
+from kvplan.render.labels import NO_POLICY, policy_label, runtime_label
 from kvplan.render import fmt, rates
 from kvplan.render.check import JSON_SCHEMA_VERSION
 from kvplan.render.csvnum import bits as bits_text, fixed
 from kvplan.render.maxctx import beyond_trained_note, max_ctx_cell
 from kvplan.render.sweep import output_columns
 from kvplan.render.tables import Table, to_csv
+from kvplan.render.warnings import word, words
 from kvplan.sweep import SweepColumns
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def compare_json(evaluations: list[list[Evaluation]]) -> dict:
         "models": [ev.scenario.model.name for ev in evaluations[0]] if evaluations else [],
         "target_tokens_per_s": first.target_tokens_per_s if first else None,
         "rows": [_json_row(ev, columns) for ev in cells],
-        "warnings": rates.warnings_of(cells),
+        "warnings": words(rates.warnings_of(cells)),
     }
 
 
@@ -77,7 +78,7 @@ def _json_row(ev: Evaluation, columns: list[str]) -> dict:
     """The CSV columns in their order, then what CSV has no place for (``ctx_beyond_trained``, ``warnings``)."""
     row = _row(ev)
     return {**{c: row[c] for c in columns}, "ctx_beyond_trained": row["ctx_beyond_trained"],
-            "warnings": list(ev.warnings)}
+            "warnings": [word(w) for w in ev.warnings]}
 
 
 def compare_csv(evaluations: list[list[Evaluation]]) -> str:

@@ -12,6 +12,7 @@ from kvplan.render.changes import caveat_cell, change_json, changes_table as _ch
 from kvplan.render.check import JSON_SCHEMA_VERSION, memory_json
 from kvplan.render.csvnum import fixed
 from kvplan.render.tables import Table
+from kvplan.render.warnings import words
 
 if TYPE_CHECKING:
     from kvplan.plan.results import Advice, Change
@@ -55,7 +56,7 @@ def fit_json(probe: Evaluation, ev: Evaluation | None, advice: Advice | None,
         "aggregate_decode_tokens_per_s": None,
         "changes_to_fit": [],
         "other_models_that_fit": [],
-        "warnings": rates.warnings_of(shown_evaluations(probe, ev, advice)),
+        "warnings": words(rates.warnings_of(shown_evaluations(probe, ev, advice))),
     }
     if ev is not None:
         document.update(ctx=ev.scenario.ctx, verdict=ev.verdict.value, memory=memory_json(ev),

@@ -11,6 +11,7 @@ from kvplan.render import fmt, rates
 from kvplan.render.check import JSON_SCHEMA_VERSION as CHECK_SCHEMA_VERSION, format_json
 from kvplan.render.maxctx import beyond_trained_note, max_ctx_cell
 from kvplan.render.tables import Table, to_markdown
+from kvplan.render.warnings import word, words
 
 JSON_SCHEMA_VERSION = CHECK_SCHEMA_VERSION
 
@@ -136,7 +137,7 @@ def check_json(c: ConfigResult) -> dict:
     """The `kvplan check --format json` document of a configuration, with the aggregate decode rate."""
     document = format_json(c.evaluation)
     document.setdefault("aggregate_decode_tokens_per_s", c.evaluation.aggregate_decode_tokens_per_s)
-    document.setdefault("warnings", list(c.evaluation.warnings))
+    document.setdefault("warnings", [word(w) for w in c.evaluation.warnings])
     return document
 
 
@@ -155,7 +156,7 @@ def json_document(results: Sequence[GateResult]) -> dict:
              "check": check_json(c)}
             for r, c in configurations
         ],
-        "warnings": rates.warnings_of(c.evaluation for _, c in configurations),
+        "warnings": words(rates.warnings_of(c.evaluation for _, c in configurations)),
     }
 
 
@@ -202,7 +203,7 @@ def _junit_suite(ET, root, result: GateResult, units: str, label: str) -> None:
         out = ET.SubElement(case, "system-out")
         out.text = (f"verdict {ev.verdict.value}; total {fmt.bytes_(ev.total_bytes, units)} of "
                     f"{fmt.bytes_(ev.budget_bytes, units)} budget; headroom {fmt.bytes_(ev.headroom_bytes, units)}; "
-                    f"decode {rates.rate_text(ev)}\n" + "".join(f"warning: {w}\n" for w in ev.warnings))
+                    f"decode {rates.rate_text(ev)}\n" + "".join(f"warning: {word(w)}\n" for w in ev.warnings))
 
 
 # --- Markdown (for $GITHUB_STEP_SUMMARY and pull requests) ---

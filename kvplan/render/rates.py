@@ -1,4 +1,5 @@
-"""How fit, compare, sweep, gate and report word decode rates with concurrent sequences, and gather warnings.
+"""How fit, compare, sweep, gate and report word decode rates with concurrent sequences, and gather warnings
+(facts, worded by :mod:`kvplan.render.warnings`).
 
 ``decode_tokens_per_s`` is one sequence's rate; with ``-n`` sequences a decode step reads the
 weights once and emits a token for each, so the aggregate is that rate × sequences. A table says
@@ -12,8 +13,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from kvplan.render import fmt
+from kvplan.render.warnings import word
 
 if TYPE_CHECKING:
+    from kvplan.plan.facts import WarningFact
     from kvplan.plan.results import Evaluation
 
 DECODE = "decode tok/s"
@@ -44,16 +47,17 @@ def decode_ctx_text(ev: Evaluation) -> str:
     return f"{fmt.n_tokens(held)} (one sequence's share of {s.ctx:,})"
 
 
-def warnings_of(evaluations: Iterable[Evaluation]) -> list[str]:
-    """Every evaluation's ``warnings``, in order of first appearance, each once."""
+def warnings_of(evaluations: Iterable[Evaluation]) -> list[WarningFact]:
+    """Every evaluation's ``warnings``, in order of first appearance, each once (:func:`kvplan.render.warnings.words`
+    words them)."""
     return list(dict.fromkeys(w for ev in evaluations for w in ev.warnings))
 
 
-def warning_notes(warnings: Iterable[str]) -> list[str]:
+def warning_notes(warnings: Iterable[WarningFact]) -> list[str]:
     """Table notes for warnings (the JSON ``warnings`` list, worded for a reader), and how to see what a runtime the
     warnings name would allocate."""
     warnings = list(warnings)
-    notes = [f"warning: {w}" for w in warnings]
-    if any(w.startswith("llama.cpp ignores") for w in warnings):
+    notes = [f"warning: {word(w)}" for w in warnings]
+    if any(w.kind == "window_ignored" for w in warnings):
         notes.append("the same command with --runtime llama.cpp prices llama.cpp's own allocation")
     return notes

@@ -3,6 +3,8 @@ runtime table and its JSON ``runtime.rules`` list. One entry per kind; each take
 
 from __future__ import annotations
 
+from kvplan.render.reasons import reason_text
+
 
 def _architecture(v) -> str:
     return f"architecture {v['architecture'] or 'unknown'}"
@@ -33,7 +35,8 @@ _WORDS = {
     "architecture": _architecture,
     # llama.cpp (kvplan.caches.llamacpp)
     "type_as_runtime": lambda v: f"{v['side'].upper()} cache {v['asked']} is llama.cpp's {v['runtime_type']}",
-    "window_ignored": lambda v: f"sliding window {v['window']:,} ignored: {v['reason']}; full context on every layer",
+    "window_ignored": lambda v: (f"sliding window {v['window']:,} ignored: {reason_text(v['reason'])}; full context "
+                                 "on every layer"),
     "mla_k_row": lambda v: (f"MLA: one K row of {v['kv_lora_rank']} + {v['qk_rope_head_dim']} values per cell "
                             "per layer, no V tensor"),
     "v_rows_padded": lambda v: f"flash attention off: V transposed, every V row padded to {v['values']} values",

@@ -6,7 +6,9 @@ import math
 
 from kvplan.render import csvfast, csvnum, fmt, rates
 from kvplan.render.check import JSON_SCHEMA_VERSION
+from kvplan.render.labels import LABELLED_COLUMNS, column_labels
 from kvplan.render.tables import Table
+from kvplan.render.warnings import words
 from kvplan.sweep import NO_MAX_CTX, VERDICTS, SweepColumns
 
 # Columns written as fixed-point decimals in CSV (6 places: µs and 10⁻⁶ tok/s), as in every kvplan CSV.
@@ -35,9 +37,12 @@ def output_columns(columns: list[str]) -> list[str]:
 
 def column(cols: SweepColumns, name: str):
     """The values of written column ``name``; the aggregate rate is the per-sequence rate × sequences
-    (a decode step reads the weights once for every sequence) unless the sweep gives it."""
+    (a decode step reads the weights once for every sequence) unless the sweep gives it; the runtime and KV
+    policy labelled (:mod:`kvplan.render.labels`)."""
     if name == AGGREGATE and getattr(cols, AGGREGATE, None) is None:
         return cols.decode_tokens_per_s * cols.sequences
+    if name in LABELLED_COLUMNS:
+        return column_labels(name, getattr(cols, name))
     return getattr(cols, name)
 
 
@@ -146,7 +151,7 @@ JSON_CHUNK_ROWS = 65_536
 def json_fields(rows: int, columns: list[str], warnings=()) -> dict:
     """The keys of the sweep's JSON document before ``rows`` (``columns``: :meth:`SweepColumns.columns`)."""
     return {"schema_version": JSON_SCHEMA_VERSION, "rows_count": rows, "columns": output_columns(columns),
-            "warnings": list(warnings)}
+            "warnings": words(warnings)}
 
 
 def json_document(cols: SweepColumns, warnings=()) -> dict:
@@ -236,14 +241,14 @@ def _constant_columns(cols: SweepColumns) -> dict:
 
     found = {}
     for name in _HOISTABLE:
-        values = getattr(cols, name)
+        values = column(cols, name)
         if len(values) and (_is_constant(values) or bool(np.all(values == values[0]))):
             found[name] = values[0].item() if hasattr(values[0], "item") else values[0]
     return found
 
 
 def _fixed_text(fixed: dict) -> str:
-    from kvplan.labels import NO_POLICY
+    from kvplan.render.labels import NO_POLICY
 
     parts = []
     if "device" in fixed and "model" in fixed:
@@ -314,8 +319,9 @@ def table(cols: SweepColumns, indices, omitted_after: int | None, omitted: int, 
     t = Table(title, [heading for _, heading in shown],
               align=["left" if name in _LEFT else "right" for name in names],
               key_columns=key_columns)
+    values = {name: column(cols, name) for name in names}  # each labelled once, not once per row
     for position, i in enumerate(indices):
-        row = {name: _value(name, column(cols, name), int(i)) for name in names}
+        row = {name: _value(name, values[name], int(i)) for name in names}
         row.setdefault("verdict", _value("verdict", cols.verdict, int(i)))
         style = {"fit": None, "tight": "yellow", "over": "red"}[row["verdict"]]
         text = {name: row[name] for name in names}

@@ -82,13 +82,15 @@ def test_warnings_of_keeps_the_first_of_each():
     from kvplan.plan import build_scenario, evaluate
     from kvplan.plan.knobs import Knobs
     from kvplan.profiles.catalog import Catalog
+    from kvplan.plan.facts import warning
     from kvplan.render.rates import warnings_of
 
     catalog = Catalog()
     ev = evaluate(build_scenario(catalog.device(str(REF_PHONE)).profile, catalog.model(str(REF_7B)).profile, 4096,
                                  Knobs()))
-    a, b = replace(ev, warnings=("x", "y")), replace(ev, warnings=("y", "z"))
-    assert warnings_of([a, b, ev]) == ["x", "y", "z"] and warnings_of([ev]) == []
+    x, y, z = (warning("ctx_under_plausible", ctx_tokens=n, min_tokens=64) for n in (8, 16, 32))
+    a, b = replace(ev, warnings=(x, y)), replace(ev, warnings=(y, z))
+    assert warnings_of([a, b, ev]) == [x, y, z] and warnings_of([ev]) == []
 
 
 def test_sweep_json_uses_check_key_names(run):

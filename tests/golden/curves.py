@@ -33,6 +33,11 @@ CASES = [
 def _plain(value):
     import numpy as np
 
+    from kvplan.plan.facts import WarningFact
+    from kvplan.render.warnings import word
+
+    if isinstance(value, WarningFact):  # recorded as the plot commands print it
+        return word(value)
     if isinstance(value, np.ndarray):
         return [_plain(v) for v in value.tolist()]
     if isinstance(value, float):

@@ -10,6 +10,7 @@ from kvplan.engine import llamacpp_buffers as lb
 from kvplan.plan import Knobs, build_scenario, evaluate
 from kvplan.profiles.catalog import Catalog
 from kvplan.profiles.runtime import runtime_spec
+from kvplan.render.warnings import word
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,8 @@ def test_ideal_says_what_llamacpp_would_add(catalog):
 @pytest.mark.parametrize("model, window", [("mistral-7b-v0.1", 4096), ("phi-3-mini-4k", 2047)])
 def test_window_llamacpp_ignores_is_a_warning(catalog, model, window):
     ev = _ev(catalog, "pixel8", model, 32768)
-    (w,) = [w for w in ev.warnings if "llama.cpp ignores" in w]
+    (fact,) = [w for w in ev.warnings if w.kind == "window_ignored"]
+    w = word(fact)
     assert f"{window:,}-token sliding window" in w
     if model == "mistral-7b-v0.1":
         # llama.cpp: 32,768 cells · 32 layers · 2 (K, V) · 8 heads · 128 · 2 B = 4,294,967,296 B; ideal keeps 4,096
@@ -81,8 +83,8 @@ def test_no_window_warning_where_it_does_not_matter(catalog):
 
 def test_context_far_past_training_is_a_warning(catalog):
     ev = _ev(catalog, "pixel8", "llama-2-7b", 4096 * 8 + 1)
-    assert any("8×" in w or "more than 8" in w for w in ev.warnings)
-    assert not any("trained" in w for w in _ev(catalog, "pixel8", "llama-2-7b", 4096 * 8).warnings)
+    assert any("8×" in w or "more than 8" in w for w in map(word, ev.warnings))
+    assert not any("trained" in w for w in map(word, _ev(catalog, "pixel8", "llama-2-7b", 4096 * 8).warnings))
 
 
 def test_implausible_device_figures_warn(catalog):
@@ -91,7 +93,7 @@ def test_implausible_device_figures_warn(catalog):
     d = catalog.device("pixel8").profile
     tiny = d.model_copy(update={"ram": 100 * 10**6, "memory_bandwidth": 50.0})
     s = build_scenario(tiny, catalog.model("llama-3.2-1b").profile, 64, Knobs(os_reserve_bytes=0))
-    out = implausible_inputs(s, 64)
+    out = [word(w) for w in implausible_inputs(s, 64)]
     assert any("ram 100,000,000 B is under 256 MB" in w for w in out)
     assert any("memory_bandwidth 50 B/s is under 1 GB/s" in w for w in out)
 

@@ -9,6 +9,7 @@ import pytest
 from kvplan.plan import Knobs, build_scenario, evaluate
 from kvplan.plan.warnings import implausible_device, implausible_inputs
 from kvplan.profiles.catalog import Catalog
+from kvplan.render.warnings import word
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +22,7 @@ def _warnings(catalog, reserve_bytes, ram_bytes=None):
     if ram_bytes is not None:
         device = device.model_copy(update={"ram": ram_bytes})
     s = build_scenario(device, catalog.model("llama-3.2-1b").profile, 1024, Knobs(os_reserve_bytes=reserve_bytes))
-    return [w for w in implausible_inputs(s, 1024) if "under 100 MB" in w]
+    return [word(w) for w in implausible_inputs(s, 1024) if "under 100 MB" in word(w)]
 
 
 def test_a_2_mb_reserve_on_an_8_gb_phone_warns(catalog):
@@ -45,7 +46,7 @@ def test_the_reserve_in_force_is_judged_not_the_profiles(catalog):
     # --os-reserve 3 GB over a profile's implausible 0: the figures use 3 GB, so no warning
     zero = device.model_copy(update={"os_reserve": 0})
     s = build_scenario(zero, catalog.model("llama-3.2-1b").profile, 1024, Knobs(os_reserve_bytes=3 * 10**9))
-    assert not [w for w in implausible_inputs(s, 1024) if "under 100 MB" in w]
+    assert not [w for w in implausible_inputs(s, 1024) if w.kind in ("device_os_reserve", "os_reserve_asked")]
 
 
 def test_the_warning_reaches_the_evaluation(catalog):
@@ -54,7 +55,7 @@ def test_the_warning_reaches_the_evaluation(catalog):
     ev = evaluate(s)
     # the budget is what was typed all the same: 8,000,000,000 − 2,000,000 = 7,998,000,000 B
     assert ev.budget_bytes == 7_998_000_000
-    assert any(w.startswith("an OS reserve of 2,000,000 B is under 100 MB") for w in ev.warnings)
+    assert any(word(w).startswith("an OS reserve of 2,000,000 B is under 100 MB") for w in ev.warnings)
 
 
 def test_check_prints_it_and_puts_it_in_json(run):

@@ -12,6 +12,7 @@ from kvplan.profiles.catalog import Catalog
 from kvplan.plan import Knobs, build_scenario
 from kvplan.engine import VERDICTS
 from kvplan.plan import evaluate
+from kvplan.render.labels import column_labels
 
 DATA = Path(__file__).parents[1] / "data"
 REF_PHONE = str(DATA / "profiles" / "ref-phone.yaml")
@@ -48,8 +49,9 @@ def test_every_column_equals_scalar_evaluate(device, model, knobs):
         ev = evaluate(base.with_changes(ctx=int(ctx[i]), sequences=int(seq[i])))
         s = ev.scenario
         expected = {
-            "device": d.name, "model": m.name, "runtime": "ideal" if knobs.runtime is None else knobs.runtime,
-            "kv_policy": "window4k-fp16-history20-k4v3" if knobs.kv_policy else "none",
+            # the runtime spec and the policy's name are facts (kvplan.render.labels words them)
+            "device": d.name, "model": m.name, "runtime": s.runtime,
+            "kv_policy": "window4k-fp16-history20-k4v3" if knobs.kv_policy else None,
             "ctx": s.ctx, "sequences": s.sequences,
             "pinned_prefix_tokens": s.pinned_prefix_tokens, "weight_bits": ev.weight_bits,
             "k_format": ev.cache.k_format.name, "v_format": ev.cache.v_format.name,
@@ -69,6 +71,10 @@ def test_every_column_equals_scalar_evaluate(device, model, knobs):
         if knobs.target_tokens_per_s:
             expected["max_ctx_at_target"] = sweep.NO_MAX_CTX if ev.max_ctx_at_target is None else ev.max_ctx_at_target
         assert set(expected) == set(cols.columns())
+        labels = {"runtime": "ideal" if knobs.runtime is None else knobs.runtime,
+                  "kv_policy": "window4k-fp16-history20-k4v3" if knobs.kv_policy else "none"}
+        for name, want in labels.items():  # what every writer prints for them
+            assert column_labels(name, getattr(cols, name))[i] == want, (name, i)
         for name, want in expected.items():
             got = getattr(cols, name)[i]
             if name == "verdict":
@@ -138,3 +144,18 @@ def test_a_grid_beyond_exact_integers_is_refused():
     ctx = 2**53 // 524_288 - 10**5
     cols = evaluate_group(base, np.array([ctx]), np.array([1]))
     assert int(cols.kv_bytes[0]) == ctx * 524_288
+
+
+def test_groups_of_different_runtimes_keep_their_labels_when_joined():
+    from kvplan.render.sweep import json_rows
+
+    d, m = _profiles(REF_PHONE, REF_7B)
+    ctx, seq = sweep.grid([1024, 4096], [1])
+    ideal, llama = (sweep.evaluate_group(build_scenario(d, m, 1, Knobs(runtime=r)), ctx, seq)
+                    for r in (None, {"name": "llama.cpp", "kv_unified": True}))
+    joined = sweep.concat([ideal, llama])
+    assert joined.runtime.strides != (0,)  # two runtimes: no longer one value for every row
+    assert column_labels("runtime", joined.runtime).tolist() == ["ideal", "ideal", "llama.cpp unified",
+                                                                  "llama.cpp unified"]
+    assert [r["runtime"] for r in json_rows(joined)] == ["ideal", "ideal", "llama.cpp unified", "llama.cpp unified"]
+    assert {r["kv_policy"] for r in json_rows(joined)} == {"none"}

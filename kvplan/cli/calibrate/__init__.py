@@ -148,9 +148,10 @@ def calibrate(
 
     from kvplan.plan.profile_warnings import device_warnings
     from kvplan.profiles.spec import Device
+    from kvplan.render.warnings import word
 
     profile = Device.model_validate({**device, "sources": sources})  # valid: _validated_yaml checked it
-    warnings = device_warnings(profile)  # what 'profiles show' would say of the written profile
+    warnings = [word(w) for w in device_warnings(profile)]  # what 'profiles show' would say of the written profile
     if output_format is OutputFormat.json:
         terminal.display_json(render.calibrate_json(calibration, profile, output, notes, warnings))
     else:

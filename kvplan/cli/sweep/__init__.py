@@ -300,8 +300,9 @@ def _emit(parts, fmt_, output, show_all: bool, units: str, target_tok_s: float |
     rows = sum(len(part) for part in parts)
     if fmt_ is OutputFormat.csv:  # CSV has no place for them: warnings go to stderr
         from kvplan.cli import terminal
+        from kvplan.render.warnings import words
 
-        for warning in warnings:
+        for warning in words(warnings):
             terminal.display_warning(warning)
         def csv():
             yield 0, render.csv_header(parts[0].columns()).encode()

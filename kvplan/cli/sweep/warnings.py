@@ -7,15 +7,21 @@ grows with the context and the sequences, so the largest point of each group car
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def sweep_warnings(bases, ctx_values, seq_values) -> list[str]:
-    """Every distinct warning of the groups ``bases`` at their largest context and number of sequences."""
+if TYPE_CHECKING:
+    from kvplan.plan.facts import WarningFact
+
+
+def sweep_warnings(bases, ctx_values, seq_values) -> list[WarningFact]:
+    """Every distinct warning of the groups ``bases`` at their largest context and number of sequences (facts:
+    :mod:`kvplan.render.warnings` words them)."""
     from kvplan.errors import KvplanError
     from kvplan.plan import evaluate
 
     if not len(ctx_values) or not len(seq_values):
         return []
-    found: dict[str, None] = {}
+    found: dict[WarningFact, None] = {}
     for base in bases:
         try:
             ev = evaluate(base.with_changes(ctx=int(max(ctx_values)), sequences=int(max(seq_values))))

@@ -1,13 +1,12 @@
 """Short text naming the allocation a row was computed under: the runtime and the KV policy.
 
-Tables and CSV rows of ``sweep`` and ``compare`` carry these labels so a row says which
+Tables, CSV and JSON rows of ``sweep`` and ``compare`` carry these labels so a row says which
 cache model produced its bytes (``ideal``, ``llama.cpp unified``, ``transformers static
 4096``; a policy's ``name`` or ``none``). Both commands call these same functions, so a row of
-each for the same point reads the same. Pure functions of the scenario and its cache model.
+each for the same point reads the same. Pure functions of the runtime spec and the cache model.
 
-Wording, not a cache model's facts, so it lives outside ``kvplan.caches``; it sits in its own layer just
-below the planning layer (``.importlinter``) because ``sweep`` stores these labels in its string columns
-and render, plots and compare read them too. It imports nothing that computes (checked there too).
+Wording, so it lives in render: a sweep's ``runtime`` and ``kv_policy`` columns hold the facts (the runtime
+spec, the policy's name or None) and every writer and plot labels them here (:func:`column_labels`).
 """
 
 from __future__ import annotations
@@ -49,4 +48,28 @@ def runtime_label(spec) -> str:
 def policy_label(cache) -> str:
     """The name of the compression policy ``cache`` applies, or ``none`` (plain cache or a runtime's)."""
     policy = getattr(cache, "policy", None)
-    return policy.name if policy is not None else NO_POLICY
+    return policy_name_label(policy.name if policy is not None else None)
+
+
+def policy_name_label(name: str | None) -> str:
+    """A policy's name, or ``none`` for no policy (None)."""
+    return name if name is not None else NO_POLICY
+
+
+_COLUMN_LABELS = {"runtime": runtime_label, "kv_policy": policy_name_label}
+#: the columns of :class:`kvplan.sweep.SweepColumns` that hold facts to label, not text
+LABELLED_COLUMNS = frozenset(_COLUMN_LABELS)
+
+
+def column_labels(name: str, values):
+    """The labels of a sweep's fact column ``name`` (``runtime``: runtime specs or None; ``kv_policy``: policy names
+    or None) as a str array of the same length. A column with one value in every row (a zero-stride view: one
+    group, however many rows) is labelled once and stays a view, so a million-row CSV costs one label."""
+    import numpy as np
+
+    label = _COLUMN_LABELS[name]
+    n = len(values)
+    if n and values.strides == (0,):
+        return np.broadcast_to(np.asarray(label(values[0])), (n,))
+    said: dict = {}  # runtime specs are frozen dataclasses: each distinct one labelled once
+    return np.array([said[v] if v in said else said.setdefault(v, label(v)) for v in values.tolist()], dtype=str)

@@ -1,0 +1,100 @@
+"""The words for what a user should know before trusting figures (:class:`kvplan.plan.facts.WarningFact`): the
+``warning:`` notes under a table, the ``kvplan: warning:`` lines on stderr and every JSON document's
+``warnings``. One entry per kind; each takes the warning's facts. The thresholds the sentences quote are
+:mod:`kvplan.plan.warnings`' own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kvplan.render.reasons import reason_text
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 10**9 else f"{n / 1e6:.2f} MB"
+
+
+def _os_reserve(v) -> str:
+    return (f"device {v['device']}: os_reserve {v['os_reserve_bytes']:,} B is under 100 MB on {_size(v['ram_bytes'])} "
+            "of RAM, less than any OS keeps for itself — is the unit right?")
+
+
+def _os_reserve_asked(v) -> str:
+    return (f"an OS reserve of {v['os_reserve_bytes']:,} B is under 100 MB on {v['device']}'s {_size(v['ram_bytes'])} "
+            "of RAM, less than any OS keeps for itself — is the unit right?")
+
+
+def _ctx_past_trained(v) -> str:
+    trained = v["trained_tokens"]
+    return (f"context {v['ctx_tokens']:,} tokens: {v['ctx_per_sequence_tokens'] / trained:,.1f}× {v['model']}'s "
+            f"trained {trained:,} per sequence (more than {v['max_over_trained']}×) — is that the context you meant? "
+            "Quality there depends on a context extension (RoPE scaling) the model may not support")
+
+
+def _window_ignored(v) -> str:
+    said = f"llama.cpp ignores {v['model']}'s {v['window']:,}-token sliding window ({reason_text(v['reason'])})"
+    if v["llama_kv_bytes"] is None:  # a cache type llama.cpp cannot store: no figure of its own
+        return said + " and keeps the full context on every layer; the ideal formula's window does not hold there"
+    return (said + f": it allocates {_size(v['llama_kv_bytes'])} of KV cache here, not {_size(v['kv_bytes'])}"
+            + (", over the budget" if v["over_budget"] else ""))
+
+
+def _window_override(v) -> str:
+    model, parts = v["model"], []
+    if v["widens"] is not None:
+        parts.append(f"it {'widens' if v['widens'] else 'narrows'} the {v['own_window']:,}-token window {model}'s "
+                     "local layers were trained with")
+    if v["drops"] == "global":
+        parts.append(f"{model}'s global layers were trained with full attention, and the window drops tokens they "
+                     "were trained to attend")
+    elif v["drops"] == "every":
+        parts.append(f"{model} was trained with full attention on every layer, and the window drops tokens it was "
+                     "trained to attend")
+    return f"sliding_window {v['window']:,} puts every layer behind one window: {'; '.join(parts)} (quality untested)"
+
+
+_WORDS = {
+    # a device's figures (kvplan.plan.warnings.implausible_device)
+    "device_ram": lambda v: f"device {v['device']}: ram {v['ram_bytes']:,} B is under 256 MB — is a unit missing?",
+    "device_os_reserve": _os_reserve,
+    "os_reserve_asked": _os_reserve_asked,
+    "device_memory_bandwidth": lambda v: (f"device {v['device']}: memory_bandwidth "
+                                          f"{v['memory_bandwidth_bytes_per_s']:,.0f} B/s is under 1 GB/s — is a unit "
+                                          "missing?"),
+    "device_flash_read": lambda v: (f"device {v['device']}: flash_read {v['flash_read_bytes_per_s']:,.0f} B/s is "
+                                    "under 10 MB/s — is a unit missing?"),
+    "device_decode_latency": lambda v: (f"device {v['device']}: decode_latency {v['decode_latency_s']:g} s per decode "
+                                        "step is over 100 ms; measured ones are a few ms — is the unit right?"),
+    "device_runtime_overhead": lambda v: (f"device {v['device']}: runtime_overhead {_size(v['runtime_overhead_bytes'])}"
+                                          f" is over half of its {_size(v['ram_bytes'])} of RAM — is the unit right?"),
+    # a configuration's inputs (kvplan.plan.warnings.implausible_inputs)
+    "ctx_under_plausible": lambda v: (f"context {v['ctx_tokens']:,} tokens is under {v['min_tokens']} — is a k "
+                                      f"missing ({v['ctx_tokens']}k = {v['ctx_tokens'] * 1024:,} tokens)?"),
+    "weight_bits_under_plausible": lambda v: (f"weight_bits {v['weight_bits']:g} is under {v['min_bits']:g} bit per "
+                                              "weight, fewer than any weight format stores (ternary weights take "
+                                              "1.58)"),
+    "ctx_past_trained": _ctx_past_trained,
+    # where the ideal formula and the runtimes part (kvplan.plan.warnings)
+    "window_ignored": _window_ignored,
+    "window_override": _window_override,
+    "buffers_unpriced": lambda v: ("llama.cpp's compute and output buffers are not counted in the total: "
+                                   + reason_text(v["reason"])),
+    # a model profile on its own (kvplan.plan.profile_warnings)
+    "model_window_ignored": lambda v: (f"model {v['model']}: llama.cpp ignores its {v['window']:,}-token sliding "
+                                       f"window ({reason_text(v['reason'])}) and caches the whole context on every "
+                                       "layer; the runtime llama.cpp prices that"),
+}
+
+KINDS = frozenset(_WORDS)
+#: the kinds that say what llama.cpp does differently: ``check`` then points at ``--runtime llama.cpp``
+LLAMACPP_KINDS = frozenset({"window_ignored", "buffers_unpriced"})
+
+
+def word(warning) -> str:
+    """The sentence for one :class:`~kvplan.plan.facts.WarningFact`."""
+    return _WORDS[warning.kind](warning.facts())
+
+
+def words(warnings: Iterable) -> list[str]:
+    """The sentences for ``warnings``, in order of first appearance, each once."""
+    return list(dict.fromkeys(word(w) for w in warnings))
