@@ -34,8 +34,11 @@ class Basis:
     budget_bytes: int  # ram − os_reserve in force
     pinned_prefix_bytes: int  # the pinned prefix's cache, held once
     n_ubatch: int  # tokens per prefill micro-batch
-    # (ctx, sequences) → llama.cpp's priced buffers: an allocator replay is the costliest figure, asked for twice
+    # (ctx, sequences) → llama.cpp's priced buffers: an allocator replay is the costliest figure, asked for by the
+    # total, the max-context search and its contiguous scan
     buffers_memo: dict = field(default_factory=dict, repr=False)
+    # sequences → (first crossing, largest fitting -c) of llama.cpp's max-context search (core.max_ctx_at)
+    crossings: dict = field(default_factory=dict, repr=False)
 
     @property
     def cache_allowance_bytes(self) -> int:

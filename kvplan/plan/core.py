@@ -234,7 +234,18 @@ def max_ctx_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, k
     return max_ctx_search(s, cache, allowance_bytes, kv_only_max_ctx)[1]
 
 
-def max_ctx_search(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only_max_ctx):
+def _fits_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, priced=None):
+    """Whether llama.cpp's KV allocation plus its buffers at ``-c ctx`` fit ``allowance_bytes``, as a predicate of
+    ``ctx``; ``priced(ctx)`` gives the buffers (by default :func:`runtime_buffers`, unmemoised)."""
+    priced = priced or (lambda ctx: runtime_buffers(s, cache, ctx))
+
+    def fits(ctx: int) -> bool:
+        return cache.kv_peak_bytes(ctx, s.sequences) + priced(ctx).total_bytes <= allowance_bytes
+
+    return fits
+
+
+def max_ctx_search(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only_max_ctx, priced=None):
     """(first crossing, largest fitting ``-c``) of llama.cpp's KV allocation plus buffers in ``allowance_bytes``.
 
     The answer is at most the KV-only one. Bisection below it finds a ``-c`` that fits with one token more not
@@ -243,9 +254,9 @@ def max_ctx_search(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only
     71,680 cells), so a later block of cells may fit again. Every later block is tried while its cache plus a
     lower bound on the buffers there (the output buffer and the compute buffer's largest tensor, which only grow
     with ``-c``) still fits. Both are ``engine.NO_CONTEXT_FITS`` when not even ``-c 1`` fits; they differ when a
-    larger ``-c`` fits again past one that does not (:func:`every_fitting_ctx`)."""
-    def fits(ctx: int) -> bool:
-        return cache.kv_peak_bytes(ctx, s.sequences) + runtime_buffers(s, cache, ctx).total_bytes <= allowance_bytes
+    larger ``-c`` fits again past one that does not (:func:`every_fitting_ctx`). ``priced``: as for
+    :func:`_fits_with_buffers`."""
+    fits = _fits_with_buffers(s, cache, allowance_bytes, priced)
 
     if kv_only_max_ctx == engine.NO_CONTEXT_FITS or not fits(1):
         return engine.NO_CONTEXT_FITS, engine.NO_CONTEXT_FITS
@@ -275,15 +286,16 @@ def _cells_block(s: Scenario, cache: CacheModel) -> int:
     return 256 * (1 if cache.spec.kv_unified else s.sequences)
 
 
-def every_fitting_ctx(s: Scenario, cache: CacheModel, allowance_bytes: int, last: int) -> int:
+def every_fitting_ctx(s: Scenario, cache: CacheModel, allowance_bytes: int, last: int, priced=None) -> int:
     """The largest ``-c`` at or below ``last`` such that it and every smaller ``-c`` fit [tokens].
 
     Scans llama.cpp's blocks of cells upward from ``-c 1``: a block fits whole when its last ``-c`` fits (the
     cache is the same across it; the buffers are too, or grow with ``-c`` below ``-ub``), so the first block
     whose end does not fit holds the answer, found by bisection inside it. One allocator replay per block:
-    called only where :func:`max_ctx_search` found a larger ``-c`` fitting past one that does not."""
-    def fits(ctx: int) -> bool:
-        return cache.kv_peak_bytes(ctx, s.sequences) + runtime_buffers(s, cache, ctx).total_bytes <= allowance_bytes
+    called only where :func:`max_ctx_search` found a larger ``-c`` fitting past one that does not (``priced``: as
+    for :func:`_fits_with_buffers`; the core passes the basis's memo, so the blocks that search priced are not
+    replayed again)."""
+    fits = _fits_with_buffers(s, cache, allowance_bytes, priced)
 
     block = _cells_block(s, cache)
     start = 1
@@ -352,6 +364,18 @@ def _over_sequences(solve, sequences):
     return found[inverse.reshape(-1)].reshape(sequences.shape)
 
 
+def _solved(cache: CacheModel, allowance_bytes: int, sequences, solve):
+    """A largest-context answer at one sequence count or an array of them: the ideal layout's closed form over
+    the whole array at once, else ``solve(n)`` once per distinct count."""
+    if not _is_array(sequences):
+        return solve(int(sequences))
+    if isinstance(cache, CacheLayout):
+        import numpy as np
+
+        return np.asarray(cache.max_ctx(allowance_bytes, sequences), dtype=np.float64)
+    return _over_sequences(solve, sequences)
+
+
 def max_ctx_at(b: Basis, sequences):
     """The largest ``ctx`` whose total fits the budget, exact to the token, at each sequence count: an integer,
     ``math.inf`` (the cache stops growing: unbounded) or :data:`kvplan.engine.NO_CONTEXT_FITS`; over an array,
@@ -360,21 +384,17 @@ def max_ctx_at(b: Basis, sequences):
     The ideal layout solves in closed form; the other cache models search exactly (once per distinct sequence
     count: the answer does not depend on the context), with llama.cpp's buffers counted beside the cache."""
     cache, allowance = b.cache, b.cache_allowance_bytes
-    if _is_array(sequences) and isinstance(cache, CacheLayout):
-        import numpy as np
-
-        return np.asarray(cache.max_ctx(allowance, sequences), dtype=np.float64)
 
     def solve(n: int):
         kv_only = cache.max_ctx(allowance, n)
         s = _with_sequences(b.scenario, n)
         if getattr(cache, "name", None) != "llama.cpp" or runtime_buffers(s, cache, 1) is None:
             return kv_only
-        first, last = max_ctx_search(s, cache, allowance, kv_only)
-        b.buffers_memo[("max_ctx", n)] = (first, last)
+        first, last = max_ctx_search(s, cache, allowance, kv_only, priced=lambda ctx: buffers_at(b, ctx, n))
+        b.crossings[n] = (first, last)
         return last
 
-    return _over_sequences(solve, sequences) if _is_array(sequences) else solve(int(sequences))
+    return _solved(cache, allowance, sequences, solve)
 
 
 def fit_ctx_at(b: Basis, margin_bytes: int, buffers_bytes: int, sequences: int):
@@ -388,11 +408,12 @@ def every_fitting_ctx_at(b: Basis, sequences: int, solved):
     """The largest ``ctx`` such that it and every smaller one fit, at one sequence count (``solved``: its
     :func:`max_ctx_at`). The same as ``solved`` wherever the total only grows with the context; under llama.cpp
     its compute buffer can be smaller at a larger ``-c``, so a context past one that does not fit may fit again."""
-    found = b.buffers_memo.get(("max_ctx", int(sequences)))
+    n = int(sequences)
+    found = b.crossings.get(n)
     if found is None or found[0] == found[1] or not math.isfinite(solved) or solved < 0:
         return solved
-    s = _with_sequences(b.scenario, int(sequences))
-    return every_fitting_ctx(s, b.cache, b.cache_allowance_bytes, int(solved))
+    return every_fitting_ctx(_with_sequences(b.scenario, n), b.cache, b.cache_allowance_bytes, int(solved),
+                             priced=lambda ctx: buffers_at(b, ctx, n))
 
 
 def step_allowance_bytes(b: Basis, target_tokens_per_s: float) -> int:
@@ -408,13 +429,7 @@ def speed_ctx_at(b: Basis, target_tokens_per_s: float, sequences):
     """The largest ``ctx`` whose steady cache decodes at ``target_tokens_per_s`` or faster, at each sequence count
     (runtime buffers are not read per step); the same special values as :func:`max_ctx_at`."""
     cache, allowance = b.cache, step_allowance_bytes(b, target_tokens_per_s)
-    if _is_array(sequences) and isinstance(cache, CacheLayout):
-        import numpy as np
-
-        return np.asarray(cache.max_ctx(allowance, sequences), dtype=np.float64)
-    if _is_array(sequences):
-        return _over_sequences(lambda n: steady_max_ctx(cache, allowance, n), sequences)
-    return steady_max_ctx(cache, allowance, int(sequences))
+    return _solved(cache, allowance, sequences, lambda n: steady_max_ctx(cache, allowance, n))
 
 
 def limited_by_at(b: Basis, solved, sequences):

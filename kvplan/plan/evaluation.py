@@ -51,8 +51,7 @@ def evaluation_of(b: Basis) -> Evaluation:
     steady_overflow = int(streamed.steady_overflow_bytes)
     flash = Flash(int(streamed.overflow_bytes), streamed.swap_in_s,
                   streamed.tokens_per_s if steady_overflow else decode.tokens_per_s,
-                  streamed.slowdown if steady_overflow else 1.0, steady_overflow,
-                  engine.swap_in_s(int(streamed.overflow_bytes), s.device.flash_read))
+                  streamed.slowdown if steady_overflow else 1.0, steady_overflow, streamed.overflow_swap_in_s)
 
     buffers = core.buffers_at(b, ctx, sequences)
     trained = model.max_context or None
