@@ -136,13 +136,6 @@ class MemoryCurves:
     warnings: tuple[WarningFact, ...] = ()  # :func:`warnings_at` --ctx, else the axis end
 
 
-def buffers_bytes(scenario: Scenario, ev: Evaluation, ctx_tokens):
-    """The runtime buffers :func:`~kvplan.plan.evaluate` counts in the total, at every context [bytes]
-    (:func:`kvplan.plan.core.buffers_bytes_at`: llama.cpp sizes its compute buffer from ``-c``; other runtimes
-    add none)."""
-    return core.buffers_bytes_at(_basis(ev), ctx_tokens, scenario.sequences)
-
-
 def _basis(ev: Evaluation):
     """The basis ``ev`` was evaluated from: the curves take their points from the same core functions."""
     return ev.basis if ev.basis is not None else basis_of(ev.scenario)
