@@ -38,8 +38,8 @@ class SweepColumns:
     decode target.
 
     Every row satisfies ``total_bytes = weights_bytes + kv_peak_bytes + pinned_prefix_bytes +
-    overhead_bytes + buffers_bytes`` (``kv_bytes`` is the steady allocation; the peak, right after a one-shot
-    prefill, is what the total counts).
+    overhead_bytes + buffers_bytes (+ process_bytes under llama.cpp)`` (``kv_bytes`` is the steady allocation; the
+    peak, right after a one-shot prefill, is what the total counts).
     """
 
     device: object  # str array
@@ -74,6 +74,8 @@ class SweepColumns:
     max_ctx_limited_by: object  # str array: memory | weights | unbounded
     max_ctx_trained: object  # int64 [tokens], NO_MAX_CTX where the profile gives no max_context
     max_ctx_at_target: object = None  # int64 [tokens], only with a decode target
+    # under llama.cpp: the process's baseline and repacked copy, counted in total_bytes (None: not that runtime)
+    process_bytes: object = None  # int64 [bytes]
 
     def __len__(self) -> int:
         return len(self.ctx)
@@ -177,6 +179,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
         verdict=memory.verdict_code, decode_tokens_per_s=np.asarray(decode.tokens_per_s, dtype=np.float64),
         max_ctx=core.tokens_or_none(solved),
         prefill_s=np.broadcast_to(np.asarray(prefill, dtype=np.float64), (n,)), max_ctx_at_target=at_target,
+        process_bytes=const(b.process_bytes, dtype=np.int64) if b.process is not None else None,
     )
 
 

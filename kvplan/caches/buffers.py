@@ -21,16 +21,23 @@ SHAPE_FIELDS = ("hidden_size", "intermediate_size", "vocab_size")
 
 @dataclass(frozen=True)
 class LlamaCppBuffers:
-    """The two buffers llama.cpp allocates besides weights and KV cache [bytes]."""
+    """The two buffers llama.cpp allocates besides weights and KV cache [bytes]; ``compute_resident_bytes`` is
+    the part of the compute buffer the longest prompt touches (all of it unless the spec names a shorter
+    prompt than the context), which is what the process holds."""
 
     compute_bytes: int
     output_bytes: int
     flash_attn: bool
     ubatch: int
+    compute_resident_bytes: int | None = None
+
+    @property
+    def resident_compute_bytes(self) -> int:
+        return self.compute_bytes if self.compute_resident_bytes is None else self.compute_resident_bytes
 
     @property
     def total_bytes(self) -> int:
-        return self.compute_bytes + self.output_bytes
+        return self.resident_compute_bytes + self.output_bytes
 
 
 class _ProfileView:
@@ -97,12 +104,24 @@ def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
     if not ctx:  # no context, no graph: as the cache, which holds nothing at ctx 0
         return LlamaCppBuffers(0, 0, fa, 0)
     requested = int(ctx)
+    view = _ProfileView(model)
+    n_outputs = lb.reserved_outputs(spec.build, int(sequences))
     compute = lb.compute_buffer_bytes_from_profile(
-        _ProfileView(model), n_ctx=requested, n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa,
-        n_seq_max=int(sequences), kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v, floor=floor)
+        view, n_ctx=requested, n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa,
+        n_seq_max=int(sequences), kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v, floor=floor,
+        n_outputs=n_outputs)
     output = lb.output_buffer_bytes(model.vocab_size, n_seq_max=int(sequences))
     ubatch = min(spec.ubatch, spec.batch, max(requested, 1))
-    return LlamaCppBuffers(int(compute), int(output), fa, ubatch)
+    resident = None
+    streams = 1 if spec.kv_unified else int(sequences)
+    if spec.prompt_tokens is not None and not floor and spec.prompt_tokens * streams < requested:
+        # the longest prompt's last micro-batch is the largest graph the process runs: the buffer reserved for a
+        # context of that prompt's length is what its pages touch (one output row: the prompt's last token)
+        resident = min(int(compute), int(lb.compute_buffer_bytes_from_profile(
+            view, n_ctx=spec.prompt_tokens * streams, n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa,
+            n_seq_max=int(sequences), kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v,
+            n_outputs=1 if n_outputs is not None else None)))
+    return LlamaCppBuffers(int(compute), int(output), fa, ubatch, resident)
 
 
 def buffer_groups(spec, ctx, sequences):

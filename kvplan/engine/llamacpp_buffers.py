@@ -58,6 +58,30 @@ def _pad(x, n):
     return ((x + n - 1) // n) * n
 
 
+#: builds whose reserve graph keeps the logits of only ``n_outputs_max`` rows (llama-server sets it to ``-np``:
+#: ``tools/server/server-context.cpp``; ``llama_context::sched_reserve`` reserves
+#: ``n_outputs = min(n_tokens, n_outputs_max)``); older builds reserved a whole micro-batch of logits
+_OUTPUTS_OF_SEQUENCES = ("b11434",)
+
+
+def reserved_outputs(build, n_seq_max):
+    """Output rows the reserve graph of ``build`` computes logits for [rows] (None: a whole micro-batch).
+
+    Parameters
+    ----------
+    build : str
+        A llama.cpp build of :data:`kvplan.engine.llamacpp_process.BUILDS`.
+    n_seq_max : int
+        Parallel sequences (``-np``) [sequences].
+
+    Returns
+    -------
+    int or None [rows]
+        ``n_seq_max`` for llama-server of build 11434; None for ``0c1e57098`` (``n_outputs = n_ubatch``).
+    """
+    return int(n_seq_max) if build in _OUTPUTS_OF_SEQUENCES else None
+
+
 def effective_sizes(n_ctx, n_batch, n_ubatch, n_seq_max=1, kv_unified=False):
     """Context sizes llama.cpp actually uses.
 
@@ -194,6 +218,7 @@ def compute_buffer_bytes(
     type_k="f16",
     type_v="f16",
     floor: bool = False,
+    n_outputs=None,
 ):
     """CPU compute buffer of a llama.cpp context [bytes].
 
@@ -242,6 +267,9 @@ def compute_buffer_bytes(
     type_k, type_v : str
         KV cache element types (``-ctk``/``-ctv``); quantized ones add Hadamard
         rotations (:func:`_rotation_sizes`).
+    n_outputs : int, optional [rows]
+        Rows of logits the graph computes (:func:`reserved_outputs`); None: every token of the micro-batch,
+        as build ``0c1e57098`` reserved. The last layer keeps only these rows (GET_ROWS) and works on them.
     floor : bool
         Return instead a lower bound on the buffer at this and every larger
         ``n_ctx``: its largest single tensor (:func:`ggml_alloc.largest_tensor_bytes`),
@@ -293,6 +321,7 @@ def compute_buffer_bytes(
         "kv_lora_rank": kv_lora_rank, "rope_dim": rope_head_dim,
         "n_expert": n_expert, "n_expert_used": n_expert_used, "F_expert": n_ff_expert,
         "F_shared": n_ff_shared, "dense_layers": dense_layers if n_expert_used else layers,
+        "O": T if n_outputs is None else min(T, n_outputs),
     }
     if floor:
         return ggml_alloc.largest_tensor_bytes(llamacpp_graph.reserve_graph(shape, bool(flash_attn)))

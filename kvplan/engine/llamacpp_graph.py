@@ -38,9 +38,10 @@ def _f32(*ne):
 class _B:
     """Helpers shared by the graph families (one graph under construction)."""
 
-    def __init__(self, T):
+    def __init__(self, T, O=None):
         self.g = Graph()
         self.T = T
+        self.O = T if O is None else O  # output rows the last layer keeps
 
     def rms_norm(self, x, width):
         # RMS_NORM (in place only when x has no other consumer), then MUL by the weight (in place)
@@ -55,9 +56,11 @@ class _B:
 
     def attention_out(self, attn_in, resid, out_ids, width, last: bool):
         """The output projection, the residual add and the feed-forward norm; the last layer first keeps only
-        the output rows (GET_ROWS of both). Returns (the feed-forward's residual input, its normed input)."""
+        the output rows (GET_ROWS of both) and works on those rows from then on.
+        Returns (the feed-forward's residual input, its normed input)."""
         cur = self.mm(width, attn_in)
         if last:
+            self.T = self.O
             cur = self.g.op(_f32(width, self.T), cur, out_ids)
             resid = self.g.op(_f32(width, self.T), resid, out_ids)
         ffn_inp = self.add(cur, resid, width)
@@ -73,7 +76,7 @@ def _llama(s, fa):
     """
     T, E, F, V, L = s["T"], s["E"], s["F"], s["V"], s["layers"]
     H, Dv = s["H"], s["Dv"]
-    b = _B(T)
+    b = _B(T, s.get("O"))
     g = b.g
     tokens = g.input(T * I32)
     g.input(_f32(E, T))  # inp_embd: an input no node reads for a token batch, live to the end
@@ -90,7 +93,7 @@ def _llama(s, fa):
             g.input(n_kv * T * (F16 if fa else F32)),
             n_kv,
         ))
-    out_ids = g.input(T * I32)
+    out_ids = g.input(b.O * I32)
     x = g.op(_f32(E, T), tokens)  # GET_ROWS of the token embeddings
 
     def rot(t, r):
@@ -138,16 +141,16 @@ def _llama(s, fa):
             attn_in = rot(g.op(_f32(Dv * H, T), g.view(kqv)), v_rot)  # permute + CONT
         ffn_inp, cur = b.attention_out(attn_in, resid, out_ids, E, last=il == L - 1)
         if s["qkv_order"] == "fused":  # Phi-3: fused gate+up [2·n_ff, T], SWIGLU of its halves
-            act = g.op(_f32(F, T), b.mm(2 * F, cur))
+            act = g.op(_f32(F, b.T), b.mm(2 * F, cur))
             x = b.add(ffn_inp, b.mm(E, act), E)  # the residual is the first operand
         else:
             gate = b.mm(F, cur)
             up = b.mm(F, cur)
-            act = g.op(_f32(F, T), gate, up)  # SWIGLU / GEGLU
+            act = g.op(_f32(F, b.T), gate, up)  # SWIGLU / GEGLU
             x = b.add(b.mm(E, act), ffn_inp, E)
-    x = g.op(_f32(E, T), x, inplace=True)  # final RMS_NORM, in place on the last residual
-    x = g.op(_f32(E, T), x, inplace=True, output=True)  # result_norm
-    g.op(_f32(V, T), x, output=True)  # result_output
+    x = g.op(_f32(E, b.T), x, inplace=True)  # final RMS_NORM, in place on the last residual
+    x = g.op(_f32(E, b.T), x, inplace=True, output=True)  # result_norm
+    g.op(_f32(V, b.T), x, output=True)  # result_output
     return g
 
 
@@ -183,14 +186,14 @@ def _mla(s, fa):
     T, E, F, V, L = s["T"], s["E"], s["F"], s["V"], s["layers"]
     H, Dk, Dv, R, rope = s["H"], s["Dk"], s["Dv"], s["kv_lora_rank"], s["rope_dim"]
     n_kv = s["caches"][0]
-    b = _B(T)
+    b = _B(T, s.get("O"))
     g = b.g
     tokens = g.input(T * I32)
     g.input(_f32(E, T))
     pos = g.input(T * I32)
     k_idxs = g.input(T * I64)  # MLA: no V cache, no V indices
     mask = g.input(n_kv * T * (F16 if fa else F32))
-    out_ids = g.input(T * I32)
+    out_ids = g.input(b.O * I32)
     x = g.op(_f32(E, T), tokens)
     for il in range(L):
         g.mark()
@@ -222,14 +225,14 @@ def _mla(s, fa):
             attn_in = g.op(_f32(Dv * H, T), g.view(o))
         ffn_inp, cur = b.attention_out(attn_in, resid, out_ids, E, last=il == L - 1)
         if il < s["dense_layers"] or not s["n_expert_used"]:
-            act = g.op(_f32(F, T), b.mm(F, cur), b.mm(F, cur))
+            act = g.op(_f32(F, b.T), b.mm(F, cur), b.mm(F, cur))
             out = b.mm(E, act)
         else:
             out = _moe(b, cur, s)
         x = b.add(out, ffn_inp, E)
-    x = g.op(_f32(E, T), x, inplace=True)
-    x = g.op(_f32(E, T), x, inplace=True, output=True)
-    g.op(_f32(V, T), x, output=True)
+    x = g.op(_f32(E, b.T), x, inplace=True)
+    x = g.op(_f32(E, b.T), x, inplace=True, output=True)
+    g.op(_f32(V, b.T), x, output=True)
     return g
 
 

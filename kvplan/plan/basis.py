@@ -34,6 +34,8 @@ class Basis:
     budget_bytes: int  # ram − os_reserve in force
     pinned_prefix_bytes: int  # the pinned prefix's cache, held once
     n_ubatch: int  # tokens per prefill micro-batch
+    # the llama.cpp process beyond its buffers (kvplan.engine.llamacpp_process.ProcessParts), None elsewhere
+    process: object | None = None
     # (ctx, sequences) → llama.cpp's priced buffers: an allocator replay is the costliest figure, asked for by the
     # total, the max-context search and its contiguous scan
     buffers_memo: dict = field(default_factory=dict, repr=False)
@@ -41,9 +43,29 @@ class Basis:
     crossings: dict = field(default_factory=dict, repr=False)
 
     @property
+    def process_bytes(self) -> int:
+        """What the process holds beyond weights, cache and buffers: its baseline and a repacked copy [bytes]."""
+        return self.process.extra_bytes if self.process is not None else 0
+
+    @property
+    def reclaimable_bytes(self) -> int:
+        """What the kernel can drop and read again: weights mapped from their file, less the working set a
+        thrashing process keeps [bytes]."""
+        return self.process.reclaimable_bytes if self.process is not None else 0
+
+    @property
+    def judged_discount_bytes(self) -> int:
+        """What the verdict leaves out of the total: the reclaimable part when it judges the non-reclaimable
+        memory (``runtime.judge``), else nothing [bytes]."""
+        judge = getattr(self.scenario.runtime, "judge", "resident")
+        return self.reclaimable_bytes if judge == "non_reclaimable" else 0
+
+    @property
     def cache_allowance_bytes(self) -> int:
-        """What the budget leaves for the cache (and runtime buffers) beside weights, overhead and prefix [bytes]."""
-        return self.budget_bytes - self.weights_bytes - self.overhead_bytes - self.pinned_prefix_bytes
+        """What the budget leaves for the cache (and runtime buffers) beside weights, overhead, prefix and the
+        process, of what the verdict judges [bytes]."""
+        return (self.budget_bytes - self.weights_bytes - self.overhead_bytes - self.pinned_prefix_bytes
+                - self.process_bytes + self.judged_discount_bytes)
 
 
 def basis_of(s: Scenario) -> Basis:
@@ -52,7 +74,30 @@ def basis_of(s: Scenario) -> Basis:
     cache = cache_model_for(s)
     weights, weights_read, bits, pricing = weights_in_force(s)
     return Basis(s, cache, weights, weights_read, bits, pricing, s.device.runtime_overhead, s.budget_bytes,
-                 int(cache.kv_bytes(s.pinned_prefix_tokens, 1)), prefill_n_ubatch(s))
+                 int(cache.kv_bytes(s.pinned_prefix_tokens, 1)), prefill_n_ubatch(s),
+                 process_of(s, weights, pricing))
+
+
+def process_of(s: Scenario, weights_bytes: int, pricing):
+    """The llama.cpp process's parts (None under any other runtime): which weights the device's CPU repacks needs
+    their tensor types, so weights given as bits per weight repack nothing here (a warning says so)."""
+    spec = s.runtime
+    if getattr(spec, "name", None) != "llama.cpp":
+        return None
+    from kvplan.engine import llamacpp_process as lp
+
+    sizes = lp.repacked_tensor_bytes(pricing.tensors, cpu_features_of(s.device)) if pricing is not None else []
+    return lp.process_parts(weights_bytes, sum(sizes), mmap=spec.mmap, repack=spec.repack, build=spec.build,
+                            largest_repacked=max(sizes, default=0), n_vocab=s.model.vocab_size or 0)
+
+
+def cpu_features_of(device) -> str:
+    """The device's CPU feature set for llama.cpp's repacking: its profile's ``cpu_features``, else what its
+    platform's CPUs have (Arm phones and Apple silicon: NEON with int8 matmul; PCs: AVX2)."""
+    named = getattr(device, "cpu_features", None)
+    if named:
+        return named
+    return "neon-i8mm" if getattr(device, "platform", None) in ("android", "ios", "macos") else "avx2"
 
 
 def weights_of(model: Model, weight_bits: float | None) -> tuple[int, int, float]:

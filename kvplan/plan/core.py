@@ -123,22 +123,26 @@ class Memory:
     kv_bytes: object  # steady cache of all sequences
     kv_peak_bytes: object  # the most the cache holds at any moment (what the total counts)
     buffers_bytes: object  # runtime buffers (llama.cpp compute + output)
-    total_bytes: object  # weights + kv peak + pinned prefix + overhead + buffers
-    headroom_bytes: object  # budget − total
+    total_bytes: object  # weights + kv peak + pinned prefix + overhead + buffers + process (the resident peak)
+    headroom_bytes: object  # budget − what the verdict judges (the total, or its non-reclaimable part)
     verdict_code: object  # 0 fit, 1 tight, 2 over
 
 
 def memory_at(b: Basis, ctx, sequences) -> Memory:
     """The memory figures at ``ctx`` tokens with ``sequences`` concurrent sequences.
 
-    ``total = weights + kv_peak(ctx) + pinned prefix + overhead + buffers``; ``headroom = budget − total``; the
-    verdict is ``tight`` when the headroom is under ``margin_fraction · budget``, ``over`` when negative."""
+    ``total = weights + kv_peak(ctx) + pinned prefix + overhead + buffers + process`` (under llama.cpp the
+    process's baseline and repacked copy: the resident peak); ``headroom = budget − total`` (less the reclaimable
+    mapped weights when the runtime judges the non-reclaimable part); the verdict is ``tight`` when the headroom
+    is under ``margin_fraction · budget``, ``over`` when negative."""
     cache = b.cache
     kv = _cache_over(cache.kv_bytes, ctx, sequences)
     kv_peak = _cache_over(cache.kv_peak_bytes, ctx, sequences)
     buffers = buffers_bytes_at(b, ctx, sequences)
     total = engine.total_bytes(b.weights_bytes, kv_peak, 1, b.pinned_prefix_bytes, b.overhead_bytes) + buffers
-    headroom = engine.headroom_bytes(b.budget_bytes, total)
+    if b.process is not None:
+        total = total + b.process_bytes
+    headroom = engine.headroom_bytes(b.budget_bytes, total - b.judged_discount_bytes)
     code = engine.verdict_code(headroom, b.budget_bytes, b.scenario.margin_fraction)
     if _is_array(total):
         import numpy as np

@@ -17,7 +17,7 @@ from kvplan.plan import core
 from kvplan.plan.basis import Basis, basis_of, cache_model_for, prefill_n_ubatch, weights_in_force, weights_of
 from kvplan.plan.core import (max_ctx_limited_by, max_ctx_with_buffers, prefill_s_of, prefill_times_of,
                               runtime_buffers, steady_max_ctx)
-from kvplan.plan.results import Evaluation, Flash
+from kvplan.plan.results import Evaluation, Flash, Process
 from kvplan.plan.scenario import Scenario
 from kvplan.plan.warnings import warnings_of
 
@@ -29,6 +29,21 @@ __all__ = ["Evaluation", "Flash", "cache_model_for", "evaluate", "evaluation_of"
 def evaluate(s: Scenario) -> Evaluation:
     """Evaluate one configuration with the closed-form engine."""
     return evaluation_of(basis_of(s))
+
+
+def process_of(b: Basis, buffers, total_bytes: int) -> Process | None:
+    """The llama.cpp process's parts at this point (None under any other runtime)."""
+    parts = b.process
+    if parts is None:
+        return None
+    spec = b.scenario.runtime
+    return Process(
+        build=spec.build, mmap=spec.mmap, repack=spec.repack, judge=spec.judge,
+        baseline_anon_bytes=parts.baseline_anon_bytes, baseline_file_bytes=parts.baseline_file_bytes,
+        repacked_bytes=parts.repacked_bytes, repack_copy_bytes=parts.repack_copy_bytes,
+        staging_bytes=parts.staging_bytes, weights_file_bytes=parts.weights_file_bytes,
+        compute_reserved_bytes=buffers.compute_bytes if buffers is not None else 0,
+        resident_bytes=total_bytes, reclaimable_bytes=b.reclaimable_bytes)
 
 
 def evaluation_of(b: Basis) -> Evaluation:
@@ -81,9 +96,10 @@ def evaluation_of(b: Basis) -> Evaluation:
         max_ctx_trained=trained, ctx_per_sequence_tokens=int(per_sequence_tokens), mean_decode_tokens=int(steps),
         # a pinned prefix sits in front of every sequence's own tokens: it is attended, so it counts
         ctx_beyond_trained=bool(trained and per_sequence_tokens + s.pinned_prefix_tokens > trained),
-        compute_buffer_bytes=buffers.compute_bytes if buffers is not None else 0,
+        compute_buffer_bytes=buffers.resident_compute_bytes if buffers is not None else 0,
         output_buffer_bytes=buffers.output_bytes if buffers is not None else 0,
         basis=b,
+        process=process_of(b, buffers, int(memory.total_bytes)),
     )
     # the warnings read the finished figures; set once, before the evaluation is handed to anyone
     object.__setattr__(ev, "warnings", warnings_of(ev))

@@ -35,6 +35,36 @@ class Flash:
 
 
 @dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
+class Process:
+    """What a llama.cpp process holds at its peak beyond the weights, cache and buffers as priced [bytes]:
+    its baseline, the repacked copy, and which part of the total the kernel can reclaim."""
+
+    build: str  # the llama.cpp build whose rules apply
+    mmap: bool
+    repack: bool
+    judge: str  # what the verdict holds against the budget: "resident" or "non_reclaimable"
+    baseline_anon_bytes: int  # the process's own heap (vocabulary, metadata, server, threads)
+    baseline_file_bytes: int  # binary and shared libraries, resident from their files
+    repacked_bytes: int  # the weights the CPU backend repacks
+    repack_copy_bytes: int  # with mmap, the repacked copy held beside the mapped file pages
+    staging_bytes: int  # without mmap, the loader's staging buffer for repacked tensors
+    weights_file_bytes: int  # weights as file pages (mmap): reclaimable
+    compute_reserved_bytes: int  # the compute buffer as reserved (its touched part is in the total)
+    resident_bytes: int  # the resident peak: the total
+    reclaimable_bytes: int  # of it, what the kernel can drop and read again (mapped weights)
+
+    @property
+    def non_reclaimable_bytes(self) -> int:
+        """The resident peak less what the kernel can reclaim: what must fit, or the process is killed [bytes]."""
+        return self.resident_bytes - self.reclaimable_bytes
+
+    @property
+    def judged_bytes(self) -> int:
+        """What the verdict held against the budget [bytes]."""
+        return self.non_reclaimable_bytes if self.judge == "non_reclaimable" else self.resident_bytes
+
+
+@dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
 class Evaluation:
     """Every figure of one configuration, in base units."""
 
@@ -86,6 +116,7 @@ class Evaluation:
     # context; below it under llama.cpp when a larger -c fits again past one that does not (None with max_ctx)
     max_ctx_contiguous: int | None = None
     basis: object | None = None  # the kvplan.plan.basis.Basis it was evaluated from (curves reuse it)
+    process: Process | None = None  # under llama.cpp: the process's parts; None elsewhere
 
     @cached_property
     def llamacpp_buffers_bytes(self) -> int | None:

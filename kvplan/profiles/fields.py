@@ -82,6 +82,9 @@ DEVICE_FIELD_DOCS = {
     "decode_latency": "fixed time per decode step beyond streaming the bytes ('4.69 ms'; kvplan calibrate fits it); "
                       "0 = unknown, pure bandwidth",
     "runtime_overhead": "runtime memory beyond weights and cache (buffers, graph) [bytes]",
+    "cpu_features": "the CPU's SIMD features that decide which weights llama.cpp's CPU backend repacks: avx2, "
+                    "avx512, neon-i8mm, neon-dotprod or none (default: neon-i8mm on android, ios and macos, avx2 "
+                    "elsewhere)",
 }
 
 MODEL_FIELD_DOCS = {

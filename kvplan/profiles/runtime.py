@@ -24,6 +24,9 @@ from kvplan.errors import FieldError
 RUNTIME_NAMES = ("ideal", "llama.cpp", "transformers")
 FLASH_ATTN_CHOICES = ("auto", "on", "off")
 CACHE_CHOICES = ("dynamic", "static")
+#: llama.cpp builds whose rules kvplan follows, the default first (kvplan.engine.llamacpp_process.BUILDS)
+LLAMACPP_BUILDS = ("b11434", "0c1e57098")
+JUDGE_CHOICES = ("resident", "non_reclaimable")
 LLAMA_MAX_SEQ = 256  # llama.cpp src/llama-cparams.h: #define LLAMA_MAX_SEQ 256
 
 
@@ -35,6 +38,13 @@ class LlamaCppSpec:
     is ``--kv-unified``, ``ubatch``/``batch`` are ``-ub``/``-b`` (defaults 512 / 2048,
     common/common.h), ``swa_full`` is ``--swa-full``, ``flash_attn`` is ``-fa``
     (``auto`` is llama.cpp's default; it resolves to on where the backend supports it).
+
+    The process (:mod:`kvplan.engine.llamacpp_process`): ``mmap`` maps the weights (llama-server's default;
+    ``--no-mmap``, ``-lm none``, reads them into memory), ``repack`` lets the CPU backend repack them (``--repack``
+    / ``--no-repack``), ``build`` names the llama.cpp build whose rules apply (:data:`LLAMACPP_BUILDS`),
+    ``prompt_tokens`` is the longest prompt the process sees (None: the whole context, the compute buffer's
+    worst case), ``judge`` is what the verdict holds against the budget: the ``resident`` peak or its
+    ``non_reclaimable`` part.
     """
 
     parallel: int | None = None
@@ -43,6 +53,11 @@ class LlamaCppSpec:
     batch: int = 2048
     swa_full: bool = False
     flash_attn: str = "auto"
+    mmap: bool = True
+    repack: bool = True
+    build: str = "b11434"
+    prompt_tokens: int | None = None
+    judge: str = "resident"
 
     name = "llama.cpp"
 
@@ -67,7 +82,9 @@ RuntimeSpec = LlamaCppSpec | TransformersSpec
 def runtime_spec(name: str | None, *, parallel: int | None = None, kv_unified: bool = False,
                  ubatch: int | None = None, batch: int | None = None, swa_full: bool = False,
                  flash_attn: str | None = None, cache: str | None = None,
-                 max_cache_len: int | None = None) -> RuntimeSpec | None:
+                 max_cache_len: int | None = None, mmap: bool | None = None, repack: bool | None = None,
+                 build: str | None = None, prompt_tokens: int | None = None,
+                 judge: str | None = None) -> RuntimeSpec | None:
     """Build the spec a runtime name and its options ask for (None: the ideal formula).
 
     Options of another runtime are usage errors, so a typo never silently does nothing.
@@ -75,7 +92,9 @@ def runtime_spec(name: str | None, *, parallel: int | None = None, kv_unified: b
     key = (name or "ideal").strip().lower()
     key = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers"}.get(key, key)
     llama_opts = {"parallel": parallel is not None, "kv_unified": kv_unified, "ubatch": ubatch is not None,
-                  "batch": batch is not None, "swa_full": swa_full, "flash_attn": flash_attn is not None}
+                  "batch": batch is not None, "swa_full": swa_full, "flash_attn": flash_attn is not None,
+                  "mmap": mmap is not None, "repack": repack is not None, "build": build is not None,
+                  "prompt_tokens": prompt_tokens is not None, "judge": judge is not None}
     hf_opts = {"cache": cache is not None, "max_cache_len": max_cache_len is not None}
     if key not in RUNTIME_NAMES:
         raise FieldError("runtime", f"unknown runtime {name!r}; known: {', '.join(RUNTIME_NAMES)}")
@@ -95,8 +114,20 @@ def runtime_spec(name: str | None, *, parallel: int | None = None, kv_unified: b
                 raise FieldError(f"runtime.{option}", f"must be at least 1, got {value}")
         if parallel is not None and parallel > LLAMA_MAX_SEQ:
             raise FieldError("runtime.parallel", f"llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {parallel}")
+        if prompt_tokens is not None and prompt_tokens < 1:
+            raise FieldError("runtime.prompt_tokens", f"must be at least 1, got {prompt_tokens}")
+        build_name = (build or LLAMACPP_BUILDS[0]).strip().lower()
+        build_name = "b" + build_name if build_name.isdigit() else build_name
+        if build_name not in LLAMACPP_BUILDS:
+            raise FieldError("runtime.build", f"kvplan follows llama.cpp builds {', '.join(LLAMACPP_BUILDS)}; "
+                             f"got {build!r}")
+        judged = (judge or JUDGE_CHOICES[0]).strip().lower().replace("-", "_")
+        if judged not in JUDGE_CHOICES:
+            raise FieldError("runtime.judge", f"expected resident or non_reclaimable, got {judge!r}")
         return LlamaCppSpec(parallel=parallel, kv_unified=kv_unified, ubatch=ubatch or 512, batch=batch or 2048,
-                            swa_full=swa_full, flash_attn=fa)
+                            swa_full=swa_full, flash_attn=fa, mmap=True if mmap is None else mmap,
+                            repack=True if repack is None else repack, build=build_name,
+                            prompt_tokens=prompt_tokens, judge=judged)
     kind = (cache or "dynamic").strip().lower()
     if kind not in CACHE_CHOICES:
         raise FieldError("runtime.cache", f"expected dynamic or static, got {cache!r}")
@@ -111,7 +142,8 @@ def parse_runtime(value: object) -> RuntimeSpec | None:
     """A runtime named in a file: ``"llama.cpp"`` or ``{name: llama.cpp, parallel: 2, …}``.
 
     Keys are the spec's field names (``parallel``, ``kv_unified``, ``ubatch``, ``batch``,
-    ``swa_full``, ``flash_attn``, ``cache``, ``max_cache_len``).
+    ``swa_full``, ``flash_attn``, ``mmap``, ``repack``, ``build``, ``prompt_tokens``, ``judge``, ``cache``,
+    ``max_cache_len``).
     """
     if value is None or isinstance(value, str):
         return runtime_spec(value)
@@ -168,14 +200,16 @@ def _text(value: object, key: str) -> str | None:
 
 def _option_value(key: str, value: object) -> object:
     """A runtime option from a file, checked for its type (``flash_attn: on`` reads as YAML true)."""
-    if key in ("kv_unified", "swa_full"):
+    if key in ("kv_unified", "swa_full", "mmap", "repack"):
         if not isinstance(value, bool):
             raise FieldError(f"runtime.{key}", f"expected true or false, got {value!r}")
         return value
-    if key in ("parallel", "ubatch", "batch"):
+    if key in ("parallel", "ubatch", "batch", "prompt_tokens"):
         if isinstance(value, bool) or not isinstance(value, int):
             raise FieldError(f"runtime.{key}", f"expected a whole number, got {value!r}")
         return value
+    if key == "build" and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # a build number (11434)
     if key == "flash_attn" and isinstance(value, bool):
         return "on" if value else "off"
     if key == "max_cache_len" and value is not None:

@@ -146,6 +146,7 @@ class Device(_Profile):
     compute_efficiency: FractionOrPercent = Field(1.0, description=js.DEVICE_FIELD_DOCS["compute_efficiency"])
     decode_latency: DurationS = Field(0.0, description=js.DEVICE_FIELD_DOCS["decode_latency"])
     runtime_overhead: SizeBytes = 0
+    cpu_features: Literal["avx2", "avx512", "neon-i8mm", "neon-dotprod", "none"] | None = None
 
     @field_validator("os_reserve")
     @classmethod
@@ -212,6 +213,11 @@ _RUNTIME_SCHEMA = {"anyOf": [
         "batch": {"type": "integer", "minimum": 1},
         "swa_full": {"type": "boolean"},
         "flash_attn": {"anyOf": [{"enum": ["auto", "on", "off"]}, {"type": "boolean"}]},
+        "mmap": {"type": "boolean"},
+        "repack": {"type": "boolean"},
+        "build": {"anyOf": [{"enum": ["b11434", "0c1e57098"]}, {"type": "integer"}]},
+        "prompt_tokens": {"type": "integer", "minimum": 1},
+        "judge": {"enum": ["resident", "non_reclaimable"]},
         "cache": {"enum": ["dynamic", "static"]},
         "max_cache_len": js.TOKENS_SCHEMA}}]}
 RuntimeField = Annotated[str | dict[str, str | int | bool], BeforeValidator(_runtime), WithJsonSchema(_RUNTIME_SCHEMA)]

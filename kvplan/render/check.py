@@ -124,6 +124,20 @@ def memory_json(ev: Evaluation) -> dict:
         "total_bytes": ev.total_bytes,
         "headroom_bytes": ev.headroom_bytes,
         "margin_bytes": ev.margin_bytes,
+        **({"process": process_json(ev.process)} if ev.process is not None else {}),
+    }
+
+
+def process_json(p) -> dict:
+    """``memory.process`` under llama.cpp: the build followed, the process's parts, and the verdict's basis."""
+    return {
+        "llamacpp_build": p.build, "mmap": p.mmap, "repack": p.repack,
+        "baseline_anon_bytes": p.baseline_anon_bytes, "baseline_file_bytes": p.baseline_file_bytes,
+        "repacked_bytes": p.repacked_bytes, "repack_copy_bytes": p.repack_copy_bytes,
+        "staging_bytes": p.staging_bytes, "weights_file_bytes": p.weights_file_bytes,
+        "compute_reserved_bytes": p.compute_reserved_bytes,
+        "resident_bytes": p.resident_bytes, "reclaimable_bytes": p.reclaimable_bytes,
+        "non_reclaimable_bytes": p.non_reclaimable_bytes, "judged": p.judge, "judged_bytes": p.judged_bytes,
     }
 
 
@@ -188,12 +202,27 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
         row(runtime_render.compute_buffer_label(ev), ev.compute_buffer_bytes)
     if ev.output_buffer_bytes:
         row(runtime_render.output_buffer_label(ev), ev.output_buffer_bytes)
+    p = ev.process
+    if p is not None:
+        row(f"llama.cpp process: heap (vocabulary, server, threads; build {p.build})", p.baseline_anon_bytes)
+        row("llama.cpp process: binary and libraries (file pages)", p.baseline_file_bytes)
+        if p.repack_copy_bytes:
+            row("repacked copy of the weights (CPU backend; the mapped file pages stay resident too)",
+                p.repack_copy_bytes)
+        if p.staging_bytes:
+            row("loader's staging buffer (largest repacked tensor, --no-mmap)", p.staging_bytes)
     row("runtime overhead", ev.overhead_bytes)
-    row("total", ev.total_bytes, "bold")
+    row("total (resident peak)" if p is not None else "total", ev.total_bytes, "bold")
+    if p is not None:
+        row("  of it reclaimable: weights mapped from the file (mmap)" if p.mmap
+            else "  of it reclaimable: none (weights loaded, --no-mmap)", p.reclaimable_bytes)
+        row("  of it non-reclaimable (anonymous; what must fit or the process is killed)", p.non_reclaimable_bytes)
     row(f"budget ({fmt.bytes_(s.device.ram, units)} RAM − {fmt.bytes_(s.os_reserve_in_force_bytes, units)} "
         "OS reserve)", b)
     style = {"fit": "green", "tight": "yellow", "over": "red"}[ev.verdict.value]
-    t.add(f"headroom → {ev.verdict.value.upper()}", fmt.exact_bytes(ev.headroom_bytes),
+    judged = "" if p is None else (" of the non-reclaimable part" if p.judge == "non_reclaimable"
+                                    else " of the resident peak")
+    t.add(f"headroom{judged} → {ev.verdict.value.upper()}", fmt.exact_bytes(ev.headroom_bytes),
           fmt.bytes_(ev.headroom_bytes, units),
           fmt.percent_beside(ev.headroom_bytes / b, s.margin_fraction) if b else "", style=f"bold {style}")
     if ev.verdict.value == "tight":

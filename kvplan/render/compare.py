@@ -56,6 +56,8 @@ def _row(ev: Evaluation) -> dict:
         "ctx_beyond_trained": ev.ctx_beyond_trained, "max_ctx_at_target": ev.max_ctx_at_target,
         "prefill_s": ev.prefill_s,
         "buffers_bytes": ev.buffers_bytes, "weight_type": weight_type_of(ev),
+        # under llama.cpp the process's baseline and repacked copy, in total_bytes (0 elsewhere)
+        "process_bytes": ev.basis.process_bytes if ev.basis is not None else 0,
     }
 
 
@@ -106,10 +108,11 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
     runtime_column, policy_column = len(set(runtimes)) > 1, len(set(policies)) > 1
     peak_column = any(ev.kv_peak_bytes != ev.kv_bytes for ev in cells)
     buffers_column = any(ev.buffers_bytes for ev in cells)
+    process_column = any(ev.process is not None for ev in cells)
     several = s.sequences > 1  # one --sequences for every cell
     columns = ["device", "model"] + ["runtime"] * runtime_column + ["KV policy"] * policy_column + \
         ["verdict", "KV cache"] + ["KV peak"] * peak_column + ["buffers"] * buffers_column + \
-        ["total", "headroom", rates.decode_heading(several)] + [rates.AGGREGATE] * several + ["max ctx"]
+        ["process"] * process_column + ["total", "headroom", rates.decode_heading(several)] + [rates.AGGREGATE] * several + ["max ctx"]
     if target:
         columns.append(f"max ctx ≥ {target:g} tok/s")
     extra = (f", {s.sequences} sequences" if s.sequences > 1 else "") + \
@@ -125,6 +128,7 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
             [policy] * policy_column + [ev.verdict.value, fmt.bytes_(ev.kv_bytes, units)] + \
             [fmt.bytes_(ev.kv_peak_bytes, units)] * peak_column + \
             [fmt.bytes_(ev.buffers_bytes, units)] * buffers_column + \
+            [fmt.bytes_(ev.basis.process_bytes if ev.basis is not None else 0, units)] * process_column + \
             [fmt.bytes_(ev.total_bytes, units), fmt.bytes_(ev.headroom_bytes, units),
              fmt.per_s(ev.decode_tokens_per_s)] + [fmt.per_s(ev.aggregate_decode_tokens_per_s)] * several + \
             [_max_ctx(ev)]

@@ -222,10 +222,11 @@ def json_chunks(parts: list[SweepColumns], chunk_rows: int = JSON_CHUNK_ROWS):
 
 
 TABLE_COLUMNS = ("device", "model", "runtime", "kv_policy", "ctx", "sequences", "weight_bits", "k_format",
-                 "v_format", "kv_bytes", "kv_peak_bytes", "buffers_bytes", "total_bytes", "headroom_bytes", "verdict",
+                 "v_format", "kv_bytes", "kv_peak_bytes", "buffers_bytes", "process_bytes", "total_bytes",
+                 "headroom_bytes", "verdict",
                  "decode_tokens_per_s", AGGREGATE, "max_ctx", "max_ctx_at_target")
 _TABLE_HEADINGS = ("device", "model", "runtime", "KV policy", "ctx", "seq", "W bits", "K type", "V type", "KV cache",
-                   "KV peak", "buffers", "total", "headroom", "verdict", rates.DECODE, rates.AGGREGATE, "max ctx",
+                   "KV peak", "buffers", "process", "total", "headroom", "verdict", rates.DECODE, rates.AGGREGATE, "max ctx",
                    "max ctx at target")
 _LEFT = ("device", "model", "runtime", "kv_policy", "k_format", "v_format")
 
@@ -287,6 +288,8 @@ def _hidden(cols: SweepColumns, fixed: dict) -> set:
         hidden.add("kv_peak_bytes")
     if not len(cols) or not bool(np.any(cols.buffers_bytes)):
         hidden.add("buffers_bytes")
+    if cols.process_bytes is None:
+        hidden.add("process_bytes")
     if cols.max_ctx_at_target is None:
         hidden.add("max_ctx_at_target")
     return hidden
@@ -349,6 +352,9 @@ def table(cols: SweepColumns, indices, omitted_after: int | None, omitted: int, 
                        "one-shot prefill, or before an eviction)")
     if "buffers_bytes" in names:
         t.notes.append("buffers: llama.cpp's compute and output buffers, counted in the total")
+    if "process_bytes" in names:
+        t.notes.append("process: llama.cpp's own heap and libraries, and a repacked copy of the weights under "
+                       "mmap, counted in the total (its resident peak)")
     if "weight_bits" in names and bool(np.any(cols.weight_type != "")):
         t.notes.append("W bits: a named weight format with its effective bits per weight in brackets")
     t.notes.extend(rates.warning_notes(warnings))

@@ -113,13 +113,14 @@ def test_compare_rows_add_up_with_the_peak_and_name_runtime_and_policy(run_json,
     _, doc = run_json("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, "-m", REF_7B, *extra)
     for row in doc["rows"]:
         assert row["total_bytes"] == (row["weights_bytes"] + row["kv_peak_bytes"] + row["pinned_prefix_bytes"]
-                                      + row["overhead_bytes"] + row["buffers_bytes"])
+                                      + row["overhead_bytes"] + row["buffers_bytes"] + row["process_bytes"])
+        assert (row["process_bytes"] > 0) == (runtime != "ideal" and runtime.startswith("llama.cpp"))
         assert row["runtime"] == runtime and row["kv_policy"] == policy
     csv_text = run("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, *extra, "-f", "csv").stdout
     # sweep's columns in sweep's order (tests/cli/test_one_surface.py), compare's own last
     assert csv_text.splitlines()[0].endswith(",max_ctx,prefill_s,kv_peak_bytes,runtime,kv_policy,"
                                              "aggregate_decode_tokens_per_s,buffers_bytes,weight_type,"
-                                             "max_ctx_limited_by,max_ctx_trained")
+                                             "max_ctx_limited_by,max_ctx_trained,process_bytes")
     assert f",{runtime},{policy}," in csv_text.splitlines()[1]
     table = run("compare", "-c", "40000", "-d", REF_PHONE, "-m", WINDOWED, *extra).stdout
     assert (f"runtime {runtime}" in table) == (runtime != "ideal")
@@ -144,8 +145,9 @@ def test_compare_table_shows_llamacpp_buffers_only_when_there_are_some(run, run_
     _, doc = run_json(*args)
     (row,) = doc["rows"]
     # 4,096 cells × 524,288 B = 2,147,483,648 B of cache; 6.74e9 × 4 / 8 = 3,370,000,000 B of weights; the buffers
-    # are the rest of the total
-    assert row["buffers_bytes"] == row["total_bytes"] - 3_370_000_000 - 2_147_483_648 > 0
+    # and the llama.cpp process (heap 10,506,240 + 189 · 32,000 B, libraries 15,568,896 B) are the rest
+    assert row["process_bytes"] == 10_506_240 + 189 * 32_000 + 15_568_896
+    assert row["buffers_bytes"] == row["total_bytes"] - 3_370_000_000 - 2_147_483_648 - row["process_bytes"] > 0
     assert row["weight_type"] == "" and row["runtime"] == "llama.cpp"
     table = run(*args).stdout
     assert "buffers" in table.splitlines()[1] and "counted in the total" in table

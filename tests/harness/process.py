@@ -85,6 +85,13 @@ CONFIGS = [
          np=1, cache="f16", mmap=False, repack=False, bisect=True),
     dict(id="llama-3.1-8b_q4w_c16384_np1_kvq8_nommap_repack", model="llama-3.1-8b", weights="q4_0", ctx=16384,
          np=1, cache="q8_0", mmap=False, repack=True, bisect=False),
+    # mmap out-of-memory lines where the anonymous part is large (session 5): the cache, or the repacked copy
+    dict(id="llama-3.2-1b_f16w_c32768_np1_kvf16_mmap", model="llama-3.2-1b", weights="f16", ctx=32768, np=1,
+         cache="f16", mmap=True, repack=None, bisect=True),
+    dict(id="llama-3.2-1b_q4w_c8192_np1_kvf16_mmap_repack_oom", model="llama-3.2-1b", weights="q4_0", ctx=8192,
+         np=1, cache="f16", mmap=True, repack=True, bisect=True),
+    dict(id="qwen3-0.6b_f16w_c16384_np1_kvq8_mmap", model="qwen3-0.6b", weights="f16", ctx=16384, np=1,
+         cache="q8_0", mmap=True, repack=None, bisect=True),
     dict(id="deepseek-v2-lite_q4w_c4096_np1_kvf16_mmap_norepack", model="deepseek-v2-lite", weights="q4_0",
          ctx=4096, np=1, cache="f16", mmap=True, repack=False, bisect=False),
 ]

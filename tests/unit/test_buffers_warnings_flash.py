@@ -26,13 +26,22 @@ def test_llamacpp_total_counts_compute_and_output_buffers(catalog):
     ev = _ev(catalog, "pixel8", "llama-2-7b", 4096, runtime=runtime_spec("llama.cpp"))
     # output buffer: n_vocab 32,000 float32 logits for 1 sequence = 32,000 · 4 = 128,000 B
     assert ev.output_buffer_bytes == 128_000
-    # compute buffer: the engine's closed form for -c 4096 -ub 512 -b 2048, flash attention on (auto on CPU)
+    # compute buffer: the engine's replay for -c 4096 -ub 512 -b 2048, flash attention on (auto on CPU), with
+    # build 11434's reserve graph keeping the logits of -np = 1 row
     assert ev.compute_buffer_bytes == lb.compute_buffer_bytes(
         n_ctx=4096, n_ubatch=512, n_batch=2048, flash_attn=True, n_seq_max=1, kv_unified=False, layers=32,
-        n_head=32, n_head_kv=32, head_dim=128, v_head_dim=128, hidden=4096, n_ff=11008, n_vocab=32000)
+        n_head=32, n_head_kv=32, head_dim=128, v_head_dim=128, hidden=4096, n_ff=11008, n_vocab=32000, n_outputs=1)
+    # the total is the process's resident peak: weights, cache, the two buffers, the baseline (mmap: no copy,
+    # the profile gives bits per weight so no tensor is known to be repacked)
+    p = ev.process
+    assert p.repacked_bytes == p.repack_copy_bytes == 0
+    assert ev.total_bytes == (ev.weights_bytes + ev.kv_bytes + ev.compute_buffer_bytes + ev.output_buffer_bytes
+                              + p.baseline_anon_bytes + p.baseline_file_bytes)
     assert ev.buffers_bytes == ev.compute_buffer_bytes + 128_000
-    # 3,370,000,000 weights + 2,147,483,648 KV (4,096 cells · 524,288 B) + buffers
-    assert ev.total_bytes == 3_370_000_000 + 2_147_483_648 + ev.buffers_bytes
+    # 3,370,000,000 weights + 2,147,483,648 KV (4,096 cells · 524,288 B) + buffers + the process: its heap
+    # 10,506,240 + 189 · 32,000 = 16,554,240 B and the binary's 15,568,896 B
+    assert (p.baseline_anon_bytes, p.baseline_file_bytes) == (16_554_240, 15_568_896)
+    assert ev.total_bytes == 3_370_000_000 + 2_147_483_648 + ev.buffers_bytes + 16_554_240 + 15_568_896
     assert ev.headroom_bytes == 6_000_000_000 - ev.total_bytes
 
 
@@ -145,8 +154,10 @@ def test_check_prices_the_measured_compute_buffer_through_the_plan(catalog, mode
     from kvplan.caches.llamacpp import llamacpp_cache
     from kvplan.engine.formats import format_from_name
 
+    # the data is of llama.cpp 0c1e57098 (its compute buffer reserved a whole micro-batch of logits)
     spec = runtime_spec("llama.cpp", ubatch=params["n_ubatch"], batch=params["n_batch"],
-                        flash_attn="on" if params["flash_attn"] else "off", kv_unified=params["kv_unified"])
+                        flash_attn="on" if params["flash_attn"] else "off", kv_unified=params["kv_unified"],
+                        build="0c1e57098")
     m = catalog.model(model).profile
     cache = llamacpp_cache(spec, m, format_from_name(params["type_k"]), format_from_name(params["type_v"]))
     v = cache.v_format or cache.k_format

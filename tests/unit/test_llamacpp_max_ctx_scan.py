@@ -11,7 +11,16 @@ from kvplan.plan import Scenario, evaluate
 from kvplan.profiles.catalog import Catalog
 from kvplan.profiles.runtime import runtime_spec
 
-LLAMA = runtime_spec("llama.cpp")
+# The shrinking buffer below was found on build 0c1e57098's graph (a whole micro-batch of logits). The process's
+# baseline now counts in the total too, so each reserve is lowered by it: the budget left for the cache and the
+# buffers is the one the figures were found at.
+LLAMA = runtime_spec("llama.cpp", build="0c1e57098")
+
+
+def _process_bytes(model):
+    from kvplan.engine import llamacpp_process as lp
+
+    return lp.process_parts(0, 0, mmap=True, repack=True, n_vocab=Catalog().model(model).profile.vocab_size).extra_bytes
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +30,7 @@ def pixel8():
 
 def _ev(device, model, ctx, os_reserve):
     return evaluate(Scenario(device, Catalog().model(model).profile, ctx, runtime=LLAMA,
-                             os_reserve_bytes=os_reserve))
+                             os_reserve_bytes=os_reserve - _process_bytes(model)))
 
 
 def test_gemma3_fits_again_after_its_compute_buffer_shrinks(pixel8):

@@ -37,6 +37,7 @@ def _columns(model: str, knobs: Knobs, ctx, seq):
 
 def _adds_up(cols) -> bool:
     parts = cols.weights_bytes + cols.kv_peak_bytes + cols.pinned_prefix_bytes + cols.overhead_bytes
+    parts = parts + cols.buffers_bytes + (cols.process_bytes if cols.process_bytes is not None else 0)
     return bool(np.array_equal(cols.total_bytes, parts))
 
 

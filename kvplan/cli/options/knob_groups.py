@@ -54,9 +54,15 @@ def _runtime(
     flash_attn: ro.FlashAttnOpt = None,
     cache: ro.CacheOpt = None,
     max_cache_len: ro.MaxCacheLenOpt = None,
+    mmap: ro.MmapOpt = None,
+    repack: ro.RepackOpt = None,
+    llamacpp_build: ro.LlamacppBuildOpt = None,
+    prompt_tokens: ro.PromptTokensOpt = None,
+    judge: ro.JudgeOpt = None,
 ):
     """The ``Knobs.runtime`` value of the runtime options."""
-    return ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache, max_cache_len)
+    return ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache, max_cache_len,
+                           mmap, repack, llamacpp_build, prompt_tokens, judge)
 
 
 CACHE = OptionGroup(_cache)
