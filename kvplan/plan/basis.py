@@ -93,11 +93,13 @@ def process_of(s: Scenario, weights_bytes: int, pricing):
 
 def cpu_features_of(device) -> str:
     """The device's CPU feature set for llama.cpp's repacking: its profile's ``cpu_features``, else what its
-    platform's CPUs have (Arm phones and Apple silicon: NEON with int8 matmul; PCs: AVX2)."""
+    platform runs: Android phones NEON with int8 matmul; macOS and iOS ``none``, because llama.cpp runs on Metal
+    there by default and its Metal buffers hold the weights as the file has them; PCs and boards AVX2."""
     named = getattr(device, "cpu_features", None)
     if named:
         return named
-    return "neon-i8mm" if getattr(device, "platform", None) in ("android", "ios", "macos") else "avx2"
+    platform = getattr(device, "platform", None)
+    return {"android": "neon-i8mm", "ios": "none", "macos": "none"}.get(platform, "avx2")
 
 
 def weights_of(model: Model, weight_bits: float | None) -> tuple[int, int, float]:

@@ -83,8 +83,8 @@ DEVICE_FIELD_DOCS = {
                       "0 = unknown, pure bandwidth",
     "runtime_overhead": "runtime memory beyond weights and cache (buffers, graph) [bytes]",
     "cpu_features": "the CPU's SIMD features that decide which weights llama.cpp's CPU backend repacks: avx2, "
-                    "avx512, neon-i8mm, neon-dotprod or none (default: neon-i8mm on android, ios and macos, avx2 "
-                    "elsewhere)",
+                    "avx512, neon-i8mm, neon-dotprod or none (default: neon-i8mm on android; none on ios and "
+                    "macos, where llama.cpp runs on Metal, which repacks nothing; avx2 elsewhere)",
 }
 
 MODEL_FIELD_DOCS = {

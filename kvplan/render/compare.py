@@ -21,13 +21,16 @@ if TYPE_CHECKING:
 # max_ctx_at_target, last, only with a decode target
 CSV_COLUMNS = output_columns(SweepColumns.names())
 _AT_TARGET = "max_ctx_at_target"
+_PROCESS = "process_bytes"
 
 
 def columns_of(evaluations: list[list[Evaluation]]) -> list[str]:
-    """The CSV columns (and the first keys of a JSON row): ``max_ctx_at_target`` only with a decode target."""
+    """The CSV columns (and the first keys of a JSON row): ``max_ctx_at_target`` only with a decode target,
+    ``process_bytes`` only where a cell runs under llama.cpp (as sweep writes them)."""
     first = evaluations[0][0].scenario if evaluations and evaluations[0] else None
     target = first is not None and first.target_tokens_per_s
-    return [c for c in CSV_COLUMNS if c != _AT_TARGET or target]
+    process = any(ev.process is not None for row in evaluations for ev in row)
+    return [c for c in CSV_COLUMNS if (c != _AT_TARGET or target) and (c != _PROCESS or process)]
 
 
 def weight_type_of(ev: Evaluation) -> str:
@@ -56,7 +59,7 @@ def _row(ev: Evaluation) -> dict:
         "ctx_beyond_trained": ev.ctx_beyond_trained, "max_ctx_at_target": ev.max_ctx_at_target,
         "prefill_s": ev.prefill_s,
         "buffers_bytes": ev.buffers_bytes, "weight_type": weight_type_of(ev),
-        # under llama.cpp the process's baseline and repacked copy, in total_bytes (0 elsewhere)
+        # under llama.cpp the process's baseline and repacked copy, in total_bytes (a column only there)
         "process_bytes": ev.basis.process_bytes if ev.basis is not None else 0,
     }
 

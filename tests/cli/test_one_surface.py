@@ -124,7 +124,8 @@ def test_sweep_and_compare_write_the_same_columns_and_rows(run, point, target):
     # one header, one row: the same columns in the same order, every field written the same way
     assert compare_csv == sweep_csv
     (c,) = _csv(compare_csv)
-    last = ["weight_type", "max_ctx_limited_by", "max_ctx_trained"] + ["max_ctx_at_target"] * bool(target)
+    last = ["weight_type", "max_ctx_limited_by", "max_ctx_trained"] + ["max_ctx_at_target"] * bool(target) + \
+        ["process_bytes"] * (point == "llama.cpp")  # the llama.cpp process, only under that runtime
     assert list(c)[-len(last):] == last
     assert list(c)[18:20] == ["max_ctx", "prefill_s"]  # the positions sweep always had
     # JSON rows: the same keys in the same order hold the same values (full precision); compare adds what CSV
@@ -135,9 +136,9 @@ def test_sweep_and_compare_write_the_same_columns_and_rows(run, point, target):
     assert list(srow) == sj["columns"] == list(c)
     assert list(crow) == list(c) + ["ctx_beyond_trained", "warnings"]
     assert {k: crow[k] for k in srow} == srow
-    # every row adds up, the buffers included
-    assert int(c["total_bytes"]) == sum(int(c[k]) for k in ("weights_bytes", "kv_peak_bytes", "pinned_prefix_bytes",
-                                                            "overhead_bytes", "buffers_bytes"))
+    # every row adds up, the buffers and the llama.cpp process included
+    assert int(c["total_bytes"]) == sum(int(c.get(k, 0)) for k in (
+        "weights_bytes", "kv_peak_bytes", "pinned_prefix_bytes", "overhead_bytes", "buffers_bytes", "process_bytes"))
 
 
 def test_compare_and_sweep_say_what_limits_max_ctx(run):
