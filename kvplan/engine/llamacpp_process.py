@@ -141,12 +141,9 @@ class ProcessParts:
 
     @property
     def reclaimable_bytes(self) -> int:
-        """What the kernel can drop and read again without killing the process [bytes]: the mapped weights less
-        the working set a thrashing process keeps (:data:`MMAP_WORKING_SET_BYTES`) and less the mapped pages of the
-        repacked tensors, which the loader reads while it writes their copy (Llama-3.2-1B Q4_0 at 8k: killed at
-        964 MiB, 155 MiB above the rest of its memory, where without repacking a mapped model answers within
-        16 MiB of it)."""
-        return max(self.weights_file_bytes - self.repack_copy_bytes - MMAP_WORKING_SET_BYTES, 0)
+        """What the kernel can drop and read again without killing the process: the mapped weights less the
+        working set a thrashing process keeps (:data:`MMAP_WORKING_SET_BYTES`) [bytes]."""
+        return max(self.weights_file_bytes - MMAP_WORKING_SET_BYTES, 0)
 
     @property
     def extra_bytes(self) -> int:

@@ -214,8 +214,8 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
     row("runtime overhead", ev.overhead_bytes)
     row("total (resident peak)" if p is not None else "total", ev.total_bytes, "bold")
     if p is not None:
-        row("  of it reclaimable: the weights' file pages (not the repacked ones), less a thrashing process's "
-            "working set" if p.mmap else "  of it reclaimable: none (weights loaded into memory, --no-mmap)", p.reclaimable_bytes)
+        row("  of it reclaimable: the weights' file pages, less the working set a thrashing process keeps"
+            if p.mmap else "  of it reclaimable: none (weights loaded into memory, --no-mmap)", p.reclaimable_bytes)
         row("  of it non-reclaimable: what must fit or the process is killed", p.non_reclaimable_bytes)
     row(f"budget ({fmt.bytes_(s.device.ram, units)} RAM − {fmt.bytes_(s.os_reserve_in_force_bytes, units)} "
         "OS reserve)", b)
