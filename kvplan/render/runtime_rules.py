@@ -33,6 +33,9 @@ def _static_preallocated(v) -> str:
 
 _WORDS = {
     "architecture": _architecture,
+    "recurrent_state": lambda v: (f"state layers: llama_memory_recurrent, {v['layers']} layers × {v['cells']} cells "
+                                  f"(max(1, -np)), r + s rows in f32 whatever the KV cache type, "
+                                  f"{v['bytes_per_cell']:,} B per cell"),
     # llama.cpp (kvplan.caches.llamacpp)
     "type_as_runtime": lambda v: f"{v['side'].upper()} cache {v['asked']} is llama.cpp's {v['runtime_type']}",
     "window_ignored": lambda v: (f"sliding window {v['window']:,} ignored: {reason_text(v['reason'])}; full context "

@@ -130,7 +130,7 @@ def _with_schedule(base, schedule):
 
 @pytest.mark.parametrize("odd, words", [
     (SharedKV(source_layer=1), "layers 2–3 reads layer 1's KV cache (shared_kv)"),
-    (State(state_values=4096), "layers 2–3 keeps a fixed-size state per sequence (state)"),
+    (State("mamba2", 4096, 4, 0), "layers 2–3 keeps a fixed-size state per sequence (state)"),
 ])
 def test_the_new_kinds_are_refused_by_every_cache_model(odd, words):
     a = Attention(32, 128, 128)
