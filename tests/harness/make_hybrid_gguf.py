@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Write a weight-less F16 GGUF of a kvplan hybrid model profile (state layers: LFM2's short convolution), with the
+tensor names and shapes llama.cpp's loader asks for (build 11434, src/models/lfm2.cpp ::
+llama_model_lfm2::load_arch_tensors) and the metadata its hparams loader reads (``lfm2.shortconv.l_cache``, a
+per-layer ``attention.head_count_kv`` array whose zeros mark the conv layers: ``is_recr_impl[il] = n_head_kv(il)
+== 0``).
+
+Opt-in harness (not run by CI), the same writer as make_gguf.py (sparse file, dummy vocabulary). Every figure
+comes from the profile YAML (model_profiles/NAME.yaml); nothing is shrunk: the recurrent and KV buffers llama.cpp
+allocates depend on the real widths.
+
+Usage:
+    PYTHONPATH=LLAMA_CPP/gguf-py python tests/harness/make_hybrid_gguf.py lfm2-1.2b --out DIR
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_gguf  # noqa: E402  (the shared writer)
+
+F16, F32 = make_gguf.F16, make_gguf.F32
+
+
+class HybridSpec(make_gguf.Spec):
+    def __init__(self, model: str):  # the profile alone: no HF config copy needed
+        self.model = model
+        p = yaml.safe_load((make_gguf.PROFILES / f"{model}.yaml").read_text())
+        self.prof, self.cfg = p, {}
+        self.arch = {"lfm2": "lfm2"}[p["architecture"]]
+        self.n_layer = int(p["layers"])
+        self.n_head = int(p["attention_heads"])
+        self.n_head_kv = int(p["kv_heads"])
+        self.head_dim = self.v_head_dim = int(p["head_dim"])
+        self.n_embd = int(p["hidden_size"])
+        self.n_ff = int(p["intermediate_size"])
+        self.n_vocab = int(p["vocab_size"])
+        self.tied = bool(p.get("tie_embeddings"))
+        self.n_ctx_train = int(p["max_context"])
+        self.state = p["state"]
+        self.tensors, self.kv = [], []
+
+    def build_lfm2(self):
+        a, s = self.arch, self.state
+        recurrent = set(s["layers"])
+        self.k(f"{a}.context_length", self.n_ctx_train, "u32")
+        self.k(f"{a}.embedding_length", self.n_embd, "u32")
+        self.k(f"{a}.block_count", self.n_layer, "u32")
+        self.k(f"{a}.feed_forward_length", self.n_ff, "u32")
+        self.k(f"{a}.attention.head_count", self.n_head, "u32")
+        self.k(f"{a}.attention.head_count_kv",
+               [0 if i in recurrent else self.n_head_kv for i in range(self.n_layer)], "arr")
+        self.k(f"{a}.attention.layer_norm_rms_epsilon", 1e-5, "f32")
+        self.k(f"{a}.rope.freq_base", 1_000_000.0, "f32")
+        self.k(f"{a}.shortconv.l_cache", int(s["conv_kernel_tokens"]), "u32")
+        self.k(f"{a}.vocab_size", self.n_vocab, "u32")
+        e, kv = self.n_embd, self.n_head_kv * self.head_dim
+        # shapes in ggml order (ne0 first), as load_arch_tensors asks for them
+        self.t("token_embd.weight", [e, self.n_vocab])
+        self.t("token_embd_norm.weight", [e])
+        if not self.tied:
+            self.t("output.weight", [e, self.n_vocab])
+        for i in range(self.n_layer):
+            b = f"blk.{i}"
+            self.t(f"{b}.attn_norm.weight", [e])
+            self.t(f"{b}.ffn_norm.weight", [e])
+            self.t(f"{b}.ffn_gate.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
+            if i in recurrent:
+                self.t(f"{b}.shortconv.conv.weight", [int(s["conv_kernel_tokens"]), e])
+                self.t(f"{b}.shortconv.in_proj.weight", [e, 3 * e])
+                self.t(f"{b}.shortconv.out_proj.weight", [e, e])
+            else:
+                self.t(f"{b}.attn_q_norm.weight", [self.head_dim])
+                self.t(f"{b}.attn_k_norm.weight", [self.head_dim])
+                self.t(f"{b}.attn_q.weight", [e, self.n_head * self.head_dim])
+                self.t(f"{b}.attn_k.weight", [e, kv])
+                self.t(f"{b}.attn_v.weight", [e, kv])
+                self.t(f"{b}.attn_output.weight", [self.n_head * self.head_dim, e])
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--out", required=True, type=Path)
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    for m in a.models:
+        spec = HybridSpec(m)
+        getattr(spec, "build_" + spec.arch)()
+        print(json.dumps(make_gguf.write(spec, a.out / f"{m}-F16.gguf")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
