@@ -33,6 +33,9 @@ def _static_preallocated(v) -> str:
 
 _WORDS = {
     "architecture": _architecture,
+    "linear_attention_layers": lambda v: (f"state layers: {v['layers']} LinearAttentionLayer in the DynamicCache, "
+                                          f"conv_states of the whole kernel in {v['dtype']}, recurrent_states in "
+                                          f"float32, {v['bytes_per_sequence']:,} B per sequence"),
     "recurrent_state": lambda v: (f"state layers: llama_memory_recurrent, {v['layers']} layers × {v['cells']} cells "
                                   f"(max(1, -np)), r + s rows in f32 whatever the KV cache type, "
                                   f"{v['bytes_per_cell']:,} B per cell"),

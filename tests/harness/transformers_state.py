@@ -43,6 +43,21 @@ def config_of(profile: dict) -> dict:
         types = ["conv" if i in state["layers"] else "full_attention" for i in range(layers)]
         return {"model_type": "lfm2", **common, "layer_types": types, "conv_L_cache": state["conv_kernel_tokens"],
                 "block_ff_dim": SHRUNK["intermediate_size"], "block_auto_adjust_ff_dim": False, "conv_bias": False}
+    if arch in ("qwen3_5_text", "qwen3_next"):
+        types = ["linear_attention" if i in state["layers"] else "full_attention" for i in range(layers)]
+        return {"model_type": arch, **common, "layer_types": types, "head_dim": profile["head_dim"],
+                "linear_conv_kernel_dim": state["conv_kernel_tokens"],
+                "linear_num_key_heads": state["linear_key_heads"], "linear_key_head_dim": state["linear_key_head_dim"],
+                "linear_num_value_heads": state["linear_value_heads"],
+                "linear_value_head_dim": state["linear_value_head_dim"],
+                **({"num_experts": 0} if arch == "qwen3_next" else {})}
+    if arch == "granitemoehybrid":
+        types = ["mamba" if i in state["layers"] else "attention" for i in range(layers)]
+        return {"model_type": arch, **common, "layer_types": types, "mamba_d_conv": state["conv_kernel_tokens"],
+                "mamba_n_heads": state["ssm_heads"], "mamba_d_head": state["ssm_head_dim"],
+                "mamba_n_groups": state["ssm_groups"], "mamba_d_state": state["ssm_state_size"],
+                "mamba_expand": state["ssm_heads"] * state["ssm_head_dim"] // profile["hidden_size"],
+                "num_local_experts": 0, "num_experts_per_tok": 0, "shared_intermediate_size": SHRUNK["intermediate_size"]}
     raise SystemExit(f"no config writer for architecture {arch!r}")
 
 
@@ -81,7 +96,7 @@ def measure(cfg: dict, dtype_name: str, n: int) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--profile", required=True)
+    ap.add_argument("--profile", required=True, help="a built-in profile name, or a path to a profile YAML")
     ap.add_argument("--dtypes", nargs="+", default=["bfloat16", "float32"])
     ap.add_argument("--lengths", nargs="+", type=int, default=[16, 512])
     ap.add_argument("--out", type=Path)
@@ -89,7 +104,8 @@ def main(argv=None) -> int:
     import torch
     import transformers
 
-    profile = yaml.safe_load((REPO / "model_profiles" / f"{a.profile}.yaml").read_text())
+    path = Path(a.profile) if a.profile.endswith((".yaml", ".yml")) else REPO / "model_profiles" / f"{a.profile}.yaml"
+    profile = yaml.safe_load(path.read_text())
     cfg = config_of(profile)
     runs = []
     for dtype in a.dtypes:
