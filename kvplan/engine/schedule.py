@@ -299,7 +299,3 @@ def attention_only(schedule: Schedule) -> Schedule:
     """
     return _merged((count, layer) for count, layer in schedule.runs if isinstance(layer, Attention))
 
-
-def state_layers(schedule: Schedule) -> int:
-    """How many layers keep a state [count]."""
-    return sum(count for count, layer in schedule.runs if isinstance(layer, State))
