@@ -26,7 +26,7 @@ Rules, each from transformers' own source (file :: class.method):
   and V (``heads × v_head_dim``). Measured with the real ``DynamicCache`` / ``StaticCache``
   (tests/harness/transformers_cache.py, tests/data/runtimes/transformers/).
 - State layers (LFM2, Qwen3.5 / Qwen3-Next, Granite 4.0-H, Nemotron-H; transformers 5.17.0, measured with
-  tests/harness/transformers_state.py, tests/data/runtimes/transformers/*_state_*.json): the model returns a
+  tests/harness/transformers_state.py, tests/data/runtimes/transformers/state/*_state_*.json): the model returns a
   ``DynamicCache`` whose state layers are ``LinearAttentionLayer`` (``src/transformers/cache_utils.py`` ::
   ``LinearAttentionLayer.lazy_initialization``), each holding ``conv_states`` ``[batch, conv_dim, conv_kernel]``
   — the whole kernel, in the model's dtype — and, for Mamba2 and Gated DeltaNet, ``recurrent_states``

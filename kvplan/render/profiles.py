@@ -144,7 +144,8 @@ def _base(value) -> str:
 def schedule_json(model) -> list[dict]:
     """The model's schedule as ``profiles show --format json`` writes it: one entry per run of identical layers,
     its 0-based ``first_layer``/``last_layer``, ``layers`` (how many), ``kind`` and the kind's own figures
-    (attention: ``kv_heads``, ``k_head_dim``, ``v_head_dim``, ``window_tokens``, ``latent_rank``)."""
+    (attention: ``kv_heads``, ``k_head_dim``, ``v_head_dim``, ``window_tokens``, ``latent_rank``; state: ``mixer``,
+    ``conv_channels``, ``conv_kernel_tokens``, ``recurrent_values``)."""
     from dataclasses import asdict
 
     return [{"first_layer": first, "last_layer": last, "layers": last - first + 1, "kind": layer.kind,
@@ -158,6 +159,8 @@ def show_json(kind: str, profile, path: Path, origin: str, figures: dict, warnin
     fields = _json_keys(profile.model_dump(mode="json"))
     if fields.get("state", 0) is None:  # only hybrid models have state layers: no key for the others
         del fields["state"]
+    elif isinstance(fields.get("state"), dict):  # the fields of its own mixer only
+        fields["state"] = {k: v for k, v in fields["state"].items() if v is not None}
     sources = fields.pop("sources")
     derived = {k: v for k, v in _json_keys(figures).items() if k not in fields or fields[k] != v}
     schedule = {"schedule": schedule_json(profile)} if kind == "model" else {}

@@ -1,5 +1,5 @@
 """kvplan's transformers cache against the cache transformers 5.17.0 really returns for models with state layers
-(tests/data/runtimes/transformers/*_state_transformers-5.17.0.json, written by tests/harness/transformers_state.py:
+(tests/data/runtimes/transformers/state/*_state_transformers-5.17.0.json, written by tests/harness/transformers_state.py:
 random-weight models, a prefill of N − 1 tokens and one decode step): every run, every layer, to the byte."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from kvplan.engine.schedule import State
 from kvplan.importers.hf import profile_from_hf_config
 from kvplan.profiles.runtime import TransformersSpec
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "runtimes" / "transformers"
+DATA = Path(__file__).resolve().parents[1] / "data" / "runtimes" / "transformers" / "state"
 FILES = sorted(DATA.glob("*_state_transformers-5.17.0.json"))
 DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
 CASES = [(f.name, run) for f in FILES for run in json.loads(f.read_text())["runs"]]
