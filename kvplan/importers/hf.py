@@ -341,6 +341,10 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     params_active = None
     if params is None and hybrid is not None:
         params, params_note = hybrid_params(c, model_type, hybrid, heads, kv_heads, head_dim)
+        towers = [key for key in ("vision_config", "audio_config") if isinstance(config.get(key), dict)]
+        if towers:  # a multimodal wrapper: the text model is priced, its towers are not
+            notes.append(f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)")
+            params_note += f"; {', '.join(towers)} not counted"
     elif params is None:
         try:
             params, params_active, params_note = derived_params(c, model_type, layers, heads, kv_heads, head_dim,

@@ -64,3 +64,11 @@ def test_nemotron_h_pattern_has_mlp_only_layers():
     assert kinds == [State, Feedforward, State, Attention, Feedforward, State, Feedforward, State]
     # 32 heads · 64 = 2,048 d_inner; conv 2,048 + 2 · 8 groups · 128 = 4,096; SSM 2,048 · 128 = 262,144
     assert m.schedule.layer(0) == State("mamba2", 4096, 4, 262_144)
+
+
+def test_a_multimodal_wrapper_prices_its_text_model_and_says_the_vision_tower_is_not_counted():
+    text = json.loads((OTHER / "synthetic-qwen3_5_text.json").read_text())
+    imported = profile_from_hf_config({"model_type": "qwen3_5", "text_config": text, "vision_config": {"depth": 2}},
+                                      name="q")
+    assert imported.model.params == META_DEVICE_PARAMS["qwen3_5_text"]
+    assert imported.notes == ("vision_config: not counted; kvplan prices the text model (text_config)",)
