@@ -31,7 +31,7 @@ from kvplan.files import jsonio
 from kvplan.importers.common import (MOE_PARAMS_GIVEN, PARAMS_GIVEN, ImportedProfile, check_given_params, finish,
                                      flag, slug, swa_pattern_layers, weight_fields, whole_count, window_pattern)
 from kvplan.importers.hf_arch import MoeLayout, expert_count, moe_layout, positive_count, refuse_unpriceable
-from kvplan.importers.hf_state import STATE_MODEL_TYPES, hybrid_layout, hybrid_params
+from kvplan.importers.hf_state import STATE_MODEL_TYPES, hybrid_layout, hybrid_params, lfm2_mlp_width
 from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
 from kvplan.profiles.spec import layer_count_problem
 
@@ -370,7 +370,8 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         ("head_dim", head_dim, head_note),
         ("v_head_dim", v_head_dim if v_head_dim != head_dim else None, "v_head_dim"),
         ("hidden_size", hidden, ""),
-        ("intermediate_size", c.get("intermediate_size"), ""),
+        ("intermediate_size", lfm2_mlp_width(c) if model_type == "lfm2" and c.get("intermediate_size") else
+         c.get("intermediate_size"), "Lfm2MLP's width (block_ff_dim auto-adjusted)" if model_type == "lfm2" else ""),
         ("vocab_size", c.get("vocab_size"), ""),
         ("tie_embeddings", bool(c.get("tie_word_embeddings")), "tie_word_embeddings"),
         ("max_context", max_context, "max_position_embeddings"),

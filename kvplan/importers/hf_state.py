@@ -143,6 +143,20 @@ def _checked(kinds: list, raw: list, layers: int, label: str) -> list[str]:
     return kinds
 
 
+def lfm2_mlp_width(c: dict) -> int:
+    """LFM2's MLP width as ``Lfm2MLP.__init__`` computes it: ``block_ff_dim`` (or ``intermediate_size``), with
+    ``block_auto_adjust_ff_dim`` taken to ``int(2 · ff / 3)``, times ``block_ffn_dim_multiplier``, rounded up to a
+    multiple of ``block_multiple_of`` (LFM2-1.2B: 12,288 → 8,192) [values]."""
+    ff = int(c.get("block_ff_dim") or c.get("intermediate_size"))
+    if c.get("block_auto_adjust_ff_dim", True):
+        ff = int(2 * ff / 3)
+        if c.get("block_ffn_dim_multiplier") is not None:
+            ff = int(float(c["block_ffn_dim_multiplier"]) * ff)
+        mult = int(c.get("block_multiple_of", 256))
+        ff = mult * ((ff + mult - 1) // mult)
+    return ff
+
+
 def hybrid_params(c: dict, model_type: str, layout: HybridLayout, heads: int, kv_heads: int, head_dim: int
                   ) -> tuple[int, str]:
     """The parameter count of a dense hybrid from its shapes, and the arithmetic (for sources.params): embeddings,
@@ -156,13 +170,7 @@ def hybrid_params(c: dict, model_type: str, layout: HybridLayout, heads: int, kv
     qkv_o = h * heads * head_dim + 2 * h * kv_heads * head_dim + heads * head_dim * h
     if model_type == "lfm2":
         k = s["conv_kernel_tokens"]
-        ff = int(c.get("block_ff_dim") or c.get("intermediate_size"))
-        if c.get("block_auto_adjust_ff_dim", True):
-            ff = int(2 * ff / 3)
-            if c.get("block_ffn_dim_multiplier") is not None:
-                ff = int(float(c["block_ffn_dim_multiplier"]) * ff)
-            mult = int(c.get("block_multiple_of", 256))
-            ff = mult * ((ff + mult - 1) // mult)
+        ff = lfm2_mlp_width(c)
         mixer = {"state": 3 * h * h + h * k + h * h, "attention": qkv_o + 2 * head_dim}
         mlp, norms, final = 3 * h * ff, 2 * h, h
         what = f"short conv: in_proj 3×{h}² + conv {h}×{k} + out_proj {h}²; attention + q/k norms; MLP 3×{h}×{ff}"

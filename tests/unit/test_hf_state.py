@@ -72,3 +72,8 @@ def test_a_multimodal_wrapper_prices_its_text_model_and_says_the_vision_tower_is
                                       name="q")
     assert imported.model.params == META_DEVICE_PARAMS["qwen3_5_text"]
     assert imported.notes == ("vision_config: not counted; kvplan prices the text model (text_config)",)
+
+
+def test_lfm2_mlp_width_is_the_auto_adjusted_one():
+    # block_ff_dim 12,288, auto-adjusted: int(2 · 12,288 / 3) = 8,192, × 1.0, a multiple of 256 → 8,192
+    assert _model("lfm2").intermediate_size == 8192
