@@ -30,9 +30,11 @@ F16, F32 = make_gguf.F16, make_gguf.F32
 class HybridSpec(make_gguf.Spec):
     def __init__(self, model: str):  # the profile alone: no HF config copy needed
         self.model = model
-        p = yaml.safe_load((make_gguf.PROFILES / f"{model}.yaml").read_text())
+        path = Path(model) if model.endswith((".yaml", ".yml")) else make_gguf.PROFILES / f"{model}.yaml"
+        p = yaml.safe_load(path.read_text())
+        self.model = p["name"]
         self.prof, self.cfg = p, {}
-        self.arch = {"lfm2": "lfm2"}[p["architecture"]]
+        self.arch = {"lfm2": "lfm2", "granitemoehybrid": "granitehybrid"}[p["architecture"]]
         self.n_layer = int(p["layers"])
         self.n_head = int(p["attention_heads"])
         self.n_head_kv = int(p["kv_heads"])
@@ -83,6 +85,50 @@ class HybridSpec(make_gguf.Spec):
                 self.t(f"{b}.attn_k.weight", [e, kv])
                 self.t(f"{b}.attn_v.weight", [e, kv])
                 self.t(f"{b}.attn_output.weight", [self.n_head * self.head_dim, e])
+    def build_granitehybrid(self):
+        """src/models/granite-hybrid.cpp :: load_arch_hparams / load_arch_tensors (dense: expert_count 0)."""
+        a, s = self.arch, self.state
+        recurrent = set(s["layers"])
+        e, kv, hd = self.n_embd, self.n_head_kv * self.head_dim, self.head_dim
+        nh, dh, g, ds, k = s["ssm_heads"], s["ssm_head_dim"], s["ssm_groups"], s["ssm_state_size"], s["conv_kernel_tokens"]
+        di = nh * dh
+        for key, val, kind in [("context_length", self.n_ctx_train, "u32"), ("embedding_length", e, "u32"),
+                               ("block_count", self.n_layer, "u32"), ("feed_forward_length", self.n_ff, "u32"),
+                               ("attention.head_count", self.n_head, "u32"),
+                               ("attention.head_count_kv",
+                                [0 if i in recurrent else self.n_head_kv for i in range(self.n_layer)], "arr"),
+                               ("attention.layer_norm_rms_epsilon", 1e-5, "f32"), ("rope.freq_base", 10000.0, "f32"),
+                               ("ssm.conv_kernel", k, "u32"), ("ssm.inner_size", di, "u32"),
+                               ("ssm.state_size", ds, "u32"), ("ssm.time_step_rank", nh, "u32"),
+                               ("ssm.group_count", g, "u32"), ("expert_count", 0, "u32"),
+                               ("expert_used_count", 0, "u32"), ("vocab_size", self.n_vocab, "u32")]:
+            self.k(f"{a}.{key}", val, kind)
+        self.t("token_embd.weight", [e, self.n_vocab])
+        self.t("output_norm.weight", [e])
+        if not self.tied:
+            self.t("output.weight", [e, self.n_vocab])
+        for i in range(self.n_layer):
+            b = f"blk.{i}"
+            self.t(f"{b}.attn_norm.weight", [e])
+            if i in recurrent:
+                self.t(f"{b}.ssm_in.weight", [e, 2 * di + 2 * g * ds + nh])
+                self.t(f"{b}.ssm_conv1d.weight", [k, di + 2 * g * ds])
+                self.t(f"{b}.ssm_conv1d.bias", [di + 2 * g * ds])
+                self.t(f"{b}.ssm_dt.bias", [nh])
+                self.t(f"{b}.ssm_a", [1, nh], F32)
+                self.t(f"{b}.ssm_d", [1, nh], F32)
+                self.t(f"{b}.ssm_norm.weight", [di // g, g])
+                self.t(f"{b}.ssm_out.weight", [di, e])
+            else:
+                self.t(f"{b}.attn_q.weight", [e, self.n_head * hd])
+                self.t(f"{b}.attn_k.weight", [e, kv])
+                self.t(f"{b}.attn_v.weight", [e, kv])
+                self.t(f"{b}.attn_output.weight", [self.n_head * hd, e])
+            self.t(f"{b}.ffn_norm.weight", [e])
+            self.t(f"{b}.ffn_gate.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
+
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -93,7 +139,7 @@ def main(argv=None) -> int:
     for m in a.models:
         spec = HybridSpec(m)
         getattr(spec, "build_" + spec.arch)()
-        print(json.dumps(make_gguf.write(spec, a.out / f"{m}-F16.gguf")))
+        print(json.dumps(make_gguf.write(spec, a.out / f"{spec.model}-F16.gguf")))
     return 0
 
 
