@@ -34,7 +34,8 @@ class HybridSpec(make_gguf.Spec):
         p = yaml.safe_load(path.read_text())
         self.model = p["name"]
         self.prof, self.cfg = p, {}
-        self.arch = {"lfm2": "lfm2", "granitemoehybrid": "granitehybrid"}[p["architecture"]]
+        self.arch = {"lfm2": "lfm2", "granitemoehybrid": "granitehybrid", "qwen3_5_text": "qwen35",
+                     "qwen3_5": "qwen35"}[p["architecture"]]
         self.n_layer = int(p["layers"])
         self.n_head = int(p["attention_heads"])
         self.n_head_kv = int(p["kv_heads"])
@@ -125,6 +126,59 @@ class HybridSpec(make_gguf.Spec):
                 self.t(f"{b}.attn_v.weight", [e, kv])
                 self.t(f"{b}.attn_output.weight", [self.n_head * hd, e])
             self.t(f"{b}.ffn_norm.weight", [e])
+            self.t(f"{b}.ffn_gate.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
+
+    def build_qwen35(self):
+        """src/models/qwen35.cpp :: load_arch_hparams / load_arch_tensors (no MTP layer); llama.cpp reads value
+        heads of ssm.state_size, so the profile's key and value head dims must be equal."""
+        a, s = self.arch, self.state
+        assert s["linear_key_head_dim"] == s["linear_value_head_dim"]
+        recurrent = set(s["layers"])
+        e, hd = self.n_embd, self.head_dim
+        kv = self.n_head_kv * hd
+        nk, nv, dk, k = s["linear_key_heads"], s["linear_value_heads"], s["linear_key_head_dim"], s["conv_kernel_tokens"]
+        kd, vd = nk * dk, nv * dk
+        conv = 2 * kd + vd
+        flags = [i in recurrent for i in range(self.n_layer)]
+        for key, val, kind in [("context_length", self.n_ctx_train, "u32"), ("embedding_length", e, "u32"),
+                               ("block_count", self.n_layer, "u32"), ("feed_forward_length", self.n_ff, "u32"),
+                               ("attention.head_count", self.n_head, "u32"),
+                               ("attention.head_count_kv", self.n_head_kv, "u32"),
+                               ("attention.key_length", hd, "u32"), ("attention.value_length", hd, "u32"),
+                               ("attention.layer_norm_rms_epsilon", 1e-6, "f32"), ("rope.freq_base", 1e7, "f32"),
+                               ("rope.dimension_count", hd // 4, "u32"), ("rope.dimension_sections", [11, 11, 10, 0], "arr"),
+                               ("attention.recurrent_layers", flags, "arr"),
+                               ("ssm.conv_kernel", k, "u32"), ("ssm.inner_size", vd, "u32"),
+                               ("ssm.state_size", dk, "u32"), ("ssm.time_step_rank", nv, "u32"),
+                               ("ssm.group_count", nk, "u32"), ("vocab_size", self.n_vocab, "u32")]:
+            self.k(f"{a}.{key}", val, kind)
+        self.t("token_embd.weight", [e, self.n_vocab])
+        self.t("output_norm.weight", [e])
+        if not self.tied:
+            self.t("output.weight", [e, self.n_vocab])
+        for i in range(self.n_layer):
+            b = f"blk.{i}"
+            self.t(f"{b}.attn_norm.weight", [e])
+            self.t(f"{b}.post_attention_norm.weight", [e])
+            if i in recurrent:
+                self.t(f"{b}.attn_qkv.weight", [e, conv])
+                self.t(f"{b}.attn_gate.weight", [e, vd])
+                self.t(f"{b}.ssm_conv1d.weight", [k, conv])
+                self.t(f"{b}.ssm_dt.bias", [nv])
+                self.t(f"{b}.ssm_a", [nv], F32)
+                self.t(f"{b}.ssm_beta.weight", [e, nv])
+                self.t(f"{b}.ssm_alpha.weight", [e, nv])
+                self.t(f"{b}.ssm_norm.weight", [dk])
+                self.t(f"{b}.ssm_out.weight", [vd, e])
+            else:
+                self.t(f"{b}.attn_q.weight", [e, self.n_head * hd * 2])
+                self.t(f"{b}.attn_k.weight", [e, kv])
+                self.t(f"{b}.attn_v.weight", [e, kv])
+                self.t(f"{b}.attn_output.weight", [self.n_head * hd, e])
+                self.t(f"{b}.attn_q_norm.weight", [hd])
+                self.t(f"{b}.attn_k_norm.weight", [hd])
             self.t(f"{b}.ffn_gate.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_down.weight", [self.n_ff, e])

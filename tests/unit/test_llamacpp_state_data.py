@@ -4,7 +4,9 @@ tests/harness/make_hybrid_gguf.py): every row, exact to the byte.
 
 * lfm2-1.2b: the built-in profile (short convolution, 10 conv + 6 attention layers);
 * synthetic-granitemoehybrid: the profile kvplan imports from tests/data/hf_configs_other/synthetic-granitemoehybrid.json
-  (a dense Granite-4.0-H-style Mamba2 hybrid: 9 Mamba2 layers of 48 heads × 64, d_state 128, 1 attention layer).
+  (a dense Granite-4.0-H-style Mamba2 hybrid: 9 Mamba2 layers of 48 heads × 64, d_state 128, 1 attention layer);
+* synthetic-qwen3_5_text: imported from tests/data/hf_configs_other/synthetic-qwen3_5_text.json (a Qwen3.5-style
+  Gated DeltaNet hybrid: 6 linear-attention layers of 16 key and 16 value heads × 128, kernel 4, 2 attention layers).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ MIB = 2**20
 # lfm2-1.2b: 10 conv layers × 2,048 channels × (L_cache 3 − 1) × 4 B (f32) = 163,840 B
 # synthetic granite: 9 Mamba2 layers × (r: 3 × (3,072 + 2 · 128) × 4 = 39,936 B + s: 128 × 3,072 × 4 = 1,572,864 B)
 #   = 9 × 1,612,800 = 14,515,200 B
-STATE_PER_CELL = {"lfm2-1.2b": 163_840, "synthetic-granitemoehybrid": 14_515_200}
+# synthetic qwen3.5: 6 Gated DeltaNet layers × (r: 3 × (2 · 16 · 128 + 16 · 128) × 4 = 73,728 B
+#   + s: 128 × (16 · 128) × 4 = 1,048,576 B) = 6 × 1,122,304 = 6,733,824 B
+STATE_PER_CELL = {"lfm2-1.2b": 163_840, "synthetic-granitemoehybrid": 14_515_200, "synthetic-qwen3_5_text": 6_733_824}
 
 
 def _profile(name):
