@@ -35,7 +35,7 @@ class HybridSpec(make_gguf.Spec):
         self.model = p["name"]
         self.prof, self.cfg = p, {}
         self.arch = {"lfm2": "lfm2", "granitemoehybrid": "granitehybrid", "qwen3_5_text": "qwen35",
-                     "qwen3_5": "qwen35"}[p["architecture"]]
+                     "qwen3_5": "qwen35", "nemotron_h": "nemotron_h"}[p["architecture"]]
         self.n_layer = int(p["layers"])
         self.n_head = int(p["attention_heads"])
         self.n_head_kv = int(p["kv_heads"])
@@ -182,6 +182,55 @@ class HybridSpec(make_gguf.Spec):
             self.t(f"{b}.ffn_gate.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
+
+    def build_nemotron_h(self):
+        """src/models/nemotron-h.cpp :: load_arch_hparams / load_arch_tensors (dense): a Mamba2 layer has neither
+        KV heads nor feed-forward length, an attention layer KV heads, an MLP-only layer a feed-forward length."""
+        a, s = self.arch, self.state
+        recurrent, mlp = set(s["layers"]), set(s.get("feedforward_layers", []))
+        e, hd = self.n_embd, self.head_dim
+        kv = self.n_head_kv * hd
+        nh, dh, g, ds, k = s["ssm_heads"], s["ssm_head_dim"], s["ssm_groups"], s["ssm_state_size"], s["conv_kernel_tokens"]
+        di = nh * dh
+        attn = [i for i in range(self.n_layer) if i not in recurrent and i not in mlp]
+        for key, val, kind in [("context_length", self.n_ctx_train, "u32"), ("embedding_length", e, "u32"),
+                               ("block_count", self.n_layer, "u32"),
+                               ("feed_forward_length", [self.n_ff if i in mlp else 0 for i in range(self.n_layer)],
+                                "arr"),
+                               ("attention.head_count", self.n_head, "u32"),
+                               ("attention.head_count_kv", [self.n_head_kv if i in attn else 0
+                                                            for i in range(self.n_layer)], "arr"),
+                               ("attention.key_length", hd, "u32"), ("attention.value_length", hd, "u32"),
+                               ("attention.layer_norm_epsilon", 1e-5, "f32"),
+                               ("attention.layer_norm_rms_epsilon", 1e-5, "f32"), ("rope.freq_base", 10000.0, "f32"),
+                               ("ssm.conv_kernel", k, "u32"), ("ssm.inner_size", di, "u32"),
+                               ("ssm.state_size", ds, "u32"), ("ssm.time_step_rank", nh, "u32"),
+                               ("ssm.group_count", g, "u32"), ("vocab_size", self.n_vocab, "u32")]:
+            self.k(f"{a}.{key}", val, kind)
+        self.t("token_embd.weight", [e, self.n_vocab])
+        self.t("output_norm.weight", [e])
+        if not self.tied:
+            self.t("output.weight", [e, self.n_vocab])
+        for i in range(self.n_layer):
+            b = f"blk.{i}"
+            self.t(f"{b}.attn_norm.weight", [e])
+            if i in recurrent:
+                self.t(f"{b}.ssm_in.weight", [e, 2 * di + 2 * g * ds + nh])
+                self.t(f"{b}.ssm_conv1d.weight", [k, di + 2 * g * ds])
+                self.t(f"{b}.ssm_conv1d.bias", [di + 2 * g * ds])
+                self.t(f"{b}.ssm_dt.bias", [nh])
+                self.t(f"{b}.ssm_a", [1, nh], F32)
+                self.t(f"{b}.ssm_d", [1, nh], F32)
+                self.t(f"{b}.ssm_norm.weight", [di // g, g])
+                self.t(f"{b}.ssm_out.weight", [di, e])
+            elif i in mlp:
+                self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
+                self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
+            else:
+                self.t(f"{b}.attn_q.weight", [e, self.n_head * hd])
+                self.t(f"{b}.attn_k.weight", [e, kv])
+                self.t(f"{b}.attn_v.weight", [e, kv])
+                self.t(f"{b}.attn_output.weight", [self.n_head * hd, e])
 
 
 def main(argv=None) -> int:

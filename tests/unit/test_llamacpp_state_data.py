@@ -6,7 +6,9 @@ tests/harness/make_hybrid_gguf.py): every row, exact to the byte.
 * synthetic-granitemoehybrid: the profile kvplan imports from tests/data/hf_configs_other/synthetic-granitemoehybrid.json
   (a dense Granite-4.0-H-style Mamba2 hybrid: 9 Mamba2 layers of 48 heads × 64, d_state 128, 1 attention layer);
 * synthetic-qwen3_5_text: imported from tests/data/hf_configs_other/synthetic-qwen3_5_text.json (a Qwen3.5-style
-  Gated DeltaNet hybrid: 6 linear-attention layers of 16 key and 16 value heads × 128, kernel 4, 2 attention layers).
+  Gated DeltaNet hybrid: 6 linear-attention layers of 16 key and 16 value heads × 128, kernel 4, 2 attention layers);
+* synthetic-nemotron_h: imported from tests/data/hf_configs_other/synthetic-nemotron_h.json (pattern "M-M*-M-M":
+  4 Mamba2 layers of 32 heads × 64, 8 groups, d_state 128, 3 MLP-only layers, 1 attention layer).
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ MIB = 2**20
 #   = 9 × 1,612,800 = 14,515,200 B
 # synthetic qwen3.5: 6 Gated DeltaNet layers × (r: 3 × (2 · 16 · 128 + 16 · 128) × 4 = 73,728 B
 #   + s: 128 × (16 · 128) × 4 = 1,048,576 B) = 6 × 1,122,304 = 6,733,824 B
-STATE_PER_CELL = {"lfm2-1.2b": 163_840, "synthetic-granitemoehybrid": 14_515_200, "synthetic-qwen3_5_text": 6_733_824}
+# synthetic nemotron_h: 4 Mamba2 layers × (r: 3 × (2,048 + 2 · 8 · 128) × 4 = 49,152 B + s: 128 × 2,048 × 4
+#   = 1,048,576 B) = 4 × 1,097,728 = 4,390,912 B (the MLP-only layers keep nothing)
+STATE_PER_CELL = {"lfm2-1.2b": 163_840, "synthetic-granitemoehybrid": 14_515_200, "synthetic-qwen3_5_text": 6_733_824,
+                  "synthetic-nemotron_h": 4_390_912}
 
 
 def _profile(name):
