@@ -176,7 +176,7 @@ PROFILE_TEXT = {
     ("kvplan/profiles/jsonschema.py", "profile_json_schema"), ("kvplan/importers/gguf.py", "_split_tensors"),
     ("kvplan/importers/gguf.py", "_file_type"), ("kvplan/importers/hf.py", "profile_name"),
     ("kvplan/importers/hf.py", "local_layers"), ("kvplan/importers/hf.py", "_moe_fields"),
-    ("kvplan/importers/hf_arch.py", "_layout_keys"),
+    ("kvplan/importers/hf_arch.py", "_layout_keys"), ("kvplan/importers/gguf_state.py", "gguf_state"),
 }
 
 

@@ -81,6 +81,8 @@ def unpriced_because(model) -> Reason | None:
     missing = missing_shape_fields(model)
     if missing:
         return reason("missing_shape_fields", fields=missing)
+    if getattr(model, "state", None) is not None:  # a hybrid's graph (conv / SSM ops) is not replayed
+        return reason("state_graph_unmodelled", architecture=model.architecture or None)
     experts = getattr(model, "experts", None)
     if experts and lb.graph_of(_ProfileView(model)) != "mla":  # only DeepSeek's MoE graph is replayed
         return reason("experts_graph_unmodelled", architecture=model.architecture or None)

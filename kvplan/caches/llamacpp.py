@@ -24,6 +24,15 @@ Rules, each from llama.cpp's own source (file :: function):
 - An MLA model (``llama_hparams::is_mla``) takes one cache type: ``src/llama-context.cpp`` ::
   ``llama_init_from_model`` refuses ``type_k != type_v`` ("model does not support different K
   (%s) and V (%s) cache types").
+- State layers (hybrid models: LFM2, Qwen3.5 / Qwen3-Next, Granite 4.0-H, Nemotron-H; build 11434,
+  ``src/llama-model.cpp`` :: ``llama_model::create_memory``): a ``llama_memory_hybrid`` of a KV cache for the
+  attention layers (the rules above, ``filter_attn``) and a ``llama_memory_recurrent`` for the state layers
+  (``filter_recr``) whose ``recurrent_type_r`` / ``recurrent_type_s`` are ``GGML_TYPE_F32`` whatever
+  ``--cache-type-k/v`` say, with ``recurrent_rs_size = max(1, n_seq_max)`` cells, unified KV or not.
+  ``src/llama-memory-recurrent.cpp`` :: ``llama_memory_recurrent::llama_memory_recurrent``: per state layer one
+  ``r_l [n_embd_r, mem_size · (1 + n_rs_seq)]`` and one ``s_l [n_embd_s, …]`` tensor; ``n_embd_r`` keeps
+  ``conv_kernel − 1`` conv columns (``src/llama-hparams.cpp`` :: ``llama_hparams::n_embd_r``). ``n_rs_seq`` (rollback
+  snapshots) is 0 unless speculative decoding asks for it (``common/common.cpp``), which kvplan does not model.
 - Output buffer (``src/llama-context.cpp`` :: ``llama_context::output_reserve``): ``n_vocab``
   float32 logits per output row, ``n_seq_max`` rows reserved — real memory, not KV.
 """
@@ -36,7 +45,7 @@ from dataclasses import dataclass
 from kvplan import engine
 from kvplan.errors import FieldError
 from kvplan.engine.formats import ElementFormat
-from kvplan.engine.schedule import attention_runs
+from kvplan.engine.schedule import State, attention_only, split_runs
 from kvplan.profiles.runtime import LLAMA_MAX_SEQ, LlamaCppSpec
 from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
 from kvplan.caches.facts import Reason, Rule, reason, rule
@@ -85,6 +94,11 @@ class LlamaCppCache:
     n_ctx_train: int | None
     vocab_size: int | None
     rules: tuple[Rule, ...]  # what applied for every request (kvplan.caches.facts; render words them)
+    # the recurrent memory of the state layers: bytes of one cell (r + s rows, f32) summed over them, and how many
+    state_bytes_per_cell: int = 0
+    state_layers: int = 0
+    state_r_bytes_per_cell: int = 0  # r (conv) part of state_bytes_per_cell
+    state_s_bytes_per_cell: int = 0  # s (recurrent) part
 
     name = "llama.cpp"
 
@@ -135,7 +149,23 @@ class LlamaCppCache:
             return self._kv_bytes_arrays(ctx, sequences)
         if not ctx:  # the protocol: no tokens, no cache (llama.cpp's -c 0 is resolved by cells())
             return 0
-        return self._bytes_of(self.cells(ctx, sequences))
+        return self._bytes_of(self.cells(ctx, sequences)) + self.state_bytes(ctx, sequences)
+
+    def state_cells(self, sequences=1):
+        """Cells of the recurrent memory: ``max(1, n_seq_max)``, one per sequence (``create_memory``'s
+        ``recurrent_rs_size``), unified KV or not [cells]."""
+        from kvplan.engine._ops import maximum
+
+        return maximum(sequences, 1)
+
+    def state_bytes(self, ctx, sequences=1):
+        """Bytes of the recurrent memory's r and s tensors (F32) for ``-np sequences``: constant in ``ctx``
+        (0 at ``ctx`` 0, as the cache) [bytes]."""
+        if not self.state_bytes_per_cell:
+            return 0
+        from kvplan.engine._ops import where
+
+        return where(ctx > 0, self.state_bytes_per_cell * self.state_cells(sequences), 0)
 
     def _kv_bytes_arrays(self, ctx, sequences):
         """:meth:`kv_bytes` element by element over int arrays, as numpy integer ops (same rules as
@@ -162,6 +192,7 @@ class LlamaCppCache:
             swa = per_stream if self.spec.swa_full else pad(
                 np.minimum(per_stream, self.window_tokens * (n if self.spec.kv_unified else 1) + n_ubatch))
         out = streams * (self.global_bytes_per_cell * per_stream + self.swa_bytes_per_cell * swa)
+        out = out + self.state_bytes_per_cell * n  # the recurrent memory: one cell per sequence
         return np.where(ctx > 0, out, 0)  # the protocol: no tokens, no cache
 
     def kv_bytes_per_sequence(self, ctx: int, sequences: int = 1) -> int | None:
@@ -176,7 +207,7 @@ class LlamaCppCache:
         c = self.cells(ctx, sequences)
         if c.streams != int(sequences):  # unified: one stream shared by every sequence
             return None
-        return self._bytes_of(c) // c.streams
+        return self._bytes_of(c) // c.streams + self.state_bytes_per_cell
 
     def tokens_per_sequence(self, ctx: int, sequences: int = 1) -> int:
         """The cells one sequence can use, ``n_ctx_seq`` (what llama.cpp checks against ``n_ctx_train``)."""
@@ -196,7 +227,8 @@ class LlamaCppCache:
         c = self.cells(max(int(n_tokens), 1), sequences)
         per_stream = min(int(n_tokens), c.n_ctx_seq)
         windows = ((c.swa_cells, self.swa_bytes_per_cell),) if c.swa_cells else ()
-        return c.streams * engine.kv_bytes_sum_over_generation(per_stream, self.global_bytes_per_cell, windows)
+        state = int(n_tokens) * self.state_bytes_per_cell * int(sequences)  # every step reads each sequence's state
+        return c.streams * engine.kv_bytes_sum_over_generation(per_stream, self.global_bytes_per_cell, windows) + state
 
     def max_ctx(self, allowance_bytes, sequences=1, ctx_limit=math.inf):
         """Largest ``-c`` whose allocation fits ``allowance_bytes``, exact to the token.
@@ -236,6 +268,15 @@ class LlamaCppCache:
                         "v_bytes": c.streams * cells * kv_bpc - k})
         return out
 
+    def recurrent_memory(self, sequences=1) -> dict | None:
+        """The ``llama_memory_recurrent`` of the state layers as its ``size = …`` log line prints it: cells,
+        layers, and the r and s bytes (F32); None without state layers."""
+        if not self.state_layers:
+            return None
+        cells = int(self.state_cells(int(sequences)))
+        return {"cells": cells, "layers": self.state_layers, "type": "f32",
+                "r_bytes": cells * self.state_r_bytes_per_cell, "s_bytes": cells * self.state_s_bytes_per_cell}
+
     def logits_bytes(self, sequences=1) -> int | None:
         """The output buffer: ``n_vocab`` float32 logits for each of ``n_seq_max`` rows [bytes]."""
         return self.vocab_size * LOGIT_BYTES * int(sequences) if self.vocab_size else None
@@ -258,6 +299,9 @@ class LlamaCppCache:
                 rules.append(rule("swa_cells", n_ctx_seq=c.n_ctx_seq, window=self.window_tokens,
                                   streams_per_window=sequences if self.spec.kv_unified else 1,
                                   n_ubatch=c.n_ubatch, cells=c.swa_cells))
+        if self.state_layers:
+            rules.append(rule("recurrent_state", layers=self.state_layers, cells=int(self.state_cells(sequences)),
+                              bytes_per_cell=self.state_bytes_per_cell))
         if self.n_ctx_train and c.n_ctx_seq > self.n_ctx_train:
             rules.append(rule("beyond_training", n_ctx_seq=c.n_ctx_seq, n_ctx_train=self.n_ctx_train))
         return {
@@ -272,6 +316,7 @@ class LlamaCppCache:
             "v_type": self.v_format.name if self.v_format is not None else None,
             "bytes_per_cell": {"global": self.global_bytes_per_cell, "windowed": self.swa_bytes_per_cell},
             "caches": self.sub_caches(ctx, sequences),
+            **({"recurrent": self.recurrent_memory(sequences)} if self.state_layers else {}),
             "logits_bytes": self.logits_bytes(sequences),
             "compute_buffer_bytes": None,
         }
@@ -348,8 +393,9 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
     k_format, v_format = (as_llamacpp_type(f) for f in asked)
     _check_type(k_format, "k")
     _check_type(v_format, "v")
-    schedule = model.schedule
-    attention_runs(schedule, "llama.cpp")
+    full_schedule = model.schedule
+    _, states = split_runs(full_schedule, "llama.cpp")
+    schedule = attention_only(full_schedule)
     mla = schedule.latent
     if mla and k_format != v_format:
         raise FieldError(("k_type", "v_type"), f"llama.cpp refuses different K ({k_format.name}) and V "
@@ -400,7 +446,26 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
     layers = schedule.layers
     if swa:
         rules.append(rule("windowed_layers", windowed=layers - global_layers, layers=layers, window=window))
+    r_bpc = sum(count * state_r_bytes(layer) for count, layer in states)
+    s_bpc = sum(count * state_s_bytes(layer) for count, layer in states)
     return LlamaCppCache(spec, k_format, v_format, global_bpc, swa_bpc, window if swa else None,
                          global_layers, layers - global_layers, k_global, k_swa, model.max_context,
                          model.vocab_size,
-                         tuple(rules))
+                         tuple(rules), r_bpc + s_bpc, sum(count for count, _ in states), r_bpc, s_bpc)
+
+
+STATE_BYTES_PER_VALUE = 4  # GGML_TYPE_F32: create_memory's recurrent_type_r / recurrent_type_s
+
+
+def state_r_bytes(layer: State) -> int:
+    """One cell's ``r_l`` row: ``n_embd_r = conv_channels · (conv_kernel − 1)`` F32 values [bytes]."""
+    from kvplan.engine.state import state_bytes
+
+    return int(state_bytes(layer.conv_channels, layer.conv_kernel_tokens - 1, 0, STATE_BYTES_PER_VALUE, 0))
+
+
+def state_s_bytes(layer: State) -> int:
+    """One cell's ``s_l`` row: ``n_embd_s`` (the recurrent state) F32 values [bytes]."""
+    from kvplan.engine.state import state_bytes
+
+    return int(state_bytes(0, 0, layer.recurrent_values, 0, STATE_BYTES_PER_VALUE))

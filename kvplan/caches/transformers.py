@@ -25,6 +25,14 @@ Rules, each from transformers' own source (file :: class.method):
   ``kv_b_proj`` *before* ``past_key_values.update``: per-head K (``heads × (qk_nope + qk_rope)``)
   and V (``heads × v_head_dim``). Measured with the real ``DynamicCache`` / ``StaticCache``
   (tests/harness/transformers_cache.py, tests/data/runtimes/transformers/).
+- State layers (LFM2, Qwen3.5 / Qwen3-Next, Granite 4.0-H, Nemotron-H; transformers 5.17.0, measured with
+  tests/harness/transformers_state.py, tests/data/runtimes/transformers/state/*_state_*.json): the model returns a
+  ``DynamicCache`` whose state layers are ``LinearAttentionLayer`` (``src/transformers/cache_utils.py`` ::
+  ``LinearAttentionLayer.lazy_initialization``), each holding ``conv_states`` ``[batch, conv_dim, conv_kernel]``
+  — the whole kernel, in the model's dtype — and, for Mamba2 and Gated DeltaNet, ``recurrent_states``
+  (``[batch, heads, head_dim, state_size]`` / ``[batch, value_heads, key_head_dim, value_head_dim]``) in float32
+  whatever the model's dtype (the recurrences run in float32: ``models/qwen3_5/modeling_qwen3_5.py`` ::
+  ``torch_chunk_gated_delta_rule``). Constant in the context, one per sequence of the batch.
 - Tensors are in the model's dtype (float32 / float16 / bfloat16); there are no block types.
   ``StaticLayer`` also keeps a 0-dim int64 ``cumulative_length`` (8 bytes a layer): bookkeeping,
   not priced.
@@ -39,7 +47,7 @@ from kvplan import engine
 from kvplan.engine._ops import minimum, where
 from kvplan.errors import FieldError
 from kvplan.engine.formats import ElementFormat
-from kvplan.engine.schedule import Attention, attention_runs
+from kvplan.engine.schedule import Attention, State, attention_only, split_runs
 from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
 from kvplan.caches.facts import Rule, rule
 from kvplan.profiles.runtime import TransformersSpec
@@ -62,6 +70,8 @@ class TransformersCache:
     global_layers: int
     windowed_layers: int
     rules: tuple[Rule, ...]  # what applied for every request (kvplan.caches.facts; render words them)
+    state_bytes_per_sequence: int = 0  # the state layers' conv + recurrent states of one sequence [bytes]
+    state_layers: int = 0
 
     name = "transformers"
     # The peak (right after a one-shot prefill, sliding layers still holding the prompt) is gone after the first
@@ -122,15 +132,29 @@ class TransformersCache:
             # allocates on the first update)
             tokens = where(ctx > 0, self.spec.max_cache_len, 0) if not isinstance(ctx, int) else \
                 (self.spec.max_cache_len if ctx > 0 else 0)
-        return engine.kv_bytes(tokens, self.full_bytes_per_token, self.windows) * sequences
+        kv = engine.kv_bytes(tokens, self.full_bytes_per_token, self.windows) * sequences
+        return kv + self.state_bytes(ctx, sequences) if self.state_bytes_per_sequence else kv
+
+    def state_bytes(self, ctx, sequences=1):
+        """The ``LinearAttentionLayer`` tensors of ``sequences`` sequences: constant in ``ctx`` (0 at ``ctx`` 0,
+        as the cache) [bytes]."""
+        if not self.state_bytes_per_sequence:
+            return 0
+        return where(ctx > 0, self.state_bytes_per_sequence * sequences, 0)
 
     def kv_peak_bytes(self, ctx, sequences=1):
         """Right after a one-shot prefill every dynamic layer (sliding ones too) holds all ``ctx`` tokens."""
         if self.spec.cache == "static":
             return self.kv_bytes(ctx, sequences)
-        return self.bytes_per_token * ctx * sequences
+        peak = self.bytes_per_token * ctx * sequences
+        return peak + self.state_bytes(ctx, sequences) if self.state_bytes_per_sequence else peak
 
     def kv_bytes_read_over_generation(self, n_tokens, sequences=1):
+        state = n_tokens * self.state_bytes_per_sequence * sequences  # every step reads each sequence's state
+        return self._kv_read_over_generation(n_tokens, sequences) + state if self.state_bytes_per_sequence else \
+            self._kv_read_over_generation(n_tokens, sequences)
+
+    def _kv_read_over_generation(self, n_tokens, sequences=1):
         if self.spec.cache == "static":
             m = self.spec.max_cache_len
             if m is None:  # sized by the context: every step attends the whole preallocated length
@@ -140,7 +164,7 @@ class TransformersCache:
 
     def max_ctx(self, allowance_bytes, sequences=1, ctx_limit=math.inf):
         """Largest ``ctx`` whose cache fits, exact to the token; the dynamic cache is sized by its peak."""
-        per_sequence = engine.kv_allowance_bytes(allowance_bytes, sequences)
+        per_sequence = engine.kv_allowance_bytes(allowance_bytes, sequences) - self.state_bytes_per_sequence
         if self.spec.cache == "dynamic":
             best = engine.max_context_tokens(per_sequence, self.bytes_per_token, (), ctx_limit)
         elif self.spec.max_cache_len is None:
@@ -184,7 +208,13 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
         raise FieldError(FORMAT_FIELDS["kv"] + ("runtime",), "transformers keeps K and V in the same dtype; give one "
                          "{kv_type}", lead=None)
     schedule = model.schedule if sliding_window is None else model.schedule.with_window(sliding_window)
-    attention_runs(schedule, "transformers")
+    _, states = split_runs(schedule, "transformers")
+    if states and spec.cache == "static":
+        raise FieldError(("runtime.cache", "model"), "transformers' StaticCache for a model with state layers is not "
+                         "modelled (kvplan prices the DynamicCache these models return)", lead=None,
+                         mentions=("runtime.cache",))
+    state_bytes = sum(count * transformers_state_bytes(layer, k_format) for count, layer in states)
+    schedule = attention_only(schedule)
     windows = schedule.windows()
     if len(windows) > 1:
         raise FieldError("model", f"layers with {len(windows)} different windows ({', '.join(f'{w:,}' for w in windows)}"
@@ -207,8 +237,23 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
     if window:
         rules.append(rule("sliding_layers", sliding=schedule.layers - global_layers, layers=schedule.layers,
                           window=window))
+    if states:
+        rules.append(rule("linear_attention_layers", layers=sum(c for c, _ in states), dtype=TORCH_DTYPES[k_format.name],
+                          bytes_per_sequence=state_bytes))
     return TransformersCache(spec, k_format, v_format, full_bpt, sliding_bpt, window, global_layers,
-                             schedule.layers - global_layers, tuple(rules))
+                             schedule.layers - global_layers, tuple(rules), state_bytes, sum(c for c, _ in states))
+
+
+RECURRENT_BYTES_PER_VALUE = 4  # float32: the recurrent states whatever the model's dtype (measured, 5.17.0)
+
+
+def transformers_state_bytes(layer: State, fmt: ElementFormat) -> int:
+    """One sequence's ``LinearAttentionLayer`` tensors: ``conv_states`` of the whole kernel in the model's dtype
+    plus ``recurrent_states`` in float32 [bytes] (:func:`kvplan.engine.state.state_bytes`)."""
+    from kvplan.engine.state import state_bytes
+
+    return int(state_bytes(layer.conv_channels, layer.conv_kernel_tokens, layer.recurrent_values,
+                           fmt.row_bytes(1), RECURRENT_BYTES_PER_VALUE))
 
 
 def layer_bytes_per_token(layer: Attention, k_format: ElementFormat, v_format: ElementFormat) -> int:

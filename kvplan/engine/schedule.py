@@ -16,9 +16,11 @@ Layer kinds:
   (DeepSeek-V2/V3) is one head whose K row is the latent plus the shared RoPE key and which has no V row
   (``v_head_dim`` 0); ``latent_rank`` says how much of the K row is the latent.
 * :class:`SharedKV` reads another layer's cache and holds none of its own.
-* :class:`State` keeps a fixed-size state per sequence (constant in the context).
+* :class:`State` keeps a fixed-size state per sequence (constant in the context): hybrid models (LFM2,
+  Qwen3.5, Granite 4.0-H, Nemotron-H) mix them with attention layers (:func:`split_runs`).
+* :class:`Feedforward` keeps nothing (an MLP-only block).
 
-No model profile produces the last two yet; the cache models refuse them (:func:`attention_runs`).
+No model profile produces :class:`SharedKV` yet; the cache models refuse it (:func:`attention_runs`).
 
 Plain frozen dataclasses (hashable, cheap to build, no pydantic), all counts in base units.
 """
@@ -65,13 +67,32 @@ class SharedKV:
 
 @dataclass(frozen=True)
 class State:
-    """A layer whose memory is a fixed-size state per sequence (Mamba conv + SSM state, linear attention)."""
+    """A layer whose memory is a fixed-size state per sequence: a conv state (``conv_channels`` × the kernel's
+    columns) and a recurrent state (``recurrent_values``) — Mamba2, Gated DeltaNet, LFM2's short convolution.
+
+    The columns of the conv state the runtime keeps (``conv_kernel_tokens − 1`` in llama.cpp, all of them in
+    transformers) and the element formats are the runtime's to decide (:mod:`kvplan.engine.state`)."""
 
     kind: ClassVar[str] = "state"
-    state_values: int  # values of the state one sequence keeps in this layer [count]
+    mixer: str  # short_conv | mamba2 | gated_deltanet (what computes the state)
+    conv_channels: int  # values of one conv column [count]
+    conv_kernel_tokens: int  # taps of the causal conv [tokens]
+    recurrent_values: int  # values of the recurrent (SSM / delta-rule) state of one sequence [count]; 0: none
+
+    @property
+    def state_values(self) -> int:
+        """Values one sequence keeps in this layer with the whole kernel kept (transformers) [count]."""
+        return self.conv_channels * self.conv_kernel_tokens + self.recurrent_values
 
 
-Layer = Union[Attention, SharedKV, State]
+@dataclass(frozen=True)
+class Feedforward:
+    """A layer with no token mixer (Nemotron-H's MLP-only blocks): it keeps nothing per token or sequence."""
+
+    kind: ClassVar[str] = "feedforward"
+
+
+Layer = Union[Attention, SharedKV, State, Feedforward]
 
 
 @dataclass(frozen=True)
@@ -235,3 +256,46 @@ def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention
             raise FieldError("model", f"{span} {what} ({layer.kind}); the {cache} cache model prices only "
                              "attention layers, so this model cannot be priced yet")
     return schedule.runs  # type: ignore[return-value]
+
+
+def split_runs(schedule: Schedule, cache: str) -> tuple[tuple[tuple[int, Attention], ...], tuple[tuple[int, State], ...]]:
+    """The schedule's distinct attention layers and distinct state layers, each as ``(count, layer)`` groups
+    (:meth:`Schedule.groups`); feed-forward layers keep nothing and are left out; any other kind is refused by
+    name for ``cache``, as :func:`attention_runs` does.
+
+    Parameters
+    ----------
+    schedule : Schedule
+    cache : str
+        The cache model asking, named in the error.
+
+    Returns
+    -------
+    (tuple of (int [layers], Attention), tuple of (int [layers], State))
+    """
+    attention: list[tuple[int, Attention]] = []
+    states: list[tuple[int, State]] = []
+    for count, layer in schedule.groups():
+        if isinstance(layer, Attention):
+            attention.append((count, layer))
+        elif isinstance(layer, State):
+            states.append((count, layer))
+        elif not isinstance(layer, Feedforward):
+            attention_runs(schedule, cache)  # raises, naming the layers
+    return tuple(attention), tuple(states)
+
+
+def attention_only(schedule: Schedule) -> Schedule:
+    """The schedule without its state and feed-forward layers: what a KV cache holds (an attention layer count
+    that keeps the model's own layer indices is not needed by any cache rule, which are order-free).
+
+    Parameters
+    ----------
+    schedule : Schedule
+
+    Returns
+    -------
+    Schedule
+    """
+    return _merged((count, layer) for count, layer in schedule.runs if isinstance(layer, Attention))
+

@@ -40,6 +40,7 @@ from kvplan.importers.common import (DEFAULT_WEIGHT_BITS, MOE_PARAMS_GIVEN, PARA
                                      check_given_params, finish, slug, swa_pattern_layers, weight_format_name,
                                      whole_count, window_pattern)
 from kvplan.importers.gguf_header import header_metadata, read_local_header
+from kvplan.importers.gguf_state import STATE_ARCHS
 from kvplan.profiles.spec import layer_count_problem
 
 _BUILTIN_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4}  # llama.cpp set_swa_pattern(n)
@@ -246,6 +247,20 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
     kv_heads = _int(meta, k + "attention.head_count_kv", where, required=False, per_layer=True)
     kv_note = "attention.head_count_kv" if kv_heads else "no attention.head_count_kv: as many as head_count"
     kv_heads = kv_heads or heads
+    state = state_note = None
+    if arch in STATE_ARCHS:  # a hybrid: its state layers (gguf_state), then the attention layers' heads
+        from kvplan.importers.gguf_state import gguf_state
+
+        state, layers, state_note = gguf_state(
+            meta, arch, layers, kv_heads, _int(meta, k + "feed_forward_length", where, required=False, per_layer=True),
+            lambda key, required, minimum=1: _int(meta, key, where, required=required, minimum=minimum), where)
+        if isinstance(kv_heads, list):
+            attending = [n for n in kv_heads[:layers] if n]
+            if not attending:
+                raise ProfileError([f"{where}: {k}attention.head_count_kv: no layer attends"])
+            # the state and feed-forward layers' 0 entries: any attending count (their layers keep no KV)
+            kv_heads = [n or attending[0] for n in kv_heads[:layers]]
+            kv_note += " (0 on the state layers)"
     if isinstance(kv_heads, list):
         if len(kv_heads) != layers:
             raise ProfileError([f"{where}: {k}attention.head_count_kv: {len(kv_heads)} entries for {layers} layers"])
@@ -357,13 +372,15 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         ("sliding_window", window if pattern is not None else None, ""),
         ("sliding_window_pattern", pattern, ""),
         ("mla", mla, "multi-head latent attention"),
+        ("state", state, "state layers: see sources.state"),
         ("weight_type", weight_type, type_note),
         ("weight_bits", weight_bits, bits_note),
         ("weights", None if weights is None else f"{weights} B",
          "this file's tensor bytes (exact; wins over weight_type and weight_bits)"),
         ("kv_bits", 16, "fp16 KV cache"),
         ("sources", {"config": f"{Path(where).name} (GGUF header, imported by kvplan)", "params": params_note,
-                     "weights": weights_note, "sliding_window": window_note}, ""),
+                     "weights": weights_note, "sliding_window": window_note,
+                     **({"state": state_note} if state is not None else {})}, ""),
     ]
     header = [f"Model profile imported by 'kvplan import gguf' from {where}.",
               "Check every figure against the model card, then run 'kvplan profiles validate'."]

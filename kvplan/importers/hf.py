@@ -31,6 +31,7 @@ from kvplan.files import jsonio
 from kvplan.importers.common import (MOE_PARAMS_GIVEN, PARAMS_GIVEN, ImportedProfile, check_given_params, finish,
                                      flag, slug, swa_pattern_layers, weight_fields, whole_count, window_pattern)
 from kvplan.importers.hf_arch import MoeLayout, expert_count, moe_layout, positive_count, refuse_unpriceable
+from kvplan.importers.hf_state import STATE_MODEL_TYPES, hybrid_layout, hybrid_params, lfm2_mlp_width
 from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
 from kvplan.profiles.spec import layer_count_problem
 
@@ -55,6 +56,11 @@ _DEFAULTS: dict[str, dict] = {
                   "max_window_layers": 28, "decoder_sparse_step": 1, "mlp_only_layers": []},
     "qwen3_moe": {"tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
                   "max_window_layers": 28, "decoder_sparse_step": 1, "mlp_only_layers": []},
+    # hybrids with state layers (transformers 5.17.0 configuration_<type>.py defaults)
+    "lfm2": {"tie_word_embeddings": True, "conv_L_cache": 3},
+    "qwen3_5_text": {"tie_word_embeddings": False, "head_dim": 256, "linear_conv_kernel_dim": 4},
+    "granitemoehybrid": {"tie_word_embeddings": False},
+    "nemotron_h": {"tie_word_embeddings": False},
 }
 _FOUR_NORMS = {"gemma2", "gemma3_text", "gemma3"}  # input, post-attention, pre- and post-feedforward norms
 _QK_NORM = {"qwen3", "qwen3_moe", "gemma3_text", "gemma3"}  # per-head RMSNorm on queries and keys
@@ -324,12 +330,22 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         head_dim = v_head_dim = int(hidden) // heads
         head_note = f"hidden_size / num_attention_heads = {hidden} / {heads}"
     max_context = c.get("max_position_embeddings")
+    hybrid = hybrid_layout(c, model_type, layers, label) if model_type in STATE_MODEL_TYPES else None
+    if hybrid is not None and hybrid.moe and params is None:
+        raise ProfileError([f"{label}: a {model_type} mixture of experts: kvplan reads its state and attention "
+                            "layers but does not derive its expert weights; give its parameter count (params)"])
     local, window_note = local_layers(c, model_type, layers, max_context)
     pattern = window_pattern(local, layers)
     window = int(c["sliding_window"]) if pattern is not None else None
     notes = []
     params_active = None
-    if params is None:
+    if params is None and hybrid is not None:
+        params, params_note = hybrid_params(c, model_type, hybrid, heads, kv_heads, head_dim)
+        towers = [key for key in ("vision_config", "audio_config") if isinstance(config.get(key), dict)]
+        if towers:  # a multimodal wrapper: the text model is priced, its towers are not
+            notes.append(f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)")
+            params_note += f"; {', '.join(towers)} not counted"
+    elif params is None:
         try:
             params, params_active, params_note = derived_params(c, model_type, layers, heads, kv_heads, head_dim,
                                                                 v_head_dim, moe)
@@ -354,18 +370,21 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         ("head_dim", head_dim, head_note),
         ("v_head_dim", v_head_dim if v_head_dim != head_dim else None, "v_head_dim"),
         ("hidden_size", hidden, ""),
-        ("intermediate_size", c.get("intermediate_size"), ""),
+        ("intermediate_size", lfm2_mlp_width(c) if model_type == "lfm2" and c.get("intermediate_size") else
+         c.get("intermediate_size"), "Lfm2MLP's width (block_ff_dim auto-adjusted)" if model_type == "lfm2" else ""),
         ("vocab_size", c.get("vocab_size"), ""),
         ("tie_embeddings", bool(c.get("tie_word_embeddings")), "tie_word_embeddings"),
         ("max_context", max_context, "max_position_embeddings"),
         ("sliding_window", window, ""),
         ("sliding_window_pattern", pattern, ""),
         ("mla", mla, "multi-head latent attention"),
+        ("state", hybrid.state if hybrid is not None else None, "state layers: see sources.state"),
         *_moe_fields(moe, model_type),
         *weight_fields(weight_bits, weight_type),
         ("kv_bits", 16, "fp16 KV cache"),
         ("sources", {"config": f"{source} (config.json, imported by kvplan)", "params": params_note,
-                     "sliding_window": window_note}, ""),
+                     "sliding_window": window_note,
+                     **({"state": f"config {hybrid.note}"} if hybrid is not None else {})}, ""),
     ]
     header = [f"Model profile imported by 'kvplan import hf' from {where}.",
               "Check every figure against the model card, then run 'kvplan profiles validate'."]

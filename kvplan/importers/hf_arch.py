@@ -20,8 +20,10 @@ _RECURRENT = {
     **dict.fromkeys(("rwkv", "rwkv5", "rwkv6", "rwkv7"), "a recurrent network (RWKV)"),
     "xlstm": "a recurrent network (xLSTM)",
     **dict.fromkeys(("mamba", "mamba2", "falcon_mamba"), "a state-space model (Mamba)"),
-    **dict.fromkeys(("jamba", "zamba", "zamba2", "bamba", "falcon_h1", "granitemoehybrid", "nemotron_h", "plamo2",
+    **dict.fromkeys(("jamba", "zamba", "zamba2", "bamba", "granitemoehybrid", "nemotron_h", "plamo2",
                      "hymba"), "a hybrid of attention and state-space (Mamba) layers"),
+    "falcon_h1": "a parallel hybrid (attention and Mamba2 side by side in every layer, a layout kvplan's profile "
+                 "fields do not express yet)",
     "recurrent_gemma": "a hybrid of local attention and recurrent (RG-LRU) layers",
     **dict.fromkeys(("lfm2", "lfm2_moe", "lfm2_vl"), "a hybrid of attention and short-convolution layers"),
     **dict.fromkeys(("qwen3_next", "kimi_linear", "minimax"), "a hybrid of attention and linear-attention layers"),
@@ -34,7 +36,12 @@ _ATTENTION_LAYER_TYPES = {"full_attention", "sliding_attention"}
 
 def refuse_unpriceable(configs: list[dict], model_types: list[str], label: str) -> None:
     """A ProfileError naming the architecture when ``configs`` (the config, its text_config) is not attention
-    with a KV cache on every layer; nothing when it is."""
+    with a KV cache on every layer; nothing when it is, or when it is a hybrid whose state layers kvplan reads
+    (:mod:`kvplan.importers.hf_state`)."""
+    from kvplan.importers.hf_state import STATE_MODEL_TYPES
+
+    if model_types and model_types[-1] in STATE_MODEL_TYPES:
+        return
     for model_type in model_types:
         if model_type in _RECURRENT:
             raise ProfileError([f"{label}: model_type {model_type!r} is {_RECURRENT[model_type]}: it keeps a "

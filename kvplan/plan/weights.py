@@ -26,6 +26,9 @@ def model_shape(model: Model) -> ModelShape:
     missing = [name for name in _NEEDED if not getattr(model, name, None)]
     if missing:
         raise FieldError("weight_type", f"pricing {model.name!r} by tensor needs {', '.join(missing)} in its profile")
+    if getattr(model, "state", None) is not None:
+        raise FieldError("weight_type", f"{model.name!r} has state layers ({model.state.mixer}); their tensors "
+                         "are not priced by name (give {weight_bits})", mentions=("weight_bits",))
     if isinstance(model.kv_heads, list):
         raise FieldError("weight_type", f"{model.name!r} has per-layer kv_heads; its tensors are not priced by name")
     mla = model.mla

@@ -107,6 +107,8 @@ MODEL_FIELD_DOCS = {
     "sliding_window_pattern": "which layers use the window: all | alternating (even layers local) | "
                               "'N:1' (layer i local when i % (N+1) < N) | [0-based local layer indices]",
     "mla": "multi-head latent attention: the cache holds kv_lora_rank + qk_rope_head_dim values per token per layer",
+    "state": "state layers of a hybrid model: which layers keep a fixed-size state per sequence (no KV cache) and "
+             "the widths that size it (docs/profiles.md, State layers)",
     "weight_bits": "deployment bits per weight (may be fractional: q4_0 is 4.5)",
     "weight_type": "deployment weight format by name: a GGUF file type (q4_k_m, q4_0, q8_0, …, priced tensor by "
                    "tensor as llama.cpp's quantizer assigns types) or mlx-4bit, mlx-8bit, gptq-4bit, awq-4bit, "
@@ -128,6 +130,22 @@ MODEL_FIELD_DOCS = {
     "runtime": "the runtime this model is deployed with, used when no --runtime is given (docs/runtimes.md)",
     "k_type": "key cache type by runtime name (overrides kv_type)",
     "v_type": "value cache type by runtime name (overrides kv_type)",
+}
+
+STATE_FIELD_DOCS = {
+    "mixer": "what computes the state: short_conv (LFM2), mamba2 (Granite 4.0-H, Nemotron-H), gated_deltanet (Qwen3.5)",
+    "layers": "0-based indices of the state layers; every layer not listed here or in feedforward_layers attends",
+    "feedforward_layers": "0-based indices of MLP-only layers (no attention, no state)",
+    "conv_kernel_tokens": "taps of the causal depthwise conv [tokens] (conv_L_cache, linear_conv_kernel_dim, mamba_d_conv)",
+    "conv_channels": "short_conv: channels of the conv (hidden_size)",
+    "ssm_heads": "mamba2: SSM heads (mamba_n_heads)",
+    "ssm_head_dim": "mamba2: values per SSM head (mamba_d_head); d_inner = ssm_heads × ssm_head_dim",
+    "ssm_groups": "mamba2: B/C groups (mamba_n_groups)",
+    "ssm_state_size": "mamba2: state size per channel (mamba_d_state)",
+    "linear_key_heads": "gated_deltanet: key heads (linear_num_key_heads)",
+    "linear_key_head_dim": "gated_deltanet: values per key head (linear_key_head_dim)",
+    "linear_value_heads": "gated_deltanet: value heads (linear_num_value_heads)",
+    "linear_value_head_dim": "gated_deltanet: values per value head (linear_value_head_dim)",
 }
 
 MLA_FIELD_DOCS = {

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Literal
 
 from kvplan.profiles.spec import Device, Model
-from kvplan.profiles.fields import DEVICE_FIELD_DOCS, MLA_FIELD_DOCS, MODEL_FIELD_DOCS, SCHEMA_DIALECT
+from kvplan.profiles.fields import (DEVICE_FIELD_DOCS, MLA_FIELD_DOCS, MODEL_FIELD_DOCS, SCHEMA_DIALECT,
+                                   STATE_FIELD_DOCS)
 
 
 
@@ -23,6 +24,8 @@ def profile_json_schema(kind: Literal["device", "model"]) -> dict:
     _describe(schema, DEVICE_FIELD_DOCS if kind == "device" else MODEL_FIELD_DOCS)
     if "Mla" in schema.get("$defs", {}):
         _describe(schema["$defs"]["Mla"], MLA_FIELD_DOCS)
+    if "StateSpec" in schema.get("$defs", {}):
+        _describe(schema["$defs"]["StateSpec"], STATE_FIELD_DOCS)
     _standard_bounds(schema)
     body = {k: v for k, v in schema.items() if k != "title"}
     return {"$schema": SCHEMA_DIALECT, "title": f"kvplan {kind} profile", **body}

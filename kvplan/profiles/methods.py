@@ -53,12 +53,19 @@ def local_layer(pattern, layer: int) -> bool:
 
 
 def schedule_from_fields(model) -> Schedule:
-    """The schedule today's model fields write: one attention layer per ``layers``, its K/V heads from
+    """The schedule the model fields write: a state layer at each index of ``state.layers``
+    (:func:`state_layer_of`), a feed-forward layer at each of ``state.feedforward_layers``, and an attention layer
+    at every other index of ``layers``, its K/V heads from
     ``kv_heads`` (one count or one per layer), its head dims from ``head_dim``/``v_head_dim`` (MLA: one head of
     ``kv_lora_rank + qk_rope_head_dim`` K values and no V), its window from ``sliding_window`` on the layers
     ``sliding_window_pattern`` names."""
-    from kvplan.engine.schedule import Attention, compress
+    from kvplan.engine.schedule import Attention, Feedforward, compress
 
+    state = getattr(model, "state", None)
+    state_at = frozenset(state.layers) if state is not None else frozenset()
+    feedforward_at = frozenset(state.feedforward_layers) if state is not None else frozenset()
+    state_layer = state_layer_of(state) if state is not None else None
+    feedforward = Feedforward()
     window = model.sliding_window
     pattern = model.sliding_window_pattern
     if isinstance(pattern, list):
@@ -67,7 +74,11 @@ def schedule_from_fields(model) -> Schedule:
     mla = model.mla
     made: dict[tuple[int, bool], Attention] = {}  # the few distinct layers, built once each
 
-    def layer_at(i: int) -> Attention:
+    def layer_at(i: int):
+        if i in state_at:
+            return state_layer
+        if i in feedforward_at:
+            return feedforward
         n_kv = heads[i] if isinstance(heads, list) else heads
         local = window is not None and local_layer(pattern, i)
         key = (n_kv, local)
@@ -82,6 +93,27 @@ def schedule_from_fields(model) -> Schedule:
         return layer
 
     return compress(layer_at(i) for i in range(model.layers))
+
+
+def state_layer_of(state):
+    """The :class:`~kvplan.engine.schedule.State` layer a profile's ``state`` mapping writes: its conv channels and
+    recurrent values from the mixer's widths (:mod:`kvplan.engine.state`)."""
+    from kvplan.engine import state as st
+    from kvplan.engine.schedule import State
+
+    mixer = state.mixer
+    if mixer == "short_conv":
+        channels, recurrent = st.short_conv_channels(state.conv_channels), 0
+    elif mixer == "mamba2":
+        channels = st.mamba2_conv_channels(state.ssm_heads, state.ssm_head_dim, state.ssm_groups,
+                                           state.ssm_state_size)
+        recurrent = st.mamba2_recurrent_values(state.ssm_heads, state.ssm_head_dim, state.ssm_state_size)
+    else:  # gated_deltanet
+        channels = st.gated_deltanet_conv_channels(state.linear_key_heads, state.linear_key_head_dim,
+                                                   state.linear_value_heads, state.linear_value_head_dim)
+        recurrent = st.gated_deltanet_recurrent_values(state.linear_key_head_dim, state.linear_value_heads,
+                                                       state.linear_value_head_dim)
+    return State(mixer, int(channels), int(state.conv_kernel_tokens), int(recurrent))
 
 
 def element_format(type_name: str | None, bits: int | None, group_size: int | None) -> ElementFormat:

@@ -61,14 +61,23 @@ class MlaRecord(_Record):
     __slots__ = ()
 
 
+class StateRecord(_Record):
+    __slots__ = ()
+
+
 class ModelRecord(_Record, ModelMethods):
     __slots__ = ()
+    # Model fields added after records were first cached: a record without them reads the pydantic default.
+    DEFAULTS = {"state": None}
 
     def __init__(self, data: dict):
         mla = data.get("mla")
         if isinstance(mla, dict):
             data = {**data, "mla": MlaRecord(mla)}
-        super().__init__(data)
+        state = data.get("state")
+        if isinstance(state, dict):
+            data = {**data, "state": StateRecord(state)}
+        super().__init__({**self.DEFAULTS, **data})
 
 
 RECORDS = {"device": DeviceRecord, "model": ModelRecord}

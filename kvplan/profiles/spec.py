@@ -167,6 +167,54 @@ class Mla(BaseModel):
                                 WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 10**6})]
 
 
+_MIXER_FIELDS = {
+    "short_conv": ("conv_channels",),
+    "mamba2": ("ssm_heads", "ssm_head_dim", "ssm_groups", "ssm_state_size"),
+    "gated_deltanet": ("linear_key_heads", "linear_key_head_dim", "linear_value_heads", "linear_value_head_dim"),
+}
+StateMixer = Annotated[Literal["short_conv", "mamba2", "gated_deltanet"], BeforeValidator(lower_name)]
+LayerIndices = list[Annotated[int, BeforeValidator(_whole), Field(ge=0, lt=MAX_LAYERS)]]
+
+
+class StateSpec(BaseModel):
+    """The state layers of a hybrid model: which layers keep a fixed-size state per sequence instead of a KV
+    cache, and the widths that size it (docs/profiles.md "State layers")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    mixer: StateMixer
+    layers: LayerIndices
+    feedforward_layers: LayerIndices = []
+    conv_kernel_tokens: PositiveInt
+    conv_channels: PositiveInt | None = None
+    ssm_heads: PositiveInt | None = None
+    ssm_head_dim: PositiveInt | None = None
+    ssm_groups: PositiveInt | None = None
+    ssm_state_size: PositiveInt | None = None
+    linear_key_heads: PositiveInt | None = None
+    linear_key_head_dim: PositiveInt | None = None
+    linear_value_heads: PositiveInt | None = None
+    linear_value_head_dim: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_the_mixer(self):
+        needed = _MIXER_FIELDS[self.mixer]
+        missing = [f for f in needed if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"a {self.mixer} state needs {', '.join(missing)}")
+        foreign = [f for names in _MIXER_FIELDS.values() for f in names
+                   if f not in needed and getattr(self, f) is not None]
+        if foreign:
+            raise ValueError(f"{', '.join(foreign)} do not describe a {self.mixer} state "
+                             f"(it takes {', '.join(needed)})")
+        if not self.layers:
+            raise ValueError("layers: give at least one state layer")
+        both = sorted(set(self.layers) & set(self.feedforward_layers))
+        if both:
+            raise ValueError(f"layer {both[0]} is in both layers and feedforward_layers")
+        return self
+
+
 def _window_pattern(value: object) -> object:
     """One clear message for the layer pattern, whose YAML spellings are easy to get wrong."""
     if isinstance(value, str) and (value.strip().lower() in ("all", "alternating")
@@ -243,6 +291,7 @@ class Model(_Profile, ModelMethods):
     sliding_window: Tokens | None = None
     sliding_window_pattern: WindowPattern = "all"
     mla: Mla | None = None
+    state: StateSpec | None = None
     weight_bits: WeightBits = 16.0
     weight_type: str | None = None
     weights: PositiveSizeBytes | None = None
@@ -314,6 +363,20 @@ class Model(_Profile, ModelMethods):
         for n in values:
             if heads is not None and heads % n:
                 raise ValueError(f"{n} does not divide attention_heads ({heads})")
+        return value
+
+    @field_validator("state")
+    @classmethod
+    def _state_layers_in_range(cls, value, info: ValidationInfo):
+        layers = info.data.get("layers")
+        if value is not None and layers is not None:
+            for name in ("layers", "feedforward_layers"):
+                bad = [i for i in getattr(value, name) if i >= layers]
+                if bad:
+                    raise ValueError(f"{name}: layer index {bad[0]} out of range (the model has {layers} layers, "
+                                     "0-based)")
+            if len(set(value.layers) | set(value.feedforward_layers)) >= layers:
+                raise ValueError("every layer is a state or feed-forward layer: give at least one attention layer")
         return value
 
     @field_validator("sliding_window_pattern")

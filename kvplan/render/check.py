@@ -118,6 +118,7 @@ def memory_json(ev: Evaluation) -> dict:
         "kv_bytes": ev.kv_bytes,
         "kv_bytes_per_sequence": ev.kv_bytes_per_sequence,
         "kv_peak_bytes": ev.kv_peak_bytes,
+        **_state_json(ev),
         "pinned_prefix_bytes": ev.pinned_prefix_bytes,
         "overhead_bytes": ev.overhead_bytes,
         "buffers_bytes": ev.buffers_bytes,
@@ -139,6 +140,14 @@ def process_json(p) -> dict:
         "resident_bytes": p.resident_bytes, "reclaimable_bytes": p.reclaimable_bytes,
         "non_reclaimable_bytes": p.non_reclaimable_bytes, "judged": p.judge, "judged_bytes": p.judged_bytes,
     }
+
+
+def _state_json(ev: Evaluation) -> dict:
+    """``state_bytes``: the state layers' part of ``kv_bytes`` (a key only for a model with state layers)."""
+    state_of = getattr(ev.cache, "state_bytes", None)
+    if state_of is None or not getattr(ev.cache, "state_layers", 0):
+        return {}
+    return {"state_bytes": int(state_of(ev.scenario.ctx, ev.scenario.sequences))}
 
 
 def change_json(change: Change) -> dict:
@@ -180,17 +189,24 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
         row(f"weights ({fmt.bits(ev.weight_bits)}-bit, {s.model.params / 1e9:.2f}B params)", ev.weights_bytes)
     # concurrency on its own line: one sequence's cache, then the others'
     shared_ctx = getattr(ev.cache, "name", None) == "llama.cpp"  # -c is the total of the -np sequences
+    state_of = getattr(ev.cache, "state_bytes", None)
+    state = int(state_of(s.ctx, s.sequences)) if state_of is not None else 0  # the state layers' part of the cache
+    state_one = state // max(s.sequences, 1)
     if s.sequences > 1 and ev.kv_bytes_per_sequence is None:  # llama.cpp --kv-unified: one shared stream
         row(f"KV cache ({_kv_format_label(ev)}, -c {s.ctx:,} in one stream shared by {s.sequences} sequences)",
-            ev.kv_bytes)
+            ev.kv_bytes - state)
     elif s.sequences > 1:
         of = (f"1 of {s.sequences} sequences, {ev.ctx_per_sequence_tokens:,} cells of -c {s.ctx:,}"
               if shared_ctx else f"{fmt.n_tokens(s.ctx)}, 1 sequence")
-        row(f"KV cache ({_kv_format_label(ev)}, {of})", ev.kv_bytes_per_sequence)
+        row(f"KV cache ({_kv_format_label(ev)}, {of})", ev.kv_bytes_per_sequence - state_one)
         row(f"KV cache of {s.sequences - 1} more concurrent sequence{'s' if s.sequences > 2 else ''}",
-            ev.kv_bytes - ev.kv_bytes_per_sequence)
+            ev.kv_bytes - ev.kv_bytes_per_sequence - (state - state_one))
     else:
-        row(f"KV cache ({_kv_format_label(ev)}, {fmt.n_tokens(s.ctx)})", ev.kv_bytes)
+        row(f"KV cache ({_kv_format_label(ev)}, {fmt.n_tokens(s.ctx)})", ev.kv_bytes - state)
+    if state:
+        layers = ev.cache.state_layers
+        row(f"state of {layers} state layer{'s' if layers > 1 else ''} ({fmt.bytes_(state_one, units)} per sequence"
+            f" × {s.sequences}, constant in the context)", state)
     if ev.kv_peak_bytes > ev.kv_bytes:
         peak = fmt.bytes_(ev.kv_peak_bytes, units)
         row(f"+ KV at the peak right after prefill (views of the prompt tensors; peak {peak} in all)"

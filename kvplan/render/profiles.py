@@ -137,14 +137,15 @@ def _base(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(str(v) for v in value) + "]"
     if hasattr(value, "model_dump"):
-        return ", ".join(f"{k} {v}" for k, v in value.model_dump().items())
+        return ", ".join(f"{k} {v}" for k, v in value.model_dump().items() if v is not None and v != [])
     return str(value)
 
 
 def schedule_json(model) -> list[dict]:
     """The model's schedule as ``profiles show --format json`` writes it: one entry per run of identical layers,
     its 0-based ``first_layer``/``last_layer``, ``layers`` (how many), ``kind`` and the kind's own figures
-    (attention: ``kv_heads``, ``k_head_dim``, ``v_head_dim``, ``window_tokens``, ``latent_rank``)."""
+    (attention: ``kv_heads``, ``k_head_dim``, ``v_head_dim``, ``window_tokens``, ``latent_rank``; state: ``mixer``,
+    ``conv_channels``, ``conv_kernel_tokens``, ``recurrent_values``)."""
     from dataclasses import asdict
 
     return [{"first_layer": first, "last_layer": last, "layers": last - first + 1, "kind": layer.kind,
@@ -156,6 +157,10 @@ def show_json(kind: str, profile, path: Path, origin: str, figures: dict, warnin
     ``schedule`` (:func:`schedule_json`), the figures derived from them (one equal to the field of the same key
     is not repeated), the sources by YAML field."""
     fields = _json_keys(profile.model_dump(mode="json"))
+    if fields.get("state", 0) is None:  # only hybrid models have state layers: no key for the others
+        del fields["state"]
+    elif isinstance(fields.get("state"), dict):  # the fields of its own mixer only
+        fields["state"] = {k: v for k, v in fields["state"].items() if v is not None}
     sources = fields.pop("sources")
     derived = {k: v for k, v in _json_keys(figures).items() if k not in fields or fields[k] != v}
     schedule = {"schedule": schedule_json(profile)} if kind == "model" else {}
@@ -169,7 +174,12 @@ def schedule_table(model) -> Table:
     t.align = ["left", "left", "right", "right", "right"]
     for first, last, layer in model.schedule.spans():
         span = str(first) if first == last else f"{first}–{last}"
-        if layer.kind != "attention":  # kinds no profile writes yet: their own figures
+        if layer.kind == "state":
+            recurrent = f" + recurrent {layer.recurrent_values:,} values" if layer.recurrent_values else ""
+            t.add(span, f"state ({layer.mixer}): conv {layer.conv_channels:,} channels × {layer.conv_kernel_tokens} "
+                        f"taps{recurrent} per sequence", "", "", "")
+            continue
+        if layer.kind != "attention":  # kinds with no figures of their own (feed-forward only)
             t.add(span, layer.kind, "", "", "")
             continue
         kind = "attention" if layer.latent_rank is None else \

@@ -16,6 +16,9 @@ _WORDS = {
     "experts_graph_unmodelled": lambda v: (f"llama.cpp's graph for a mixture of experts of architecture "
                                            f"{v['architecture'] or 'unknown'} is not modelled (only DeepSeek-V2/V3's "
                                            "is)"),
+    "state_graph_unmodelled": lambda v: (f"llama.cpp's graph for the state layers of architecture "
+                                         f"{v['architecture'] or 'unknown'} is not modelled (only attention graphs "
+                                         "are replayed)"),
 }
 
 KINDS = frozenset(_WORDS)

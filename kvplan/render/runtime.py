@@ -65,6 +65,13 @@ def runtime_table(ev: Evaluation, units: str = "si") -> Table | None:
         total = part["k_bytes"] + part["v_bytes"]
         t.add(f"llama_kv_cache: {part['cells']:,} cells, {part['layers']} layers, {part['streams']} stream(s)",
               f"{fmt.exact_bytes(total)} ({total / 2**20:.2f} MiB)")
+    recurrent = d.get("recurrent")
+    if recurrent:
+        total = recurrent["r_bytes"] + recurrent["s_bytes"]
+        t.add(f"llama_memory_recurrent: {recurrent['cells']:,} cells, {recurrent['layers']} layers, "
+              f"R ({recurrent['type']}) {recurrent['r_bytes'] / 2**20:.2f} MiB, "
+              f"S ({recurrent['type']}) {recurrent['s_bytes'] / 2**20:.2f} MiB",
+              f"{fmt.exact_bytes(total)} ({total / 2**20:.2f} MiB)")
     t.add("KV allocated (steady state)", f"{fmt.exact_bytes(ev.kv_bytes)} ({fmt.bytes_(ev.kv_bytes, units)})")
     if ev.kv_peak_bytes != ev.kv_bytes:
         t.add("KV peak (right after a one-shot prefill)",

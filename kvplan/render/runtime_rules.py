@@ -33,6 +33,12 @@ def _static_preallocated(v) -> str:
 
 _WORDS = {
     "architecture": _architecture,
+    "linear_attention_layers": lambda v: (f"state layers: {v['layers']} LinearAttentionLayer in the DynamicCache, "
+                                          f"conv_states of the whole kernel in {v['dtype']}, recurrent_states in "
+                                          f"float32, {v['bytes_per_sequence']:,} B per sequence"),
+    "recurrent_state": lambda v: (f"state layers: llama_memory_recurrent, {v['layers']} layers × {v['cells']} cells "
+                                  f"(max(1, -np)), r + s rows in f32 whatever the KV cache type, "
+                                  f"{v['bytes_per_cell']:,} B per cell"),
     # llama.cpp (kvplan.caches.llamacpp)
     "type_as_runtime": lambda v: f"{v['side'].upper()} cache {v['asked']} is llama.cpp's {v['runtime_type']}",
     "window_ignored": lambda v: (f"sliding window {v['window']:,} ignored: {reason_text(v['reason'])}; full context "

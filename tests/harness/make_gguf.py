@@ -345,7 +345,8 @@ def write(spec: Spec, path: Path, types: dict[str, int] | None = None,
     w.add_file_type(file_type)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     for key, val, kind in spec.kv:
-        {"u32": w.add_uint32, "f32": w.add_float32, "bool": w.add_bool, "str": w.add_string}[kind](key, val)
+        {"u32": w.add_uint32, "f32": w.add_float32, "bool": w.add_bool, "str": w.add_string,
+         "arr": w.add_array}[kind](key, val)
     # dummy SentencePiece vocabulary with exactly n_vocab entries
     V = spec.n_vocab
     toks = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]

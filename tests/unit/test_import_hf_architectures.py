@@ -51,10 +51,26 @@ def test_rwkv_is_refused_even_with_every_transformer_key():
         lambda: profile_from_hf_config(config, name="x", where="rwkv.json"))
 
 
-@pytest.mark.parametrize("model_type", ["jamba", "recurrent_gemma", "zamba2", "falcon_h1", "qwen3_next", "lfm2"])
+@pytest.mark.parametrize("model_type", ["jamba", "recurrent_gemma", "zamba2", "kimi_linear"])
 def test_hybrid_model_types_are_refused(model_type):
     config = {**LLAMA_2_7B, "model_type": model_type}
     assert f"model_type {model_type!r} is a hybrid of" in _problem(lambda: profile_from_hf_config(config, name="x"))
+
+
+def test_falcon_h1_is_refused_as_a_parallel_hybrid():
+    config = {**LLAMA_2_7B, "model_type": "falcon_h1"}
+    assert "model_type 'falcon_h1' is a parallel hybrid (attention and Mamba2 side by side in every layer" in \
+        _problem(lambda: profile_from_hf_config(config, name="x"))
+
+
+def test_a_hybrid_without_its_layer_layout_or_with_experts_is_refused_by_what_it_lacks():
+    lfm2 = {**LLAMA_2_7B, "model_type": "lfm2"}
+    assert "an lfm2 config needs layer_types or full_attn_idxs" in _problem(
+        lambda: profile_from_hf_config(lfm2, name="x"))
+    # Qwen3-Next is a mixture of experts: its state and attention layers are read, its expert weights are not
+    nxt = {**LLAMA_2_7B, "model_type": "qwen3_next", "num_experts": 512, "num_experts_per_tok": 10,
+           "moe_intermediate_size": 512}
+    assert "whose expert layout kvplan does not know" in _problem(lambda: profile_from_hf_config(nxt, name="x"))
 
 
 def test_an_unknown_model_type_with_state_space_keys_or_layer_types_is_refused():

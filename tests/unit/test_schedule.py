@@ -15,7 +15,8 @@ from kvplan.caches.llamacpp import llamacpp_cache
 from kvplan.caches.policy import policy_cache
 from kvplan.caches.transformers import transformers_cache
 from kvplan.engine.formats import format_from_bits
-from kvplan.engine.schedule import Attention, Schedule, SharedKV, State, attention_runs, compress
+from kvplan.engine.schedule import (Attention, Feedforward, Schedule, SharedKV, State, attention_only, attention_runs,
+                                    compress, split_runs)
 from kvplan.errors import FieldError
 from kvplan.profiles.catalog import Catalog
 from kvplan.profiles.catalog import load_profile
@@ -93,7 +94,11 @@ def test_every_shipped_model_has_its_layer_count_and_one_attention_layer_per_ind
         m = model(name)
         layers = list(m.schedule.layer_kinds())
         assert m.schedule.layers == len(layers) == m.layers, name
-        assert all(isinstance(layer, Attention) for layer in layers), name
+        state = m.state
+        others = set(state.layers) | set(state.feedforward_layers) if state is not None else set()
+        for i, layer in enumerate(layers):  # an attention layer at every index the state mapping leaves
+            assert isinstance(layer, State if state is not None and i in state.layers else
+                              Feedforward if i in others else Attention), (name, i)
 
 
 def test_compress_groups_and_windows():
@@ -128,11 +133,13 @@ def _with_schedule(base, schedule):
     return Stub(base.model_dump(mode="json"))
 
 
-@pytest.mark.parametrize("odd, words", [
-    (SharedKV(source_layer=1), "layers 2–3 reads layer 1's KV cache (shared_kv)"),
-    (State(state_values=4096), "layers 2–3 keeps a fixed-size state per sequence (state)"),
+@pytest.mark.parametrize("odd, words, refusing", [
+    (SharedKV(source_layer=1), "layers 2–3 reads layer 1's KV cache (shared_kv)",
+     ("ideal", "compression policy", "llama.cpp", "transformers")),
+    # a state layer is priced by the ideal, llama.cpp and transformers caches; a compression policy has none
+    (State("mamba2", 4096, 4, 0), "layers 2–3 keeps a fixed-size state per sequence (state)", ("compression policy",)),
 ])
-def test_the_new_kinds_are_refused_by_every_cache_model(odd, words):
+def test_the_new_kinds_are_refused_by_the_cache_models_that_do_not_price_them(odd, words, refusing):
     a = Attention(32, 128, 128)
     m = _with_schedule(model("llama-2-7b"), Schedule(((2, a), (2, odd), (28, a))))
     builders = {
@@ -141,7 +148,8 @@ def test_the_new_kinds_are_refused_by_every_cache_model(odd, words):
         "llama.cpp": lambda: llamacpp_cache(LlamaCppSpec(), m, FP16, FP16),
         "transformers": lambda: transformers_cache(TransformersSpec(), m, FP16, FP16),
     }
-    for cache, build in builders.items():
+    for cache in refusing:
+        build = builders[cache]
         with pytest.raises(FieldError) as exc:
             build()
         assert exc.value.fields == ("model",)
@@ -172,3 +180,32 @@ def test_llamacpp_compute_graph_windows_the_schedules_windowed_layers(name):
     period = lb._SWA_PERIOD[m.architecture]
     windowed = [layer.window_tokens is not None for layer in m.schedule.layer_kinds()]
     assert windowed == [il % period < period - 1 for il in range(m.layers)]
+
+
+def test_lfm2_schedule_and_its_state_by_hand():
+    # LFM2-1.2B: 16 layers, attention at 2, 5, 8, 10, 12, 14 (full_attn_idxs), short convs elsewhere over
+    # hidden_size 2,048 channels with conv_L_cache 3 taps and no recurrent state
+    m = model("lfm2-1.2b")
+    conv = State("short_conv", 2048, 3, 0)
+    attn = Attention(8, 64, 64)
+    assert [layer for _, layer in m.schedule.runs] == [conv, attn, conv, attn, conv, attn, conv, attn, conv, attn,
+                                                      conv, attn, conv]
+    attention, states = split_runs(m.schedule, "ideal")
+    assert attention == ((6, attn),) and states == ((10, conv),)
+    assert attention_only(m.schedule).runs == ((6, attn),)
+    # ideal: 6 layers × 2 (K, V) × 8 heads × 64 × 2 B = 12,288 B/token; the state as the computation needs it,
+    # 10 layers × 2,048 × (3 − 1) columns × 2 B (bf16) = 81,920 B per sequence
+    layout = cache_layout(m, FP16, FP16)
+    assert layout.bytes_per_token == 12_288 and layout.state_bytes_per_sequence == 81_920
+    # 32,768 tokens × 12,288 = 402,653,184; × 2 sequences + 2 × 81,920 state
+    assert layout.kv_bytes(32768, 2) == 2 * 402_653_184 + 2 * 81_920
+    assert layout.kv_bytes(0, 2) == 0  # no tokens, no cache
+    # the state counts against the allowance: (10,000,000 − 81,920) // 12,288 = 807
+    assert layout.max_ctx(10_000_000) == 807
+
+
+def test_feedforward_layers_keep_nothing_and_other_kinds_are_refused():
+    s = compress([State("mamba2", 10, 4, 5), Feedforward(), Attention(2, 64, 64)])
+    assert split_runs(s, "ideal") == (((1, Attention(2, 64, 64)),), ((1, State("mamba2", 10, 4, 5)),))
+    with pytest.raises(FieldError, match="layer 1 reads layer 0"):
+        split_runs(compress([Attention(2, 64, 64), SharedKV(0)]), "ideal")

@@ -21,6 +21,9 @@ REASONS = {
         "the model profile lacks hidden_size, vocab_size, which llama.cpp's compute buffer depends on",
     reason("experts_graph_unmodelled", architecture=None):
         "llama.cpp's graph for a mixture of experts of architecture unknown is not modelled (only DeepSeek-V2/V3's is)",
+    reason("state_graph_unmodelled", architecture="lfm2"):
+        "llama.cpp's graph for the state layers of architecture lfm2 is not modelled (only attention graphs are "
+        "replayed)",
 }
 
 WARNINGS = [

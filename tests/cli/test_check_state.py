@@ -1,0 +1,31 @@
+"""`kvplan check` on a hybrid model: the state on a row of its own, in the total, in the JSON."""
+
+from __future__ import annotations
+
+
+def test_lfm2_on_pixel8_under_llama_cpp_prints_the_state_rows(run):
+    result = run("check", "--device", "pixel8", "--model", "lfm2-1.2b", "--ctx", "32k", "--runtime", "llama.cpp")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    # KV: 6 attention layers × 2 × 8 heads × 64 × 2 B = 12,288 B/token × 32,768 cells = 402,653,184 B
+    assert "KV cache (f16, 32,768 tokens)" in out and "402,653,184 B" in out
+    # state: 10 conv layers × 2,048 × (3 − 1) × 4 B (f32) = 163,840 B, one cell
+    assert "state of 10 state layers (163.84 kB per sequence × 1, constant in the context)" in out
+    assert "163,840 B" in out
+    assert "llama_memory_recurrent: 1 cells, 10 layers, R (f32) 0.16 MiB, S (f32) 0.00 MiB" in out
+    assert "graph for the state layers of architecture lfm2 is not modelled" in out
+
+
+def test_state_bytes_in_the_json_and_linear_in_sequences(run_json):
+    for n, state in ((1, 163_840), (4, 4 * 163_840)):
+        code, doc = run_json("check", "--device", "pixel8", "--model", "lfm2", "--ctx", "32k", "--runtime",
+                             "llama.cpp", "--sequences", str(n))
+        assert code == 0
+        memory = doc["memory"]
+        assert memory["state_bytes"] == state
+        assert memory["kv_bytes"] == 402_653_184 + state  # -c is shared: 4 streams of 8,192 cells hold the same KV
+
+
+def test_a_model_without_state_layers_has_no_state_key(run_json):
+    code, doc = run_json("check", "--device", "pixel8", "--model", "qwen3-0.6b", "--ctx", "4k")
+    assert code == 0 and "state_bytes" not in doc["memory"]

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Write a weight-less F16 GGUF of a kvplan hybrid model profile (state layers: LFM2's short convolution), with the
+tensor names and shapes llama.cpp's loader asks for (build 11434, src/models/lfm2.cpp ::
+llama_model_lfm2::load_arch_tensors) and the metadata its hparams loader reads (``lfm2.shortconv.l_cache``, a
+per-layer ``attention.head_count_kv`` array whose zeros mark the conv layers: ``is_recr_impl[il] = n_head_kv(il)
+== 0``).
+
+Opt-in harness (not run by CI), the same writer as make_gguf.py (sparse file, dummy vocabulary). Every figure
+comes from the profile YAML (model_profiles/NAME.yaml); nothing is shrunk: the recurrent and KV buffers llama.cpp
+allocates depend on the real widths.
+
+Usage:
+    PYTHONPATH=LLAMA_CPP/gguf-py python tests/harness/make_hybrid_gguf.py lfm2-1.2b --out DIR
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_gguf  # noqa: E402  (the shared writer)
+
+F16, F32 = make_gguf.F16, make_gguf.F32
+
+
+class HybridSpec(make_gguf.Spec):
+    def __init__(self, model: str):  # the profile alone: no HF config copy needed
+        self.model = model
+        path = Path(model) if model.endswith((".yaml", ".yml")) else make_gguf.PROFILES / f"{model}.yaml"
+        p = yaml.safe_load(path.read_text())
+        self.model = p["name"]
+        self.prof, self.cfg = p, {}
+        self.arch = {"lfm2": "lfm2", "granitemoehybrid": "granitehybrid", "qwen3_5_text": "qwen35",
+                     "qwen3_5": "qwen35", "nemotron_h": "nemotron_h"}[p["architecture"]]
+        self.n_layer = int(p["layers"])
+        self.n_head = int(p["attention_heads"])
+        self.n_head_kv = int(p["kv_heads"])
+        self.head_dim = self.v_head_dim = int(p["head_dim"])
+        self.n_embd = int(p["hidden_size"])
+        self.n_ff = int(p["intermediate_size"])
+        self.n_vocab = int(p["vocab_size"])
+        self.tied = bool(p.get("tie_embeddings"))
+        self.n_ctx_train = int(p["max_context"])
+        self.state = p["state"]
+        self.tensors, self.kv = [], []
+
+    def build_lfm2(self):
+        a, s = self.arch, self.state
+        recurrent = set(s["layers"])
+        self.k(f"{a}.context_length", self.n_ctx_train, "u32")
+        self.k(f"{a}.embedding_length", self.n_embd, "u32")
+        self.k(f"{a}.block_count", self.n_layer, "u32")
+        self.k(f"{a}.feed_forward_length", self.n_ff, "u32")
+        self.k(f"{a}.attention.head_count", self.n_head, "u32")
+        self.k(f"{a}.attention.head_count_kv",
+               [0 if i in recurrent else self.n_head_kv for i in range(self.n_layer)], "arr")
+        self.k(f"{a}.attention.layer_norm_rms_epsilon", 1e-5, "f32")
+        self.k(f"{a}.rope.freq_base", 1_000_000.0, "f32")
+        self.k(f"{a}.shortconv.l_cache", int(s["conv_kernel_tokens"]), "u32")
+        self.k(f"{a}.vocab_size", self.n_vocab, "u32")
+        e, kv = self.n_embd, self.n_head_kv * self.head_dim
+        # shapes in ggml order (ne0 first), as load_arch_tensors asks for them
+        self.t("token_embd.weight", [e, self.n_vocab])
+        self.t("token_embd_norm.weight", [e])
+        if not self.tied:
+            self.t("output.weight", [e, self.n_vocab])
+        for i in range(self.n_layer):
+            b = f"blk.{i}"
+            self.t(f"{b}.attn_norm.weight", [e])
+            self.t(f"{b}.ffn_norm.weight", [e])
+            self.t(f"{b}.ffn_gate.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
+            if i in recurrent:
+                self.t(f"{b}.shortconv.conv.weight", [int(s["conv_kernel_tokens"]), e])
+                self.t(f"{b}.shortconv.in_proj.weight", [e, 3 * e])
+                self.t(f"{b}.shortconv.out_proj.weight", [e, e])
+            else:
+                self.t(f"{b}.attn_q_norm.weight", [self.head_dim])
+                self.t(f"{b}.attn_k_norm.weight", [self.head_dim])
+                self.t(f"{b}.attn_q.weight", [e, self.n_head * self.head_dim])
+                self.t(f"{b}.attn_k.weight", [e, kv])
+                self.t(f"{b}.attn_v.weight", [e, kv])
+                self.t(f"{b}.attn_output.weight", [self.n_head * self.head_dim, e])
+    def build_granitehybrid(self):
+        """src/models/granite-hybrid.cpp :: load_arch_hparams / load_arch_tensors (dense: expert_count 0)."""
+        a, s = self.arch, self.state
+        recurrent = set(s["layers"])
+        e, kv, hd = self.n_embd, self.n_head_kv * self.head_dim, self.head_dim
+        nh, dh, g, ds, k = s["ssm_heads"], s["ssm_head_dim"], s["ssm_groups"], s["ssm_state_size"], s["conv_kernel_tokens"]
+        di = nh * dh
+        for key, val, kind in [("context_length", self.n_ctx_train, "u32"), ("embedding_length", e, "u32"),
+                               ("block_count", self.n_layer, "u32"), ("feed_forward_length", self.n_ff, "u32"),
+                               ("attention.head_count", self.n_head, "u32"),
+                               ("attention.head_count_kv",
+                                [0 if i in recurrent else self.n_head_kv for i in range(self.n_layer)], "arr"),
+                               ("attention.layer_norm_rms_epsilon", 1e-5, "f32"), ("rope.freq_base", 10000.0, "f32"),
+                               ("ssm.conv_kernel", k, "u32"), ("ssm.inner_size", di, "u32"),
+                               ("ssm.state_size", ds, "u32"), ("ssm.time_step_rank", nh, "u32"),
+                               ("ssm.group_count", g, "u32"), ("expert_count", 0, "u32"),
+                               ("expert_used_count", 0, "u32"), ("vocab_size", self.n_vocab, "u32")]:
+            self.k(f"{a}.{key}", val, kind)
+        self.t("token_embd.weight", [e, self.n_vocab])
+        self.t("output_norm.weight", [e])
+        if not self.tied:
+            self.t("output.weight", [e, self.n_vocab])
+        for i in range(self.n_layer):
+            b = f"blk.{i}"
+            self.t(f"{b}.attn_norm.weight", [e])
+            if i in recurrent:
+                self.t(f"{b}.ssm_in.weight", [e, 2 * di + 2 * g * ds + nh])
+                self.t(f"{b}.ssm_conv1d.weight", [k, di + 2 * g * ds])
+                self.t(f"{b}.ssm_conv1d.bias", [di + 2 * g * ds])
+                self.t(f"{b}.ssm_dt.bias", [nh])
+                self.t(f"{b}.ssm_a", [1, nh], F32)
+                self.t(f"{b}.ssm_d", [1, nh], F32)
+                self.t(f"{b}.ssm_norm.weight", [di // g, g])
+                self.t(f"{b}.ssm_out.weight", [di, e])
+            else:
+                self.t(f"{b}.attn_q.weight", [e, self.n_head * hd])
+                self.t(f"{b}.attn_k.weight", [e, kv])
+                self.t(f"{b}.attn_v.weight", [e, kv])
+                self.t(f"{b}.attn_output.weight", [self.n_head * hd, e])
+            self.t(f"{b}.ffn_norm.weight", [e])
+            self.t(f"{b}.ffn_gate.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
+
+    def build_qwen35(self):
+        """src/models/qwen35.cpp :: load_arch_hparams / load_arch_tensors (no MTP layer); llama.cpp reads value
+        heads of ssm.state_size, so the profile's key and value head dims must be equal."""
+        a, s = self.arch, self.state
+        assert s["linear_key_head_dim"] == s["linear_value_head_dim"]
+        recurrent = set(s["layers"])
+        e, hd = self.n_embd, self.head_dim
+        kv = self.n_head_kv * hd
+        nk, nv, dk, k = s["linear_key_heads"], s["linear_value_heads"], s["linear_key_head_dim"], s["conv_kernel_tokens"]
+        kd, vd = nk * dk, nv * dk
+        conv = 2 * kd + vd
+        flags = [i in recurrent for i in range(self.n_layer)]
+        for key, val, kind in [("context_length", self.n_ctx_train, "u32"), ("embedding_length", e, "u32"),
+                               ("block_count", self.n_layer, "u32"), ("feed_forward_length", self.n_ff, "u32"),
+                               ("attention.head_count", self.n_head, "u32"),
+                               ("attention.head_count_kv", self.n_head_kv, "u32"),
+                               ("attention.key_length", hd, "u32"), ("attention.value_length", hd, "u32"),
+                               ("attention.layer_norm_rms_epsilon", 1e-6, "f32"), ("rope.freq_base", 1e7, "f32"),
+                               ("rope.dimension_count", hd // 4, "u32"), ("rope.dimension_sections", [11, 11, 10, 0], "arr"),
+                               ("attention.recurrent_layers", flags, "arr"),
+                               ("ssm.conv_kernel", k, "u32"), ("ssm.inner_size", vd, "u32"),
+                               ("ssm.state_size", dk, "u32"), ("ssm.time_step_rank", nv, "u32"),
+                               ("ssm.group_count", nk, "u32"), ("vocab_size", self.n_vocab, "u32")]:
+            self.k(f"{a}.{key}", val, kind)
+        self.t("token_embd.weight", [e, self.n_vocab])
+        self.t("output_norm.weight", [e])
+        if not self.tied:
+            self.t("output.weight", [e, self.n_vocab])
+        for i in range(self.n_layer):
+            b = f"blk.{i}"
+            self.t(f"{b}.attn_norm.weight", [e])
+            self.t(f"{b}.post_attention_norm.weight", [e])
+            if i in recurrent:
+                self.t(f"{b}.attn_qkv.weight", [e, conv])
+                self.t(f"{b}.attn_gate.weight", [e, vd])
+                self.t(f"{b}.ssm_conv1d.weight", [k, conv])
+                self.t(f"{b}.ssm_dt.bias", [nv])
+                self.t(f"{b}.ssm_a", [nv], F32)
+                self.t(f"{b}.ssm_beta.weight", [e, nv])
+                self.t(f"{b}.ssm_alpha.weight", [e, nv])
+                self.t(f"{b}.ssm_norm.weight", [dk])
+                self.t(f"{b}.ssm_out.weight", [vd, e])
+            else:
+                self.t(f"{b}.attn_q.weight", [e, self.n_head * hd * 2])
+                self.t(f"{b}.attn_k.weight", [e, kv])
+                self.t(f"{b}.attn_v.weight", [e, kv])
+                self.t(f"{b}.attn_output.weight", [self.n_head * hd, e])
+                self.t(f"{b}.attn_q_norm.weight", [hd])
+                self.t(f"{b}.attn_k_norm.weight", [hd])
+            self.t(f"{b}.ffn_gate.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
+
+    def build_nemotron_h(self):
+        """src/models/nemotron-h.cpp :: load_arch_hparams / load_arch_tensors (dense): a Mamba2 layer has neither
+        KV heads nor feed-forward length, an attention layer KV heads, an MLP-only layer a feed-forward length."""
+        a, s = self.arch, self.state
+        recurrent, mlp = set(s["layers"]), set(s.get("feedforward_layers", []))
+        e, hd = self.n_embd, self.head_dim
+        kv = self.n_head_kv * hd
+        nh, dh, g, ds, k = s["ssm_heads"], s["ssm_head_dim"], s["ssm_groups"], s["ssm_state_size"], s["conv_kernel_tokens"]
+        di = nh * dh
+        attn = [i for i in range(self.n_layer) if i not in recurrent and i not in mlp]
+        for key, val, kind in [("context_length", self.n_ctx_train, "u32"), ("embedding_length", e, "u32"),
+                               ("block_count", self.n_layer, "u32"),
+                               ("feed_forward_length", [self.n_ff if i in mlp else 0 for i in range(self.n_layer)],
+                                "arr"),
+                               ("attention.head_count", self.n_head, "u32"),
+                               ("attention.head_count_kv", [self.n_head_kv if i in attn else 0
+                                                            for i in range(self.n_layer)], "arr"),
+                               ("attention.key_length", hd, "u32"), ("attention.value_length", hd, "u32"),
+                               ("attention.layer_norm_epsilon", 1e-5, "f32"),
+                               ("attention.layer_norm_rms_epsilon", 1e-5, "f32"), ("rope.freq_base", 10000.0, "f32"),
+                               ("ssm.conv_kernel", k, "u32"), ("ssm.inner_size", di, "u32"),
+                               ("ssm.state_size", ds, "u32"), ("ssm.time_step_rank", nh, "u32"),
+                               ("ssm.group_count", g, "u32"), ("vocab_size", self.n_vocab, "u32")]:
+            self.k(f"{a}.{key}", val, kind)
+        self.t("token_embd.weight", [e, self.n_vocab])
+        self.t("output_norm.weight", [e])
+        if not self.tied:
+            self.t("output.weight", [e, self.n_vocab])
+        for i in range(self.n_layer):
+            b = f"blk.{i}"
+            self.t(f"{b}.attn_norm.weight", [e])
+            if i in recurrent:
+                self.t(f"{b}.ssm_in.weight", [e, 2 * di + 2 * g * ds + nh])
+                self.t(f"{b}.ssm_conv1d.weight", [k, di + 2 * g * ds])
+                self.t(f"{b}.ssm_conv1d.bias", [di + 2 * g * ds])
+                self.t(f"{b}.ssm_dt.bias", [nh])
+                self.t(f"{b}.ssm_a", [1, nh], F32)
+                self.t(f"{b}.ssm_d", [1, nh], F32)
+                self.t(f"{b}.ssm_norm.weight", [di // g, g])
+                self.t(f"{b}.ssm_out.weight", [di, e])
+            elif i in mlp:
+                self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
+                self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
+            else:
+                self.t(f"{b}.attn_q.weight", [e, self.n_head * hd])
+                self.t(f"{b}.attn_k.weight", [e, kv])
+                self.t(f"{b}.attn_v.weight", [e, kv])
+                self.t(f"{b}.attn_output.weight", [self.n_head * hd, e])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--out", required=True, type=Path)
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    for m in a.models:
+        spec = HybridSpec(m)
+        getattr(spec, "build_" + spec.arch)()
+        print(json.dumps(make_gguf.write(spec, a.out / f"{spec.model}-F16.gguf")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""kvplan's llama.cpp cache against llama.cpp's own hybrid-memory allocation, measured at build 11434
+(tests/data/llamacpp/state/*.json, written by tests/harness/state_buffers.py on weight-less GGUFs from
+tests/harness/make_hybrid_gguf.py): every row, exact to the byte.
+
+* lfm2-1.2b: the built-in profile (short convolution, 10 conv + 6 attention layers);
+* synthetic-granitemoehybrid: the profile kvplan imports from tests/data/hf_configs_other/synthetic-granitemoehybrid.json
+  (a dense Granite-4.0-H-style Mamba2 hybrid: 9 Mamba2 layers of 48 heads × 64, d_state 128, 1 attention layer);
+* synthetic-qwen3_5_text: imported from tests/data/hf_configs_other/synthetic-qwen3_5_text.json (a Qwen3.5-style
+  Gated DeltaNet hybrid: 6 linear-attention layers of 16 key and 16 value heads × 128, kernel 4, 2 attention layers);
+* synthetic-nemotron_h: imported from tests/data/hf_configs_other/synthetic-nemotron_h.json (pattern "M-M*-M-M":
+  4 Mamba2 layers of 32 heads × 64, 8 groups, d_state 128, 3 MLP-only layers, 1 attention layer).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvplan.caches.llamacpp import llamacpp_cache
+from kvplan.engine.formats import format_from_name
+from kvplan.importers.hf import profile_from_hf_file
+from kvplan.profiles.catalog import Catalog
+from kvplan.profiles.runtime import LlamaCppSpec
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+MIB = 2**20
+# state bytes of one recurrent cell (one sequence), by hand:
+# lfm2-1.2b: 10 conv layers × 2,048 channels × (L_cache 3 − 1) × 4 B (f32) = 163,840 B
+# synthetic granite: 9 Mamba2 layers × (r: 3 × (3,072 + 2 · 128) × 4 = 39,936 B + s: 128 × 3,072 × 4 = 1,572,864 B)
+#   = 9 × 1,612,800 = 14,515,200 B
+# synthetic qwen3.5: 6 Gated DeltaNet layers × (r: 3 × (2 · 16 · 128 + 16 · 128) × 4 = 73,728 B
+#   + s: 128 × (16 · 128) × 4 = 1,048,576 B) = 6 × 1,122,304 = 6,733,824 B
+# synthetic nemotron_h: 4 Mamba2 layers × (r: 3 × (2,048 + 2 · 8 · 128) × 4 = 49,152 B + s: 128 × 2,048 × 4
+#   = 1,048,576 B) = 4 × 1,097,728 = 4,390,912 B (the MLP-only layers keep nothing)
+STATE_PER_CELL = {"lfm2-1.2b": 163_840, "synthetic-granitemoehybrid": 14_515_200, "synthetic-qwen3_5_text": 6_733_824,
+                  "synthetic-nemotron_h": 4_390_912}
+
+
+def _profile(name):
+    if name == "lfm2-1.2b":
+        return Catalog().model(name).profile
+    return profile_from_hf_file(DATA / "hf_configs_other" / f"{name}.json").model
+
+
+RUNS = [(name, run) for name in STATE_PER_CELL
+        for run in json.loads((DATA / "llamacpp" / "state" / f"{name}.json").read_text())["runs"]]
+
+
+def _cache(name, p):
+    fmt = format_from_name(p["type_k"])
+    spec = LlamaCppSpec(kv_unified=p["kv_unified"], ubatch=p["n_ubatch"], batch=p["n_batch"],
+                        flash_attn="on" if p["flash_attn"] else "off")
+    return llamacpp_cache(spec, _profile(name), fmt, fmt)
+
+
+def test_the_data_covers_the_grid():
+    for name in STATE_PER_CELL:
+        runs = [r for n, r in RUNS if n == name]
+        grid = {(r["params"]["n_ctx"], r["params"]["type_k"], r["params"]["n_seq_max"], r["params"]["kv_unified"])
+                for r in runs}
+        assert len(runs) == len(grid) == 36 and all(r["returncode"] == 0 for r in runs)
+
+
+@pytest.mark.parametrize("name, run", RUNS, ids=lambda x: x if isinstance(x, str) else
+                         "{n_ctx}-{type_k}-np{n_seq_max}-u{kv_unified:d}".format(**x["params"]))
+def test_kv_and_recurrent_state_equal_llama_cpp(name, run):
+    p = run["params"]
+    c = _cache(name, p)
+    n = p["n_seq_max"]
+    state = c.state_bytes(p["n_ctx"], n)
+    # one f32 cell per sequence whatever the cache type and unified KV
+    assert state == STATE_PER_CELL[name] * n
+    rs_line = next(ln for ln in run["log"] if "RS buffer size" in ln)
+    assert rs_line.rstrip().endswith(f"{state / MIB:.2f} MiB"), rs_line
+    kv = c.kv_bytes(p["n_ctx"], n) - state
+    assert round(kv / MIB, 2) == run["logged_mib"]["KV_mib"]["CPU"]
+    # the context buffer type holds exactly the KV cache and the recurrent state (llama_get_memory_breakdown)
+    assert c.kv_bytes(p["n_ctx"], n) == run["breakdown_bytes"]["CPU"]["context"]

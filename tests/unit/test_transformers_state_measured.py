@@ -1,0 +1,51 @@
+"""kvplan's transformers cache against the cache transformers 5.17.0 really returns for models with state layers
+(tests/data/runtimes/transformers/state/*_state_transformers-5.17.0.json, written by tests/harness/transformers_state.py:
+random-weight models, a prefill of N − 1 tokens and one decode step): every run, every layer, to the byte."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvplan.caches.transformers import layer_bytes_per_token, transformers_cache, transformers_state_bytes
+from kvplan.engine.formats import format_from_name
+from kvplan.engine.schedule import State
+from kvplan.importers.hf import profile_from_hf_config
+from kvplan.profiles.runtime import TransformersSpec
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "runtimes" / "transformers" / "state"
+FILES = sorted(DATA.glob("*_state_transformers-5.17.0.json"))
+DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
+CASES = [(f.name, run) for f in FILES for run in json.loads(f.read_text())["runs"]]
+
+
+def _model(name):
+    doc = json.loads((DATA / name).read_text())
+    return profile_from_hf_config(doc["config"], name="measured").model
+
+
+def test_three_models_two_lengths_several_dtypes():
+    assert {f.name.split("_state")[0] for f in FILES} == {"lfm2-1.2b", "synthetic-gdn", "synthetic-mamba2"}
+    assert len(CASES) >= 12
+
+
+@pytest.mark.parametrize("name, run", CASES, ids=lambda x: x if isinstance(x, str) else f"{x['dtype']}-{x['tokens']}")
+def test_every_returned_tensor_is_priced(name, run):
+    m = _model(name)
+    fmt = format_from_name(DTYPES[run["dtype"]])
+    cache = transformers_cache(TransformersSpec(), m, fmt, fmt)
+    assert run["cache_class"] == "DynamicCache"
+    assert cache.kv_bytes(run["tokens"], 1) == run["total_bytes"]
+    for layer, measured in zip(m.schedule.layer_kinds(), run["layers"]):
+        got = sum(t["bytes"] for t in measured["tensors"])
+        if isinstance(layer, State):
+            assert measured["class"] == "LinearAttentionLayer"
+            assert got == transformers_state_bytes(layer, fmt)
+            conv = next(t for t in measured["tensors"] if t["name"].startswith("conv_states"))
+            assert conv["shape"] == [1, layer.conv_channels, layer.conv_kernel_tokens]  # the whole kernel
+            assert conv["dtype"] == run["dtype"]
+            assert all(t["dtype"] == "float32" for t in measured["tensors"] if t["name"].startswith("recurrent"))
+        else:
+            assert measured["class"] == "DynamicLayer" and got == run["tokens"] * layer_bytes_per_token(layer, fmt, fmt)
