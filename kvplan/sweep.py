@@ -12,7 +12,7 @@ numpy is imported inside the functions; this module does no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import replace, dataclass, fields
 
 from kvplan.errors import FieldError
 from kvplan import engine
@@ -190,6 +190,9 @@ def concat(parts: list[SweepColumns]) -> SweepColumns:
     if len(parts) == 1:
         return parts[0]
     total = sum(len(p) for p in parts)
+    if any(p.process_bytes is not None for p in parts):  # a llama.cpp group beside others: 0 bytes there
+        parts = [p if p.process_bytes is not None else replace(p, process_bytes=np.broadcast_to(
+            np.zeros(1, dtype=np.int64), (len(p),))) for p in parts]
     names = parts[0].columns()
     if any(p.columns() != names for p in parts):
         raise ValueError("concat: the groups of a sweep must have the same columns")

@@ -35,10 +35,11 @@ def test_gate_runtime_and_policy_figures(run_json):
     assert code == 0
     by_name = {c["name"]: c["check"] for c in doc["configurations"]}
     llama = by_name["llama.cpp-1000"]
-    # -c 1000 padded to 1024 cells × 16,384 B = 16,777,216 B; + 500,000,000 B weights = 516,777,216 B
-    assert llama["memory"]["kv_bytes"] == 16_777_216 and llama["memory"]["total_bytes"] == 516_777_216
-    # largest -c: 256 · k · 16,384 ≤ 5.5e9 → k = 1311 → 335,616
-    assert llama["max_ctx"] == 335_616
+    # -c 1000 padded to 1024 cells × 16,384 B = 16,777,216 B; + 500,000,000 B weights + the llama.cpp process (heap
+    # 10,506,240 B with no vocabulary, libraries 15,568,896 B) = 542,852,352 B
+    assert llama["memory"]["kv_bytes"] == 16_777_216 and llama["memory"]["total_bytes"] == 542_852_352
+    # largest -c: 256 · k · 16,384 ≤ 5.5e9 − 26,075,136 → k = 1305 → 334,080
+    assert llama["max_ctx"] == 334_080
     assert llama["runtime"]["name"] == "llama.cpp"
     # parallel 2: pad(1024 / 2) = 512 cells × 2 streams = 1024 cells, the same 16,777,216 B
     assert by_name["llama.cpp-mapping"]["memory"]["kv_bytes"] == 16_777_216
@@ -114,12 +115,12 @@ def test_report_renders_runtime_and_policy_tables(run):
 def test_fit_with_runtime_and_its_check_command(run_json, run):
     code, doc = run_json("fit", "-d", REF_PHONE, "-m", TINY, "--runtime", "llama.cpp")
     assert code == 0
-    assert doc["max_ctx"] == 335_616  # see test_gate_runtime_and_policy_figures
-    # 400,000 tokens: pad → 400,128 cells × 16,384 = 6,555,697,152 B > 5.5e9: over; the ctx change is 335,616
+    assert doc["max_ctx"] == 334_080  # see test_gate_runtime_and_policy_figures
+    # 400,000 tokens: pad → 400,128 cells × 16,384 = 6,555,697,152 B > 5.5e9: over; the ctx change is 334,080
     result = run("fit", "-d", REF_PHONE, "-m", TINY, "--runtime", "llama.cpp", "--ctx", "400000", "-f", "csv")
     assert result.exit_code == 1
-    row = next(line for line in result.stdout.splitlines() if ",ctx,335616," in line)
-    assert "--ctx 335616 --runtime llama.cpp," in row  # the command column, then fit's later columns
+    row = next(line for line in result.stdout.splitlines() if ",ctx,334080," in line)
+    assert "--ctx 334080 --runtime llama.cpp," in row  # the command column, then fit's later columns
 
 
 def test_fit_with_policy_flags(run_json):
@@ -134,7 +135,7 @@ def test_compare_with_runtime_matches_check(run_json):
     code, doc = run_json("compare", "--ctx", "1000", "-d", REF_PHONE, "-m", TINY, "--runtime", "llama.cpp")
     assert code == 0
     text = json.dumps(doc)
-    assert "16777216" in text and "335616" in text
+    assert "16777216" in text and "334080" in text
 
 
 # --- plots --------------------------------------------------------------------------------------------

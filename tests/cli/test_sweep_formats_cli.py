@@ -22,7 +22,8 @@ def _csv(text):
 
 def _adds_up(row) -> bool:
     return int(row["total_bytes"]) == (int(row["weights_bytes"]) + int(row["kv_peak_bytes"])
-                                       + int(row["pinned_prefix_bytes"]) + int(row["overhead_bytes"]))
+                                       + int(row["pinned_prefix_bytes"]) + int(row["overhead_bytes"])
+                                       + int(row.get("buffers_bytes") or 0) + int(row.get("process_bytes") or 0))
 
 
 def test_policy_rows_add_up_with_the_peak_and_name_the_policy(run, run_json):

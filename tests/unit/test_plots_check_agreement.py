@@ -145,13 +145,16 @@ def test_memory_stacks_llamacpp_buffers_as_check_counts_them(llamacpp_8k):
     assert ev.compute_buffer_bytes > 0 and ev.output_buffer_bytes == 128_000
     buffers = ev.compute_buffer_bytes + 128_000
     assert _at(c.ctx_tokens, c.buffers_bytes, 8192) == buffers
-    assert _at(c.ctx_tokens, c.total_bytes, 8192) == ev.total_bytes == 3_370_000_000 + 4_294_967_296 + buffers
+    # + the llama.cpp process: its heap 10,506,240 + 189 · 32,000 = 16,554,240 B and the libraries' 15,568,896 B
+    process = 16_554_240 + 15_568_896
+    assert _at(c.ctx_tokens, c.total_bytes, 8192) == ev.total_bytes == 3_370_000_000 + 4_294_967_296 + buffers + process
     for ctx in c.ctx_tokens[:: len(c.ctx_tokens) // 9]:  # the buffers grow with -c: priced at every context
         point = evaluate(llamacpp_8k.with_changes(ctx=int(ctx)))
         assert _at(c.ctx_tokens, c.buffers_bytes, ctx) == point.buffers_bytes
         assert _at(c.ctx_tokens, c.total_bytes, ctx) == point.total_bytes
     ax = memory_figure([c]).axes[0]
     assert _artist(ax, "buffers").get_label() == f"llama.cpp buffers (compute + output, {buffers / 1e6:.2f} MB at 8k)"
+    assert _artist(ax, "process").get_label() == "llama.cpp process (heap, libraries, repacked copy; 32.12 MB)"
 
 
 def test_memory_without_runtime_buffers_has_no_buffer_layer(m7b):
@@ -163,7 +166,8 @@ def test_memory_without_runtime_buffers_has_no_buffer_layer(m7b):
 def test_decode_under_llamacpp_counts_the_buffers_in_the_overflow(llamacpp_8k):
     ev = evaluate(llamacpp_8k)
     c = data.decode_curves(llamacpp_8k)
-    assert ev.flash.overflow_bytes == 3_370_000_000 + 4_294_967_296 + ev.buffers_bytes - 6_000_000_000
+    process = 16_554_240 + 15_568_896  # the llama.cpp process (see test_memory_stacks_llamacpp_buffers_as_check_…)
+    assert ev.flash.overflow_bytes == 3_370_000_000 + 4_294_967_296 + ev.buffers_bytes + process - 6_000_000_000
     assert _at(c.ctx_tokens, c.streamed_tokens_per_s, 8192) == ev.flash.streamed_decode_tokens_per_s
     assert _at(c.ctx_tokens, c.decode_tokens_per_s, 8192) == ev.decode_tokens_per_s
 
