@@ -80,6 +80,8 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
             why = f"the weights and the {s.pinned_prefix_tokens:,}-token pinned prefix exceed the budget"
         elif limit and ev.max_ctx_limited_by == limit[1]:
             why = f"the cache preallocated for {limit[1]} {limit[0]:,} exceeds the budget"
+        elif ev.process is not None:
+            why = "the weights and the llama.cpp process exceed the budget"
         else:
             why = "the weights alone exceed the budget"
         # at the foot of the axes, on a white box: the checked point's label sits near the top

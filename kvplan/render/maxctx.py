@@ -37,6 +37,8 @@ def max_ctx_text(ev: Evaluation) -> str:
             return f"{ev.max_ctx:,} tokens of -c ({per_sequence:,} per sequence{trained_text})"
     if ev.max_ctx is None:
         if ev.max_ctx_limited_by == "weights":
+            if getattr(ev, "process", None) is not None:  # the process's baseline and repacked copy count too
+                return "none: the weights and the llama.cpp process (heap, libraries, repacked copy) exceed the budget"
             return "none: the weights alone exceed the budget"
         if ev.max_ctx_limited_by == "pinned_prefix":
             return (f"none: the weights and the {ev.scenario.pinned_prefix_tokens:,}-token pinned prefix exceed "
