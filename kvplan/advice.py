@@ -54,12 +54,10 @@ def caveats_of(kind: str, value: object, ev: Evaluation) -> tuple[str, ...]:
 
 def _change(kind: str, value: object, ev: Evaluation) -> Change:
     if kind == "sliding_window":  # the window's warning is the change's caveat here (WINDOW_NOT_TRAINED): say it once
-        from dataclasses import replace
-
         from kvplan.plan.warnings import window_override
 
         said = window_override(ev)
-        ev = replace(ev, warnings=tuple(w for w in ev.warnings if w != said))
+        ev = ev.with_changes(warnings=tuple(w for w in ev.warnings if w != said))
     return Change(kind, value, ev, caveats_of(kind, value, ev))
 
 

@@ -26,9 +26,8 @@ argv round-trip disagree with this table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvplan.engine import DEFAULT_MARGIN_FRACTION
+from kvplan.records import ComparedFigures
 from kvplan.units import TOKENS_RULE
 
 # kind → what the value is once read (the Knobs field holds that) and how the CLI types it
@@ -49,24 +48,29 @@ KINDS = {
 TOKENS_HELP = f"Tokens: {TOKENS_RULE}."
 
 
-@dataclass(frozen=True)
-class Knob:
+class Knob(ComparedFigures):  # a record, not a dataclass: its 16 fields would compile ~7M instructions at start-up
+    __slots__ = _fields = ("name", "flag", "kind", "help", "default", "typed_default", "short", "minimum", "maximum",
+                           "noun", "in_scenario", "in_gate", "gate_aliases", "json_key", "json_plain", "argv")
+    _defaults = {"default": None, "typed_default": None, "short": None, "minimum": None, "maximum": None,
+                 "noun": None, "in_scenario": True, "in_gate": True, "gate_aliases": (), "json_key": None,
+                 "json_plain": True, "argv": True}
+
     name: str
     flag: str
     kind: str
     help: str
-    default: object = None
-    typed_default: str | None = None
-    short: str | None = None
-    minimum: int | None = None
-    maximum: int | None = None
-    noun: str | None = None  # a token count's noun in its errors ("a prefix")
-    in_scenario: bool = True
-    in_gate: bool = True
-    gate_aliases: tuple[str, ...] = ()
-    json_key: str | None = None
-    json_plain: bool = True
-    argv: bool = True
+    default: object
+    typed_default: str | None
+    short: str | None
+    minimum: int | None
+    maximum: int | None
+    noun: str | None  # a token count's noun in its errors ("a prefix")
+    in_scenario: bool
+    in_gate: bool
+    gate_aliases: tuple[str, ...]
+    json_key: str | None
+    json_plain: bool
+    argv: bool
 
     @property
     def option_help(self) -> str:

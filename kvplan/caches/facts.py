@@ -10,15 +10,20 @@ holds its rules stays memoizable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.records import ComparedFigures
 
 
-@dataclass(frozen=True)
-class Fact:
+# Records (kvplan.records), not dataclasses: a check imports these on its way in, and on Python 3.11 each dataclass
+# compiles its methods from source at import (Fact and its three subclasses cost about 1 ms of start-up,
+# docs/performance.md). They behave as the frozen dataclasses did: positional or keyword fields, equal when of the
+# same class with equal fields, hashed on the fields, the same repr.
+class Fact(ComparedFigures):
     """One fact: ``kind`` names it, ``values`` are its ``(name, value)`` facts in the order given."""
 
+    __slots__ = _fields = ("kind", "values")
+    _defaults = {"values": ()}
     kind: str
-    values: tuple[tuple[str, object], ...] = ()
+    values: tuple[tuple[str, object], ...]
 
     def facts(self) -> dict:
         """The values by name."""
@@ -28,14 +33,16 @@ class Fact:
         return self.facts()[name]
 
 
-@dataclass(frozen=True)
 class Rule(Fact):
     """A rule a runtime's cache model applied."""
 
+    __slots__ = ()
 
-@dataclass(frozen=True)
+
 class Reason(Fact):
     """Why a runtime does not do something (keep a window, have its buffers priced)."""
+
+    __slots__ = ()
 
 
 def rule(kind: str, **values) -> Rule:

@@ -28,7 +28,7 @@ All sizes are in bytes; pure: no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kvplan.records import Figures
 
 #: llama.cpp builds whose rules kvplan follows, newest first; the first is the default
 BUILDS = ("b11434", "0c1e57098")
@@ -127,9 +127,12 @@ def repacked_bytes(tensors, cpu_features: str) -> int:
     return sum(repacked_tensor_bytes(tensors, cpu_features))
 
 
-@dataclass(frozen=True)
-class ProcessParts:
+class ProcessParts(Figures):
     """What a llama.cpp process holds beyond its KV cache and its buffers as reserved [bytes]."""
+
+    __slots__ = _fields = ("baseline_anon_bytes", "baseline_file_bytes", "repacked_bytes", "repack_copy_bytes",
+                           "weights_file_bytes", "weights_anon_bytes", "staging_bytes")
+    _defaults = {"staging_bytes": 0}
 
     baseline_anon_bytes: int  # the process's own heap
     baseline_file_bytes: int  # binary and libraries, resident from their files
@@ -137,7 +140,7 @@ class ProcessParts:
     repack_copy_bytes: int  # the second copy that repacking leaves resident (with mmap), else 0
     weights_file_bytes: int  # weights as mapped file pages (with mmap), else 0
     weights_anon_bytes: int  # weights in anonymous memory (loaded, or the repacked part)
-    staging_bytes: int = 0  # without mmap: the loader's staging buffer for a repacked tensor (the largest)
+    staging_bytes: int  # without mmap: the loader's staging buffer for a repacked tensor (the largest)
 
     @property
     def reclaimable_bytes(self) -> int:

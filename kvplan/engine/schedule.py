@@ -22,28 +22,31 @@ Layer kinds:
 
 No model profile produces :class:`SharedKV` yet; the cache models refuse it (:func:`attention_runs`).
 
-Plain frozen dataclasses (hashable, cheap to build, no pydantic), all counts in base units.
+Plain frozen records (hashable, compared by their fields, cheap to build, no pydantic; not dataclasses, whose
+methods Python 3.11 compiles at import: :mod:`kvplan.records`), all counts in base units.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
 from typing import ClassVar, Union
 
 from kvplan.errors import FieldError
+from kvplan.records import ComparedFigures
 
 
-@dataclass(frozen=True)
-class Attention:
+class Attention(ComparedFigures):
     """A layer that caches K and V rows for the tokens it attends."""
+
+    __slots__ = _fields = ("kv_heads", "k_head_dim", "v_head_dim", "window_tokens", "latent_rank")
+    _defaults = {"window_tokens": None, "latent_rank": None}
 
     kind: ClassVar[str] = "attention"
     kv_heads: int
     k_head_dim: int  # values per K head [count]
     v_head_dim: int  # values per V head [count]; 0: no V row (the MLA latent lives in the K row)
-    window_tokens: int | None = None  # None: global (attends the whole context)
-    latent_rank: int | None = None  # MLA: the compressed latent's part of the K row; the rest is the RoPE key
+    window_tokens: int | None  # None: global (attends the whole context)
+    latent_rank: int | None  # MLA: the compressed latent's part of the K row; the rest is the RoPE key
 
     @property
     def k_values(self) -> int:
@@ -56,22 +59,25 @@ class Attention:
         return self.kv_heads * self.v_head_dim
 
 
-@dataclass(frozen=True)
-class SharedKV:
+class SharedKV(ComparedFigures):
     """A layer that attends through another layer's cache and holds none (Gemma 3n's shared KV)."""
+
+    __slots__ = _fields = ("source_layer", "window_tokens")
+    _defaults = {"window_tokens": None}
 
     kind: ClassVar[str] = "shared_kv"
     source_layer: int  # 0-based index of the layer whose cache it reads
-    window_tokens: int | None = None  # the source's window: what it attends, not what it stores
+    window_tokens: int | None  # the source's window: what it attends, not what it stores
 
 
-@dataclass(frozen=True)
-class State:
+class State(ComparedFigures):
     """A layer whose memory is a fixed-size state per sequence: a conv state (``conv_channels`` × the kernel's
     columns) and a recurrent state (``recurrent_values``) — Mamba2, Gated DeltaNet, LFM2's short convolution.
 
     The columns of the conv state the runtime keeps (``conv_kernel_tokens − 1`` in llama.cpp, all of them in
     transformers) and the element formats are the runtime's to decide (:mod:`kvplan.engine.state`)."""
+
+    __slots__ = _fields = ("mixer", "conv_channels", "conv_kernel_tokens", "recurrent_values")
 
     kind: ClassVar[str] = "state"
     mixer: str  # short_conv | mamba2 | gated_deltanet (what computes the state)
@@ -85,9 +91,10 @@ class State:
         return self.conv_channels * self.conv_kernel_tokens + self.recurrent_values
 
 
-@dataclass(frozen=True)
-class Feedforward:
+class Feedforward(ComparedFigures):
     """A layer with no token mixer (Nemotron-H's MLP-only blocks): it keeps nothing per token or sequence."""
+
+    __slots__ = _fields = ()
 
     kind: ClassVar[str] = "feedforward"
 
@@ -95,9 +102,10 @@ class Feedforward:
 Layer = Union[Attention, SharedKV, State, Feedforward]
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(ComparedFigures):
     """The layers of a model in order, as runs of identical consecutive layers."""
+
+    __slots__ = _fields = ("runs",)
 
     runs: tuple[tuple[int, Layer], ...]
 
@@ -190,8 +198,8 @@ class Schedule:
         -------
         Schedule
         """
-        return _merged((count, replace(layer, window_tokens=window_tokens) if isinstance(layer, Attention) else layer)
-                       for count, layer in self.runs)
+        return _merged((count, layer.with_changes(window_tokens=window_tokens) if isinstance(layer, Attention)
+                        else layer) for count, layer in self.runs)
 
     def windows(self) -> tuple[int, ...]:
         """The distinct windows of the attention layers, smallest first.

@@ -8,11 +8,11 @@ pricing, a runtime's cache rules), so a point, a sweep group and a plot curve ea
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kvplan import engine
 from kvplan.errors import FieldError, ProfileError
+from kvplan.records import Figures
 from kvplan.caches.ideal import CacheModel, cache_layout
 from kvplan.plan.scenario import Scenario
 
@@ -20,10 +20,12 @@ if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain
     from kvplan.profiles.spec import Model
 
 
-@dataclass(frozen=True, eq=False)  # read, never compared
-class Basis:
+class Basis(Figures):
     """The constants of one configuration [bytes, bits/param, bytes/s, s]."""
 
+    __slots__ = _fields = ("scenario", "cache", "weights_bytes", "weights_read_bytes", "weight_bits",
+                           "weights_pricing", "overhead_bytes", "budget_bytes", "pinned_prefix_bytes", "n_ubatch",
+                           "process", "buffers_memo", "crossings")
     scenario: Scenario
     cache: CacheModel  # the cache model in force (CacheLayout for the ideal formula)
     weights_bytes: int
@@ -35,12 +37,15 @@ class Basis:
     pinned_prefix_bytes: int  # the pinned prefix's cache, held once
     n_ubatch: int  # tokens per prefill micro-batch
     # the llama.cpp process beyond its buffers (kvplan.engine.llamacpp_process.ProcessParts), None elsewhere
-    process: object | None = None
+    process: object | None
     # (ctx, sequences) → llama.cpp's priced buffers: an allocator replay is the costliest figure, asked for by the
     # total, the max-context search and its contiguous scan
-    buffers_memo: dict = field(default_factory=dict, repr=False)
+    buffers_memo: dict
     # sequences → (first crossing, largest fitting -c) of llama.cpp's max-context search (core.max_ctx_at)
-    crossings: dict = field(default_factory=dict, repr=False)
+    crossings: dict
+    _defaults = {"process": None}
+    _factories = {"buffers_memo": dict, "crossings": dict}  # each Basis its own memos
+    _hidden = ("buffers_memo", "crossings")
 
     @property
     def process_bytes(self) -> int:

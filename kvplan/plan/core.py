@@ -14,7 +14,6 @@ the weights, the runtime buffers, the budget, decode and flash, as the product c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvplan import engine
@@ -22,6 +21,7 @@ from kvplan.errors import KvplanError
 from kvplan.caches.ideal import CacheLayout, CacheModel
 from kvplan.plan.basis import Basis
 from kvplan.plan.scenario import Scenario
+from kvplan.records import Figures
 
 if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain records
     from kvplan.profiles.spec import Device, Model
@@ -116,9 +116,11 @@ def buffers_bytes_at(b: Basis, ctx, sequences):
     return np.asarray(sized, dtype=np.int64)[inverse.reshape(-1)].reshape(ctx.shape)
 
 
-@dataclass(frozen=True, eq=False)
-class Memory:
+class Memory(Figures):  # Figures, not a dataclass: nothing compiled at import (kvplan.records)
     """What a configuration holds at each point [bytes]; ``verdict_code`` indexes :data:`kvplan.engine.VERDICTS`."""
+
+    __slots__ = _fields = ("kv_bytes", "kv_peak_bytes", "buffers_bytes", "total_bytes", "headroom_bytes",
+                           "verdict_code")
 
     kv_bytes: object  # steady cache of all sequences
     kv_peak_bytes: object  # the most the cache holds at any moment (what the total counts)
@@ -154,9 +156,10 @@ def memory_at(b: Basis, ctx, sequences) -> Memory:
 # --- decode -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, eq=False)
-class Decode:
+class Decode(Figures):
     """One decode step at each point: the bytes it streams and the rates per sequence [bytes, tokens/s]."""
+
+    __slots__ = _fields = ("bytes_per_step", "tokens_per_s", "roofline_tokens_per_s")
 
     bytes_per_step: object  # weights read + the steady cache + the pinned prefix
     tokens_per_s: object  # at the device's bandwidth efficiency, plus its fixed decode_latency per step
@@ -174,9 +177,11 @@ def decode_at(b: Basis, kv_bytes) -> Decode:
     return Decode(step, rate, roofline)
 
 
-@dataclass(frozen=True, eq=False)
-class Streamed:
+class Streamed(Figures):
     """What the overflow costs on flash at each point [bytes, s, tokens/s]."""
+
+    __slots__ = _fields = ("overflow_bytes", "steady_overflow_bytes", "swap_in_s", "overflow_swap_in_s",
+                           "tokens_per_s", "slowdown")
 
     overflow_bytes: object  # total − budget at the peak (0 where it fits)
     steady_overflow_bytes: object  # total − budget once the cache is at its steady size

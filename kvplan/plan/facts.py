@@ -7,14 +7,13 @@ lines on stderr and every JSON document's ``warnings``. Frozen and hashable: eva
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvplan.caches.facts import Fact
 
 
-@dataclass(frozen=True)
-class WarningFact(Fact):
+class WarningFact(Fact):  # a plain class, as Fact is (kvplan.caches.facts: no dataclass compiled at import)
     """One warning (named so as not to shadow the builtin ``Warning``)."""
+
+    __slots__ = ()
 
 
 def warning(kind: str, **values) -> WarningFact:

@@ -1,4 +1,7 @@
-"""The figures of one configuration, as frozen dataclasses of numbers (no display strings).
+"""The figures of one configuration, as frozen records of numbers (no display strings).
+
+Records, not dataclasses (:class:`kvplan.records.Figures`): a check imports them on its way in, and a
+dataclass of Evaluation's 41 fields compiles about 13 million instructions of methods at import.
 
 These are what render, plots and report read; they compute nothing beyond trivial sums, so the layers that
 format them may import this module (and only this one) from ``kvplan.plan``: an evaluation, the changes
@@ -7,26 +10,29 @@ format them may import this module (and only this one) from ``kvplan.plan``: an 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from kvplan.engine.memory import Verdict
+from kvplan.records import ComparedFigures, Figures
 
 if TYPE_CHECKING:
     from kvplan.plan.facts import WarningFact
 
 
-@dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
-class Flash:
+class Flash(Figures):  # read, never compared
     """What the overflow costs when it lives on flash (all zero when the configuration fits)."""
+
+    __slots__ = _fields = ("overflow_bytes", "swap_in_s", "streamed_decode_tokens_per_s", "slowdown",
+                           "steady_overflow_bytes", "overflow_swap_in_s")
+    _defaults = {"steady_overflow_bytes": 0, "overflow_swap_in_s": 0.0}
 
     overflow_bytes: int  # total − budget at the peak (what decides the verdict)
     swap_in_s: float  # reading the whole KV cache (and pinned prefix) back from flash
     streamed_decode_tokens_per_s: float  # decode with the steady-state overflow read from flash every step
     slowdown: float  # time per token streamed ÷ time per token from RAM
-    steady_overflow_bytes: int = 0  # total − budget once the cache is at its steady size (≤ overflow_bytes)
-    overflow_swap_in_s: float = 0.0  # reading only the overflow back from flash
+    steady_overflow_bytes: int  # total − budget once the cache is at its steady size (≤ overflow_bytes)
+    overflow_swap_in_s: float  # reading only the overflow back from flash
 
     @property
     def transient(self) -> bool:
@@ -34,10 +40,13 @@ class Flash:
         return self.overflow_bytes > 0 and self.steady_overflow_bytes == 0
 
 
-@dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
-class Process:
+class Process(Figures):  # read, never compared
     """What a llama.cpp process holds at its peak beyond the weights, cache and buffers as priced [bytes]:
     its baseline, the repacked copy, and which part of the total the kernel can reclaim."""
+
+    __slots__ = _fields = ("build", "mmap", "repack", "judge", "baseline_anon_bytes", "baseline_file_bytes",
+                           "repacked_bytes", "repack_copy_bytes", "staging_bytes", "weights_file_bytes",
+                           "compute_reserved_bytes", "resident_bytes", "reclaimable_bytes")
 
     build: str  # the llama.cpp build whose rules apply
     mmap: bool
@@ -64,9 +73,23 @@ class Process:
         return self.non_reclaimable_bytes if self.judge == "non_reclaimable" else self.resident_bytes
 
 
-@dataclass(frozen=True, eq=False)  # results are read, never compared: no generated __eq__
-class Evaluation:
+class Evaluation(Figures):  # read, never compared; no __slots__: the cached figure below keeps a __dict__
     """Every figure of one configuration, in base units."""
+
+    _fields = ("scenario", "cache", "weight_bits", "kv_bytes_per_token", "kv_bytes_per_sequence", "kv_bytes",
+               "kv_peak_bytes", "pinned_prefix_bytes", "weights_bytes", "weights_read_bytes", "overhead_bytes",
+               "total_bytes", "budget_bytes", "headroom_bytes", "margin_bytes", "verdict", "bytes_per_step",
+               "decode_tokens_per_s", "decode_tokens_per_s_roofline", "mean_decode_tokens_per_s", "max_ctx",
+               "max_ctx_limited_by", "max_ctx_at_target", "flash", "notes", "prefill_s", "pinned_prefix_recompute_s",
+               "target_reach", "prefill_compute_s", "prefill_memory_s", "prefill_n_ubatch", "max_ctx_trained",
+               "ctx_per_sequence_tokens", "mean_decode_tokens", "ctx_beyond_trained", "weights_pricing",
+               "compute_buffer_bytes", "output_buffer_bytes", "warnings", "max_ctx_contiguous", "basis", "process")
+    _defaults = {"notes": (), "prefill_s": None, "pinned_prefix_recompute_s": None, "target_reach": None,
+                 "prefill_compute_s": None, "prefill_memory_s": None, "prefill_n_ubatch": 512,
+                 "max_ctx_trained": None, "ctx_per_sequence_tokens": 0, "mean_decode_tokens": 0,
+                 "ctx_beyond_trained": False, "weights_pricing": None, "compute_buffer_bytes": 0,
+                 "output_buffer_bytes": 0, "warnings": (), "max_ctx_contiguous": None, "basis": None,
+                 "process": None}
 
     scenario: Scenario
     cache: CacheModel  # the cache model used (CacheLayout for the ideal formula)
@@ -92,31 +115,31 @@ class Evaluation:
     max_ctx_limited_by: str
     max_ctx_at_target: int | None  # None: no target, out of reach, or met at every context (target_reach)
     flash: Flash
-    notes: tuple[str, ...] = field(default=())
-    prefill_s: float | None = None  # time to prefill ctx prompt tokens (None: device compute unknown)
-    pinned_prefix_recompute_s: float | None = None  # recomputing the pinned prefix instead of keeping it
+    notes: tuple[str, ...]
+    prefill_s: float | None  # time to prefill ctx prompt tokens (None: device compute unknown)
+    pinned_prefix_recompute_s: float | None  # recomputing the pinned prefix instead of keeping it
     # with a decode target: "unreachable" (even an empty cache decodes slower), "every context" (the cache stops
     # growing while still decoding fast enough) or "context" (max_ctx_at_target holds the answer); None: no target
-    target_reach: str | None = None
+    target_reach: str | None
     # prefill_s is the larger of: FLOPs / (compute · compute_efficiency), and the weights read once per micro-batch
-    prefill_compute_s: float | None = None
-    prefill_memory_s: float | None = None
-    prefill_n_ubatch: int = 512  # tokens per prefill micro-batch (llama.cpp -ub; 512 where no runtime says)
-    max_ctx_trained: int | None = None  # the model's trained context (profile max_context); not a cap on max_ctx
-    ctx_per_sequence_tokens: int = 0  # the tokens one sequence can attend (llama.cpp: n_ctx_seq)
-    mean_decode_tokens: int = 0  # the generation mean_decode_tokens_per_s averages over, per sequence [tokens]
-    ctx_beyond_trained: bool = False  # attended_tokens > max_ctx_trained: needs a context extension
-    weights_pricing: object | None = None  # the tensor-by-tensor WeightPricing of a named weight_type, else None
+    prefill_compute_s: float | None
+    prefill_memory_s: float | None
+    prefill_n_ubatch: int  # tokens per prefill micro-batch (llama.cpp -ub; 512 where no runtime says)
+    max_ctx_trained: int | None  # the model's trained context (profile max_context); not a cap on max_ctx
+    ctx_per_sequence_tokens: int  # the tokens one sequence can attend (llama.cpp: n_ctx_seq)
+    mean_decode_tokens: int  # the generation mean_decode_tokens_per_s averages over, per sequence [tokens]
+    ctx_beyond_trained: bool  # attended_tokens > max_ctx_trained: needs a context extension
+    weights_pricing: object | None  # the tensor-by-tensor WeightPricing of a named weight_type, else None
     # runtime buffers beside the cache (llama.cpp's compute and output buffers); 0 where the runtime adds none
-    compute_buffer_bytes: int = 0
-    output_buffer_bytes: int = 0
+    compute_buffer_bytes: int
+    output_buffer_bytes: int
     # what the user should know before trusting a figure: facts (kvplan.plan.facts), worded by kvplan.render.warnings
-    warnings: tuple[WarningFact, ...] = field(default=())
+    warnings: tuple[WarningFact, ...]
     # the largest ctx such that it and every smaller one fit: max_ctx wherever the total only grows with the
     # context; below it under llama.cpp when a larger -c fits again past one that does not (None with max_ctx)
-    max_ctx_contiguous: int | None = None
-    basis: object | None = None  # the kvplan.plan.basis.Basis it was evaluated from (curves reuse it)
-    process: Process | None = None  # under llama.cpp: the process's parts; None elsewhere
+    max_ctx_contiguous: int | None
+    basis: object | None  # the kvplan.plan.basis.Basis it was evaluated from (curves reuse it)
+    process: Process | None  # under llama.cpp: the process's parts; None elsewhere
 
     @cached_property
     def llamacpp_buffers_bytes(self) -> int | None:
@@ -169,14 +192,16 @@ class Evaluation:
 # --- what would make it fit (kvplan.advice) ---------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(ComparedFigures):
     """One edit to a configuration: ``kind`` names the knob, ``value`` its new setting."""
+
+    __slots__ = _fields = ("kind", "value", "evaluation", "caveats")
+    _defaults = {"caveats": ()}
 
     kind: str  # ctx | kv_bits | weight_bits | weight_type | sequences | sliding_window | model
     value: object
     evaluation: Evaluation
-    caveats: tuple[str, ...] = field(default=())  # codes of CAVEATS, in that order
+    caveats: tuple[str, ...]  # codes of CAVEATS, in that order
 
     @property
     def fits(self) -> bool:
@@ -187,9 +212,10 @@ class Change:
         return self.kind != "model"
 
 
-@dataclass(frozen=True)
-class Advice:
+class Advice(ComparedFigures):
     """The judged changes: those that keep the model (ranked), and other models that fit (apart)."""
+
+    __slots__ = _fields = ("keep_model", "other_models")
 
     keep_model: tuple[Change, ...]
     other_models: tuple[Change, ...]

@@ -146,10 +146,8 @@ def schedule_json(model) -> list[dict]:
     its 0-based ``first_layer``/``last_layer``, ``layers`` (how many), ``kind`` and the kind's own figures
     (attention: ``kv_heads``, ``k_head_dim``, ``v_head_dim``, ``window_tokens``, ``latent_rank``; state: ``mixer``,
     ``conv_channels``, ``conv_kernel_tokens``, ``recurrent_values``)."""
-    from dataclasses import asdict
-
     return [{"first_layer": first, "last_layer": last, "layers": last - first + 1, "kind": layer.kind,
-             **asdict(layer)} for first, last, layer in model.schedule.spans()]
+             **layer.as_dict()} for first, last, layer in model.schedule.spans()]
 
 
 def show_json(kind: str, profile, path: Path, origin: str, figures: dict, warnings: list[str]) -> dict:

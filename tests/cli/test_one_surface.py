@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import replace
 
 import pytest
 
@@ -89,7 +88,7 @@ def test_warnings_of_keeps_the_first_of_each():
     ev = evaluate(build_scenario(catalog.device(str(REF_PHONE)).profile, catalog.model(str(REF_7B)).profile, 4096,
                                  Knobs()))
     x, y, z = (warning("ctx_under_plausible", ctx_tokens=n, min_tokens=64) for n in (8, 16, 32))
-    a, b = replace(ev, warnings=(x, y)), replace(ev, warnings=(y, z))
+    a, b = ev.with_changes(warnings=(x, y)), ev.with_changes(warnings=(y, z))
     assert warnings_of([a, b, ev]) == [x, y, z] and warnings_of([ev]) == []
 
 
