@@ -1,0 +1,121 @@
+"""kvplan's MLX-LM cache model against every row measured with MLX-LM itself (tests/data/mlx/cache.json).
+
+Each row is one ``generate_step`` run (tests/harness/mlx_cache.py): the sum of the cache objects' ``nbytes``
+right after the prompt and the largest sum after any model call of its prefill. The harness builds
+``layers_used`` layers (the cache is per layer); kvplan prices the profile cut to that many layers, so the
+comparison is exact, and its figure for the real depth is the same per-layer bytes over ``real_layers``
+(checked below on the one model also measured at full depth).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import DATA
+
+MEASURED = json.loads((DATA / "mlx" / "cache.json").read_text())
+DTYPE_BITS = {"bfloat16": 16, "float16": 16, "float32": 32}
+
+
+def _profile(name: str, layers: int, dtype: str):
+    from kvplan.profiles.catalog import Catalog
+
+    base = Catalog().model(name.split("@")[0]).profile
+    return base.model_copy(update={"layers": layers, "kv_bits": DTYPE_BITS[dtype]})
+
+
+def _cache(entry, row, name):
+    from kvplan.caches.mlx import mlx_cache
+    from kvplan.engine.formats import format_from_bits, format_from_name
+    from kvplan.profiles.runtime import runtime_spec
+
+    model = _profile(name, entry["layers_used"], entry["dtype"])
+    spec = runtime_spec("mlx-lm", max_kv_size=row["max_kv_size"], prefill_step_size=row["prefill_step_size"],
+                        quantized_kv_start=row["quantized_kv_start"])
+    fmt = None
+    if row["kv_bits"] is not None:
+        fmt = format_from_bits(row["kv_bits"], row["kv_group_size"])
+    elif entry["dtype"] == "bfloat16":
+        fmt = format_from_name("bf16")
+    return mlx_cache(spec, model, fmt, fmt)
+
+
+ROWS = [(name, i) for name, entry in MEASURED["models"].items() for i, row in enumerate(entry["rows"])
+        if row["decode_tokens"] == 0]
+
+
+def test_data_carries_the_versions():
+    assert MEASURED["mlx"] and MEASURED["mlx_lm"]
+    from kvplan.caches.mlx import MLX_LM_VERSION, MLX_VERSION
+
+    assert (MEASURED["mlx"], MEASURED["mlx_lm"]) == (MLX_VERSION, MLX_LM_VERSION)
+
+
+def test_six_model_types_and_prompts_past_10k():
+    types = {e["model_type"] for e in MEASURED["models"].values()}
+    assert len(types) >= 6, types
+    assert max(r["prompt_tokens"] for e in MEASURED["models"].values() for r in e["rows"]) > 10_000
+    assert {r["kv_bits"] for e in MEASURED["models"].values() for r in e["rows"]} >= {None, 4, 8}
+
+
+@pytest.mark.parametrize("name,i", ROWS, ids=[f"{n}-{i}" for n, i in ROWS])
+def test_every_row_exact(name, i):
+    entry = MEASURED["models"][name]
+    row = entry["rows"][i]
+    cache = _cache(entry, row, name)
+    n = row["prompt_tokens"]
+    assert cache.kv_bytes(n) == row["kv_bytes"], {k: v for k, v in row.items() if k != "layers"}
+    assert cache.kv_peak_bytes(n) == row["peak_kv_bytes"], {k: v for k, v in row.items() if k != "layers"}
+
+
+@pytest.mark.parametrize("name,i", ROWS, ids=[f"{n}-{i}" for n, i in ROWS])
+def test_every_layer_capacity(name, i):
+    """The slots of each cache object: KVCache capacity, RotatingKVCache length, their class."""
+    from kvplan.engine.mlx_cache import kv_cache_capacities, rotating_cache_sizes
+
+    entry = MEASURED["models"][name]
+    row = entry["rows"][i]
+    n, p = row["prompt_tokens"], row["prefill_step_size"]
+    for layer in row["layers"]:
+        if layer["class"] in ("KVCache", "QuantizedKVCache"):
+            assert kv_cache_capacities(n, p)[-1] == (layer["offset"], layer["capacity_tokens"])
+        else:
+            assert layer["class"] == "RotatingKVCache"
+            assert rotating_cache_sizes(n, p, layer["max_size"])[-1] == (layer["offset"], layer["capacity_tokens"])
+        assert layer["nbytes"] == layer["array_nbytes"]
+
+
+DECODE_ROWS = [(name, i) for name, entry in MEASURED["models"].items() for i, row in enumerate(entry["rows"])
+               if row["decode_tokens"]]
+
+
+@pytest.mark.parametrize("name,i", DECODE_ROWS, ids=[f"{n}-{i}" for n, i in DECODE_ROWS])
+def test_decode_growth(name, i):
+    """Generated tokens fed back one at a time: the engine's slots after prompt + decode equal the objects'."""
+    from kvplan.engine.mlx_cache import kv_cache_capacities, rotating_cache_sizes
+
+    row = MEASURED["models"][name]["rows"][i]
+    n, p, d = row["prompt_tokens"], row["prefill_step_size"], row["decode_tokens"]
+    for layer in row["layers"]:
+        if layer["class"] == "KVCache":
+            assert kv_cache_capacities(n, p, d)[-1] == (layer["offset"], layer["capacity_tokens"])
+        else:
+            assert rotating_cache_sizes(n, p, layer["max_size"], d)[-1] == (layer["offset"],
+                                                                              layer["capacity_tokens"])
+
+
+def test_full_depth_is_the_per_layer_figure_scaled():
+    """qwen2.5-0.5b at its real 24 layers: the measured bytes are 24 / layers_used × the cut model's."""
+    full = MEASURED["models"].get("qwen2.5-0.5b@full")
+    if full is None:
+        pytest.skip("no full-depth run in the data")
+    cut = MEASURED["models"]["qwen2.5-0.5b"]
+    assert full["layers_used"] == full["real_layers"] == 24
+    for row in full["rows"]:
+        cache = _cache(full, row, "qwen2.5-0.5b")
+        assert cache.kv_bytes(row["prompt_tokens"]) == row["kv_bytes"]
+        assert cache.kv_peak_bytes(row["prompt_tokens"]) == row["peak_kv_bytes"]
+        small = _cache(cut, row, "qwen2.5-0.5b")
+        assert row["kv_bytes"] == small.kv_bytes(row["prompt_tokens"]) * 24 // cut["layers_used"]
