@@ -98,6 +98,14 @@ class MlxCache:
     peak_is_transient = True
 
     @property
+    def global_layers(self) -> int:
+        return self.kv_layers
+
+    @property
+    def windowed_layers(self) -> int:
+        return self.rotating_layers
+
+    @property
     def windows(self) -> tuple[tuple[int, int], ...]:
         return self.rotating
 

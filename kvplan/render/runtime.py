@@ -46,6 +46,14 @@ def output_buffer_label(ev: Evaluation) -> str:
     return f"llama.cpp output buffer (logits of {n} sequence{'s' if n != 1 else ''})"
 
 
+def peak_label(ev: Evaluation, peak: str) -> str:
+    """The memory table's row for a runtime cache's transient peak above its steady size."""
+    if getattr(ev.cache, "name", None) == "mlx-lm":
+        return (f"+ KV at the peak during the chunked prefill (rotating caches' chunk overhang, the cache before "
+                f"quantization; peak {peak} in all)")
+    return f"+ KV at the peak right after prefill (views of the prompt tensors; peak {peak} in all)"
+
+
 def profile_rule(ev: Evaluation) -> str:
     return (f"runtime {ev.scenario.runtime.name} named by the model profile {ev.scenario.model.name!r} "
             "(no --runtime given; --runtime ideal overrides it)")
@@ -65,9 +73,11 @@ def runtime_table(ev: Evaluation, units: str = "si") -> Table | None:
         total = part["k_bytes"] + part["v_bytes"]
         t.add(f"llama_kv_cache: {part['cells']:,} cells, {part['layers']} layers, {part['streams']} stream(s)",
               f"{fmt.exact_bytes(total)} ({total / 2**20:.2f} MiB)")
+    if "command" in d:  # the runtime's own command line whose cache this prices (mlx-lm)
+        t.add(f"command priced ({d['version']})", d["command"])
     t.add("KV allocated (steady state)", f"{fmt.exact_bytes(ev.kv_bytes)} ({fmt.bytes_(ev.kv_bytes, units)})")
     if ev.kv_peak_bytes != ev.kv_bytes:
-        t.add("KV peak (right after a one-shot prefill)",
+        t.add("KV peak (during the chunked prefill)" if "command" in d else "KV peak (right after a one-shot prefill)",
               f"{fmt.exact_bytes(ev.kv_peak_bytes)} ({fmt.bytes_(ev.kv_peak_bytes, units)})")
     if ev.compute_buffer_bytes:
         t.add("compute buffer (CPU backend; in the total)",

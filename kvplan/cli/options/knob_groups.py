@@ -54,9 +54,13 @@ def _runtime(
     flash_attn: ro.FlashAttnOpt = None,
     cache: ro.CacheOpt = None,
     max_cache_len: ro.MaxCacheLenOpt = None,
+    max_kv_size: ro.MaxKvSizeOpt = None,
+    prefill_step_size: ro.PrefillStepSizeOpt = None,
+    quantized_kv_start: ro.QuantizedKvStartOpt = None,
 ):
     """The ``Knobs.runtime`` value of the runtime options."""
-    return ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache, max_cache_len)
+    return ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache, max_cache_len,
+                           max_kv_size, prefill_step_size, quantized_kv_start)
 
 
 CACHE = OptionGroup(_cache)
