@@ -193,9 +193,11 @@ class MlxCache:
 
             arr = np.asarray(allowance_bytes)
             limits = np.broadcast_to(np.asarray(ctx_limit, dtype=float), arr.shape)
-            flat = [self._max_ctx_one(float(a), sequences, float(lim))
-                    for a, lim in zip(arr.reshape(-1), limits.reshape(-1))]
-            return np.asarray(flat, dtype=np.int64).reshape(arr.shape)
+            seqs = np.broadcast_to(np.asarray(sequences), arr.shape).reshape(-1)
+            flat = [self._max_ctx_one(float(a), int(n), float(lim))
+                    for a, n, lim in zip(arr.reshape(-1), seqs, limits.reshape(-1))]
+            kind = float if any(f == math.inf for f in flat) else np.int64
+            return np.asarray(flat, dtype=kind).reshape(arr.shape)
         return self._max_ctx_one(float(allowance_bytes), sequences, ctx_limit)
 
     def _max_ctx_one(self, allowance_bytes: float, sequences: int, ctx_limit: float) -> int:
@@ -204,8 +206,14 @@ class MlxCache:
         per_sequence = engine.kv_allowance_bytes(allowance_bytes, sequences)
         if self._peak_one(1) > per_sequence:
             return engine.NO_CONTEXT_FITS
+        capped = self.quantized_bytes_per_slot is not None and self.rotating  # refused from quantized_kv_start
+        if self.unbounded and not capped and ctx_limit == math.inf:
+            # every layer rotates: past max_size + two chunks the peak no longer grows
+            steady = max(m for m, _ in self.rotating) + 2 * self.spec.prefill_step_size + 2
+            if self._peak_one(steady) <= per_sequence:
+                return math.inf
         hi = int(min(ctx_limit, 1 << 26))
-        if self.quantized_bytes_per_slot is not None and self.rotating:
+        if capped:
             hi = min(hi, self.spec.quantized_kv_start - 1)
         if self._peak_one(hi) <= per_sequence:
             return hi

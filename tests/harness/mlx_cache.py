@@ -7,9 +7,10 @@ the config's ``torch_dtype``), runs mlx_lm's own ``generate_step`` (its chunked 
 slots its arrays hold) after the prompt, and the largest total seen after any model call during the prefill (the
 peak, when it differs).
 
-What is shrunk, and why it cannot change the cache: ``num_hidden_layers`` (each layer owns its own cache object;
-rows record the layer count used and the cache of each layer, and kvplan's figure is scaled by the real layer count
-— ``qwen2.5-0.5b`` also runs at its full depth of 24 layers), ``intermediate_size`` (the MLP width, not in any cache
+What is shrunk, and why it cannot change the cache: ``num_hidden_layers`` (each layer owns its own cache object:
+one layer, six for gemma-3-1b — one whole 5:1 sliding pattern; rows record the layer count used, the real one and
+the cache of each layer, and kvplan's figure for the real model is the per-layer bytes over the real layer count —
+``qwen2.5-0.5b`` also runs at its full depth of 24 layers, ``--full-depth``), ``intermediate_size`` (the MLP width, not in any cache
 shape) and ``vocab_size`` (the embedding rows). Hidden size, attention heads, KV heads, head_dim, sliding windows
 and their pattern stay as the config gives them.
 
