@@ -29,8 +29,6 @@ from kvplan.caches.errors import CacheTypeError
 from kvplan.caches.facts import Rule, rule
 from kvplan.engine.formats import ElementFormat
 from kvplan.engine.mlx_cache import (
-    DEFAULT_PREFILL_STEP_TOKENS,
-    DEFAULT_QUANTIZED_KV_START_TOKENS,
     MLX_STEP_TOKENS,
     kv_cache_capacities,
     rotating_cache_sizes,
@@ -213,6 +211,9 @@ class MlxCache:
             if self._peak_one(steady) <= per_sequence:
                 return math.inf
         hi = int(min(ctx_limit, 1 << 26))
+        if self.kv_layers:  # a KVCache holds at least its offset: no prompt past allowance / its cheapest slot fits
+            cheapest = min(self.kv_bytes_per_slot, self.quantized_bytes_per_slot or self.kv_bytes_per_slot)
+            hi = min(hi, int(per_sequence // cheapest) + 1)
         if capped:
             hi = min(hi, self.spec.quantized_kv_start - 1)
         if self._peak_one(hi) <= per_sequence:
@@ -225,21 +226,6 @@ class MlxCache:
             else:
                 hi = mid
         return lo
-
-    def command(self, ctx: int) -> str:
-        """The ``mlx_lm.generate`` command line whose cache this prices (the prompt is ``ctx`` tokens)."""
-        parts = ["mlx_lm.generate --model MODEL --prompt -"]
-        if self.spec.max_kv_size is not None:
-            parts.append(f"--max-kv-size {self.spec.max_kv_size}")
-        if self.spec.prefill_step_size != DEFAULT_PREFILL_STEP_TOKENS:
-            parts.append(f"--prefill-step-size {self.spec.prefill_step_size}")
-        if self.kv_bits is not None:
-            parts.append(f"--kv-bits {self.kv_bits}")
-            if self.kv_group_size != DEFAULT_KV_GROUP_SIZE:
-                parts.append(f"--kv-group-size {self.kv_group_size}")
-            if self.spec.quantized_kv_start != DEFAULT_QUANTIZED_KV_START_TOKENS:
-                parts.append(f"--quantized-kv-start {self.spec.quantized_kv_start}")
-        return " ".join(parts)
 
     def describe(self, ctx: int, sequences: int = 1) -> dict:
         """What applied for this request: rules, the slots of each cache kind, the command line priced."""
@@ -269,8 +255,7 @@ class MlxCache:
             "cells": {"kv_cache_capacity": capacity if self.kv_layers else None, "offset": offset,
                       "rotating": rotating, "quantized": quantized},
             "dtype": MLX_DTYPES[self.dtype.name],
-            "command": self.command(ctx),
-            "version": f"mlx-lm {MLX_LM_VERSION}",
+            "version": MLX_LM_VERSION,
         }
 
 
@@ -284,8 +269,8 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
     bits, group = None, None
     asked = [f for f in (k_format, v_format) if f is not None]
     if asked and any(f != asked[0] for f in asked):
-        raise FieldError(("k_bits", "v_bits"), "MLX-LM quantizes K and V alike (one --kv-bits); give one "
-                         "{kv_bits}", lead=None)
+        raise FieldError(("k_bits", "v_bits"), "MLX-LM quantizes K and V alike; give one {kv_bits}", lead=None,
+                         mentions=("kv_bits",))
     if asked:
         fmt = asked[0]
         side = "k" if k_format is not None else "v"
@@ -294,7 +279,7 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
         elif fmt.name.startswith("int") and fmt.zero_bytes == 0:
             bits, group = fmt.bits, fmt.group_size or DEFAULT_KV_GROUP_SIZE
         else:
-            raise CacheTypeError("MLX-LM quantizes its cache with --kv-bits (mx.quantize); {given} is not one of "
+            raise CacheTypeError("MLX-LM quantizes its cache with mx.quantize (a bit width); {given} is not one of "
                                  "its formats", side, fmt)
     if bits is not None and bits not in MLX_KV_BITS:
         raise FieldError("kv_bits", f"mx.quantize takes {', '.join(map(str, MLX_KV_BITS))} bits, got {bits}")
@@ -303,7 +288,7 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
                          f"values, got {group}")
     runs = attention_runs(model.schedule, "mlx-lm")
     if model.schedule.latent:
-        raise FieldError("model", "an MLA (latent) model: MLX-LM's cache for it is not modelled")
+        raise FieldError("model", f"{model.name} has MLA (latent) attention: the mlx-lm cache model does not price it")
     arch = (model.architecture or "").lower()
     module = MODEL_REMAPPING.get(arch, arch)
     own_cache = module in OWN_CACHE

@@ -55,7 +55,7 @@ def runtime_cache_for(s):
                          "drop it with {runtime=llama.cpp}", mentions=("runtime",))
     if s.sliding_window is not None and isinstance(s.runtime, MlxLmSpec):
         raise FieldError("sliding_window", "MLX-LM puts a window on a model with {runtime.max_kv_size}; drop "
-                         "{sliding_window} with {runtime=mlx-lm}", mentions=("runtime",))
+                         "{sliding_window} with {runtime=mlx-lm}", mentions=("runtime", "runtime.max_kv_size"))
     try:
         return cache_model(s.runtime, s.model, s.k_format, s.v_format, s.sliding_window)
     except CacheTypeError as exc:  # name the field the user set, not k_type
