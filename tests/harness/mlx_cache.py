@@ -57,7 +57,9 @@ MODELS = {
     "phi-3-mini-4k": 1,
     "mistral-7b-v0.1": 1,  # config sliding_window 4096, mlx_lm maps mistral to llama: no layer_types, plain KVCache
     "gemma-2-2b": 1,  # sliding window 4096 in the config; mlx_lm's gemma2 has no make_cache: plain KVCache
+    "llama-3.2-3b": 1,  # the issue's command: 16k prompt, --kv-bits 4 (grid: ISSUE_ROWS)
 }
+ISSUE_ROWS = {"llama-3.2-3b": [{"prompt_tokens": 16_384, "kv_bits": 4}, {"prompt_tokens": 16_384}]}
 PROMPTS = (300, 2049, 5000, 10500)
 
 
@@ -202,6 +204,8 @@ def main() -> int:
             rows = []
             settings = list(grid(name)) if layers is not None else [{"prompt_tokens": 300}, {"prompt_tokens": 2049},
                                                                     {"prompt_tokens": 5000, "kv_bits": 4}]
+            if name in ISSUE_ROWS and layers is not None:
+                settings = ISSUE_ROWS[name]
             if args.quick:
                 settings = settings[:1]
             for s in settings:

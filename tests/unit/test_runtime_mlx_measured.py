@@ -26,12 +26,12 @@ def _profile(name: str, layers: int, dtype: str):
     return base.model_copy(update={"layers": layers, "kv_bits": DTYPE_BITS[dtype]})
 
 
-def _cache(entry, row, name):
+def _cache(entry, row, name, layers=None):
     from kvplan.caches.mlx import mlx_cache
     from kvplan.engine.formats import format_from_bits, format_from_name
     from kvplan.profiles.runtime import runtime_spec
 
-    model = _profile(name, entry["layers_used"], entry["dtype"])
+    model = _profile(name, layers or entry["layers_used"], entry["dtype"])
     spec = runtime_spec("mlx-lm", max_kv_size=row["max_kv_size"], prefill_step_size=row["prefill_step_size"],
                         quantized_kv_start=row["quantized_kv_start"])
     fmt = None
@@ -127,3 +127,20 @@ def test_full_depth_is_the_per_layer_figure_scaled():
         assert cache.kv_peak_bytes(row["prompt_tokens"]) == row["peak_kv_bytes"]
         small = _cache(cut, row, "qwen2.5-0.5b")
         assert row["kv_bytes"] == small.kv_bytes(row["prompt_tokens"]) * 24 // cut["layers_used"]
+
+
+UNIFORM = [(name, i) for name, i in ROWS if "@" not in name and "error" not in MEASURED["models"][name]["rows"][i]
+           and len({(ly["class"], ly["capacity_tokens"]) for ly in MEASURED["models"][name]["rows"][i]["layers"]}) == 1]
+
+
+@pytest.mark.parametrize("name,i", UNIFORM, ids=[f"{n}-{i}" for n, i in UNIFORM])
+def test_real_depth_is_per_layer_bytes_times_layers(name, i):
+    """Every layer alike (one cache class and capacity): kvplan's figure for the real model, all its layers, is
+    the measured per-layer bytes × real_layers (llama-3.2-3b at 16k, 4-bit: 28 × 18,874,368 = 528,482,304)."""
+    entry = MEASURED["models"][name]
+    row = entry["rows"][i]
+    full = _cache(entry, row, name, layers=entry["real_layers"])
+    per_layer = row["kv_bytes"] // entry["layers_used"]
+    assert row["kv_bytes"] == per_layer * entry["layers_used"]
+    assert full.kv_bytes(row["prompt_tokens"]) == per_layer * entry["real_layers"]
+    assert full.kv_peak_bytes(row["prompt_tokens"]) == row["peak_kv_bytes"] // entry["layers_used"] * entry["real_layers"]
