@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kvplan.caches.errors import CacheTypeError
 from kvplan.caches.facts import Rule, rule
@@ -148,10 +149,10 @@ class MlxCache:
                              f"{ctx:,}", lead=None, mentions=("runtime.quantized_kv_start",))
 
     def _steady_one(self, ctx: int) -> int:
-        return self._states(int(ctx))[-1][1]
+        return _figures(self, int(ctx))[0]
 
     def _peak_one(self, ctx: int) -> int:
-        return max(max(s) for s in self._states(int(ctx)))
+        return _figures(self, int(ctx))[1]
 
     def _over(self, one, ctx, sequences):
         if isinstance(ctx, (int, float)) and not hasattr(ctx, "shape"):
@@ -205,12 +206,15 @@ class MlxCache:
         if self._peak_one(1) > per_sequence:
             return engine.NO_CONTEXT_FITS
         capped = self.quantized_bytes_per_slot is not None and self.rotating  # refused from quantized_kv_start
-        if self.unbounded and not capped and ctx_limit == math.inf:
+        hi = int(min(ctx_limit, 1 << 26))
+        if self.unbounded:
             # every layer rotates: past max_size + two chunks the peak no longer grows
             steady = max(m for m, _ in self.rotating) + 2 * self.spec.prefill_step_size + 2
             if self._peak_one(steady) <= per_sequence:
-                return math.inf
-        hi = int(min(ctx_limit, 1 << 26))
+                if capped:
+                    return min(hi, self.spec.quantized_kv_start - 1)
+                return math.inf if ctx_limit == math.inf else hi
+            hi = min(hi, steady)
         if self.kv_layers:  # a KVCache holds at least its offset: no prompt past allowance / its cheapest slot fits
             cheapest = min(self.kv_bytes_per_slot, self.quantized_bytes_per_slot or self.kv_bytes_per_slot)
             hi = min(hi, int(per_sequence // cheapest) + 1)
@@ -257,6 +261,14 @@ class MlxCache:
             "dtype": MLX_DTYPES[self.dtype.name],
             "version": MLX_LM_VERSION,
         }
+
+
+@lru_cache(maxsize=65536)
+def _figures(cache: MlxCache, ctx: int) -> tuple[int, int]:
+    """(bytes after the prompt, the peak) of one sequence's prompt of ``ctx`` tokens; memoized, as max_ctx's
+    search and a sweep ask for the same prompts again."""
+    states = cache._states(ctx)
+    return states[-1][1], max(max(s) for s in states)
 
 
 def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,

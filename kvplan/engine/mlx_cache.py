@@ -22,8 +22,6 @@ the prompt and the largest one on the way.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 MLX_STEP_TOKENS = 256  # KVCache.step, QuantizedKVCache.step, RotatingKVCache.step
 DEFAULT_PREFILL_STEP_TOKENS = 2048  # generate.py DEFAULT_PREFILL_STEP_SIZE
 DEFAULT_QUANTIZED_KV_START_TOKENS = 5000  # generate.py DEFAULT_QUANTIZED_KV_START
@@ -56,7 +54,6 @@ def update_sizes(prompt_tokens: int, prefill_step_tokens: int, decode_tokens: in
     return tuple(sizes) + (1,) * (remaining + decode_tokens)
 
 
-@lru_cache(maxsize=4096)
 def kv_cache_capacities(prompt_tokens: int, prefill_step_tokens: int, decode_tokens: int = 0,
                         step_tokens: int = MLX_STEP_TOKENS) -> tuple[tuple[int, int], ...]:
     """``(offset, capacity)`` of a ``KVCache`` / ``QuantizedKVCache`` after each model call.
@@ -90,7 +87,6 @@ def kv_cache_capacities(prompt_tokens: int, prefill_step_tokens: int, decode_tok
     return tuple(out)
 
 
-@lru_cache(maxsize=4096)
 def rotating_cache_sizes(prompt_tokens: int, prefill_step_tokens: int, max_size_tokens: int, decode_tokens: int = 0,
                          step_tokens: int = MLX_STEP_TOKENS) -> tuple[tuple[int, int], ...]:
     """``(offset, slots)`` of a ``RotatingKVCache(max_size)`` after each model call.
