@@ -63,6 +63,10 @@ OWN_CACHE = frozenset({
 # gemma3_text.py / gemma3.py (i % sliding_window_pattern), cohere2.py, exaone4.py, gpt_oss.py and olmo3.py
 # (layer_types), llama.py and ministral3.py (layer.use_sliding, from layer_types). A Mistral config has no
 # layer_types, so mistral (built by llama.py) keeps a KVCache on every layer.
+# modules whose attention does its own product on the cache's arrays instead of base.scaled_dot_product_attention
+# (which dispatches a QuantizedKVCache to quantized_scaled_dot_product_attention): gemma2.py (softcapping,
+# mx.expand_dims(keys, 2)) — the first model call after the cache is quantized fails with a TypeError
+NO_QUANTIZED_ATTENTION = frozenset({"gemma2"})
 ROTATING_SLIDING = frozenset({"gemma3", "gemma3_text", "cohere2", "exaone4", "gpt_oss", "olmo3", "llama",
                               "ministral3"})
 
@@ -90,6 +94,7 @@ class MlxCache:
     kv_bits: int | None
     kv_group_size: int | None
     rules: tuple[Rule, ...]
+    quantized_attention: bool = True  # False: the model's attention fails on a QuantizedKVCache (gemma2)
 
     name = "mlx-lm"
     # the rotating caches' max_size + chunk − 1 tokens and the plain cache before quantization exist only during
@@ -140,7 +145,18 @@ class MlxCache:
             was_quantized = now_quantized
         return out
 
+    @property
+    def quantize_fails(self) -> bool:
+        """MLX-LM fails once this cache reaches quantized_kv_start (a rotating layer, or an attention that cannot
+        read a QuantizedKVCache)."""
+        return self.quantized_bytes_per_slot is not None and (bool(self.rotating) or not self.quantized_attention)
+
     def _refuse_quantized_rotating(self, ctx: int) -> None:
+        if self.quantize_fails and not self.quantized_attention and ctx >= self.spec.quantized_kv_start:
+            raise FieldError(("kv_bits", "ctx"), f"MLX-LM cannot run a quantized cache on this model: its attention "
+                             f"does not read a QuantizedKVCache (a TypeError at the first model call after the "
+                             f"prompt reaches {{runtime.quantized_kv_start}} {self.spec.quantized_kv_start:,} "
+                             f"tokens); ctx is {ctx:,}", lead=None, mentions=("runtime.quantized_kv_start",))
         if self.quantized_bytes_per_slot is not None and self.rotating and ctx >= self.spec.quantized_kv_start:
             raise FieldError(("kv_bits", "ctx"), f"MLX-LM cannot quantize a RotatingKVCache "
                              f"(RotatingKVCache.to_quantized raises NotImplementedError): this model's "
@@ -160,7 +176,7 @@ class MlxCache:
         import numpy as np
 
         arr = np.asarray(ctx)
-        if arr.size and self.quantized_bytes_per_slot is not None and self.rotating:
+        if arr.size and self.quantize_fails:
             self._refuse_quantized_rotating(int(arr.max()))
         flat = [one(int(c)) for c in arr.reshape(-1)]
         return np.asarray(flat, dtype=np.int64).reshape(arr.shape) * sequences
@@ -205,7 +221,7 @@ class MlxCache:
         per_sequence = engine.kv_allowance_bytes(allowance_bytes, sequences)
         if self._peak_one(1) > per_sequence:
             return engine.NO_CONTEXT_FITS
-        capped = self.quantized_bytes_per_slot is not None and self.rotating  # refused from quantized_kv_start
+        capped = self.quantize_fails  # refused from quantized_kv_start
         hi = int(min(ctx_limit, 1 << 26))
         if self.unbounded:
             # every layer rotates: past max_size + two chunks the peak no longer grows
@@ -345,5 +361,6 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
                           window=min(rotating)))
     fmt = qfmt or dtype
     return MlxCache(spec, fmt, fmt, dtype, kv_slot, q_slot if qfmt is not None else None,
-                    tuple(sorted(rotating.items())), kv_layers, rotating_layers, bits, group, tuple(rules))
+                    tuple(sorted(rotating.items())), kv_layers, rotating_layers, bits, group, tuple(rules),
+                    module not in NO_QUANTIZED_ATTENTION)
 
