@@ -32,7 +32,11 @@ from kvplan.engine.formats import ElementFormat
 from kvplan.engine.mlx_cache import (
     MLX_STEP_TOKENS,
     kv_cache_capacities,
+    kv_cache_grow,
+    kv_capacity_after_chunks,
+    rotating_after_chunks,
     rotating_cache_sizes,
+    rotating_in_place,
 )
 from kvplan.engine.schedule import attention_runs
 from kvplan.errors import FieldError
@@ -124,25 +128,42 @@ class MlxCache:
 
     # -- the state after each model call ---------------------------------------------------------------------
     def _states(self, ctx: int) -> list[tuple[int, int]]:
-        """(bytes before, bytes after) ``maybe_quantize_kv_cache`` at each observation point of a prompt of
-        ``ctx`` tokens, for one sequence."""
+        """(bytes before, bytes after) ``maybe_quantize_kv_cache`` at the observation points of a prompt of
+        ``ctx`` tokens that can hold the largest total, for one sequence, the last one the state after the prompt.
+
+        During the full prefill chunks every cache only grows, so the largest total of those is at the chunk
+        that crosses ``quantized_kv_start`` (still plain before the conversion) or at the last full chunk; then
+        the shorter last chunk, then the last prompt token (:mod:`kvplan.engine.mlx_cache`)."""
         if ctx <= 0:
             return [(0, 0)]
         self._refuse_quantized_rotating(ctx)
-        p = self.spec.prefill_step_size
-        full = kv_cache_capacities(ctx, p, 0, MLX_STEP_TOKENS)
-        rot = [(b, rotating_cache_sizes(ctx, p, m, 0, MLX_STEP_TOKENS)) for m, b in self.rotating]
-        start = self.spec.quantized_kv_start
+        p, start = self.spec.prefill_step_size, self.spec.quantized_kv_start
         quantizing = self.quantized_bytes_per_slot is not None
+        full_chunks, rest = divmod(ctx - 1, p)
+        points = []  # (offset before, offset, capacity, rotating slots per max_size)
+        crossing = max(1, -(-start // p))
+        for j in sorted({j for j in (crossing, full_chunks) if 1 <= j <= full_chunks}):
+            offset, capacity = kv_capacity_after_chunks(j, p, MLX_STEP_TOKENS)
+            points.append(((j - 1) * p if j > 1 else None, offset, capacity,
+                           [rotating_after_chunks(j, p, m) for m, _ in self.rotating]))
+        offset, capacity = kv_capacity_after_chunks(full_chunks, p, MLX_STEP_TOKENS)
+        slots = [rotating_after_chunks(full_chunks, p, m) if full_chunks else 0 for m, _ in self.rotating]
+        if rest:
+            before = offset if full_chunks else None
+            offset, capacity = kv_cache_grow(offset, capacity, rest, MLX_STEP_TOKENS)
+            slots = [min(s, m - 1) + rest if s else rest for s, (m, _) in zip(slots, self.rotating)]
+            points.append((before, offset, capacity, list(slots)))
+        before = offset if ctx > 1 else None
+        slots = [rotating_in_place(offset, s, m, MLX_STEP_TOKENS) for s, (m, _) in zip(slots, self.rotating)]
+        offset, capacity = kv_cache_grow(offset, capacity, 1, MLX_STEP_TOKENS)
+        points.append((before, offset, capacity, slots))
         out = []
-        was_quantized = False
-        for i, (offset, capacity) in enumerate(full):
-            rot_bytes = sum(b * sizes[i][1] for b, sizes in rot)
-            before = capacity * (self.quantized_bytes_per_slot if was_quantized else self.kv_bytes_per_slot)
-            now_quantized = quantizing and offset >= start
-            after = capacity * (self.quantized_bytes_per_slot if now_quantized else self.kv_bytes_per_slot)
-            out.append((before + rot_bytes, after + rot_bytes))
-            was_quantized = now_quantized
+        for previous, offset, capacity, slots in points:
+            rot_bytes = sum(b * s for s, (_, b) in zip(slots, self.rotating))
+            was = quantizing and previous is not None and previous >= start
+            now = quantizing and offset >= start
+            q, plain = self.quantized_bytes_per_slot, self.kv_bytes_per_slot
+            out.append((capacity * (q if was else plain) + rot_bytes, capacity * (q if now else plain) + rot_bytes))
         return out
 
     @property

@@ -118,3 +118,60 @@ def rotating_cache_sizes(prompt_tokens: int, prefill_step_tokens: int, max_size_
         offset += s
         out.append((offset, slots))
     return tuple(out)
+
+
+def kv_cache_grow(offset_tokens: int, capacity_tokens: int, update_tokens: int,
+                  step_tokens: int = MLX_STEP_TOKENS) -> tuple[int, int]:
+    """``KVCache.update_and_fetch`` of ``update_tokens`` on a cache at ``offset_tokens`` holding
+    ``capacity_tokens`` slots: the new (offset, capacity) [tokens] (trim to the offset when it is off a step
+    boundary, then ``ceil(S / step) · step`` more slots, whenever the update does not fit)."""
+    if capacity_tokens == 0 or offset_tokens + update_tokens > capacity_tokens:
+        if capacity_tokens and offset_tokens % step_tokens:
+            capacity_tokens = offset_tokens
+        capacity_tokens += -(-update_tokens // step_tokens) * step_tokens
+    return offset_tokens + update_tokens, capacity_tokens
+
+
+def kv_capacity_after_chunks(chunks: int, prefill_step_tokens: int,
+                             step_tokens: int = MLX_STEP_TOKENS) -> tuple[int, int]:
+    """(offset, capacity) [tokens] of a ``KVCache`` after ``chunks`` prefill chunks of ``prefill_step_tokens``.
+
+    The growth of a chunk depends only on the slack (capacity − offset) and ``offset mod step``, so the sequence
+    of those pairs repeats; one period is followed and the rest skipped whole (O(step) work at any context)."""
+    offset = capacity = 0
+    seen: dict[tuple[int, int], tuple[int, int, int]] = {}
+    done = 0
+    while done < chunks:
+        if done:
+            key = (capacity - offset, offset % step_tokens)
+            if key in seen:
+                then, offset_then, capacity_then = seen[key]
+                period = done - then
+                cycles = (chunks - done) // period
+                offset += cycles * (offset - offset_then)
+                capacity += cycles * (capacity - capacity_then)
+                done += cycles * period
+                seen.clear()
+                while done < chunks:
+                    offset, capacity = kv_cache_grow(offset, capacity, prefill_step_tokens, step_tokens)
+                    done += 1
+                break
+            seen[key] = (done, offset, capacity)
+        offset, capacity = kv_cache_grow(offset, capacity, prefill_step_tokens, step_tokens)
+        done += 1
+    return offset, capacity
+
+
+def rotating_after_chunks(chunks: int, prefill_step_tokens: int, max_size_tokens: int) -> int:
+    """Slots [tokens] of a ``RotatingKVCache(max_size)`` after ``chunks`` (≥ 1) full prefill chunks:
+    ``min(chunks · P, max_size − 1 + P)`` (each chunk keeps ``min(size, max_size − 1)`` and appends ``P``)."""
+    return min(chunks * prefill_step_tokens, max_size_tokens - 1 + prefill_step_tokens)
+
+
+def rotating_in_place(offset_tokens: int, slots_tokens: int, max_size_tokens: int,
+                      step_tokens: int = MLX_STEP_TOKENS) -> int:
+    """Slots [tokens] after ``RotatingKVCache._update_in_place`` of one token at ``offset_tokens``: grown by
+    ``min(step, max_size − offset)`` when full and below ``max_size``, then trimmed to ``max_size``."""
+    if slots_tokens == 0 or (offset_tokens >= slots_tokens and slots_tokens < max_size_tokens):
+        slots_tokens += min(step_tokens, max_size_tokens - offset_tokens)
+    return min(slots_tokens, max_size_tokens)

@@ -61,6 +61,9 @@ MODELS = {
 }
 ISSUE_ROWS = {"llama-3.2-3b": [{"prompt_tokens": 16_384, "kv_bits": 4}, {"prompt_tokens": 16_384}]}
 PROMPTS = (300, 2049, 5000, 10500)
+# without --zero-attention: the real attention product, on a few settings, to show it leaves the cache alone
+REAL_ATTENTION_ROWS = [{"prompt_tokens": 300}, {"prompt_tokens": 2049},
+                       {"prompt_tokens": 2049, "kv_bits": 4, "quantized_kv_start": 1000}]
 
 
 def build(name: str, layers: int | None):
@@ -201,9 +204,13 @@ def main() -> int:
         for layers in ((None,) if args.full_depth else (MODELS[name],)):
             model, config, real_layers, dtype, model_type = build(name, layers)
             key = name if layers is not None else f"{name}@full"
+            if not ZERO_ATTENTION and layers is not None:  # the cross-check: real attention, a few settings
+                key = f"{name}@real-attention"
             rows = []
             settings = list(grid(name)) if layers is not None else [{"prompt_tokens": 300}, {"prompt_tokens": 2049},
                                                                     {"prompt_tokens": 5000, "kv_bits": 4}]
+            if not ZERO_ATTENTION and layers is not None:
+                settings = REAL_ATTENTION_ROWS
             if name in ISSUE_ROWS and layers is not None:
                 settings = ISSUE_ROWS[name]
             if args.quick:

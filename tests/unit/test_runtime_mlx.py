@@ -170,3 +170,36 @@ def test_rotating_bounds(n, step, m):
     """After the prompt a RotatingKVCache holds at most max_size slots; during it at most max_size + chunk − 1."""
     sizes = rotating_cache_sizes(n, step, m)
     assert sizes[-1][1] <= m and max(s for _, s in sizes) <= max(m + step - 1, m)
+
+
+def _reference(c, n):
+    """(after the prompt, peak) by following every model call (kv_cache_capacities / rotating_cache_sizes)."""
+    p, start = c.spec.prefill_step_size, c.spec.quantized_kv_start
+    full = kv_cache_capacities(n, p)
+    rot = [(b, rotating_cache_sizes(n, p, m)) for m, b in c.rotating]
+    q = c.quantized_bytes_per_slot
+    seen, was = [], False
+    for i, (offset, capacity) in enumerate(full):
+        r = sum(b * sizes[i][1] for b, sizes in rot)
+        now = q is not None and offset >= start
+        seen += [capacity * (q if was else c.kv_bytes_per_slot) + r, capacity * (q if now else c.kv_bytes_per_slot) + r]
+        was = now
+    return seen[-1], max(seen)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 30_000), st.sampled_from([256, 300, 512, 1000, 2048]), st.sampled_from([None, 700, 4096]),
+       st.sampled_from([None, 4, 8]), st.sampled_from([0, 1000, 5000]))
+def test_fast_path_equals_every_call(n, step, max_kv, bits, start):
+    """The cache model's candidate observations (O(1) in the context) give what following every call gives."""
+    c = cache("qwen3-4b", bits=bits, prefill_step_size=step, max_kv_size=max_kv, quantized_kv_start=start)
+    if c.quantize_fails and n >= start:
+        return
+    assert (c.kv_bytes(n), c.kv_peak_bytes(n)) == _reference(c, n)
+
+
+def test_huge_context_is_cheap():
+    # 2^40 tokens (the core's search bound): O(1) work, ceil(2^40 / 256) · 256 = 2^40 slots × 114,688 B
+    c = cache("llama-3.2-3b", prefill_step_size=1000)
+    assert c.kv_bytes(2**40) >= 2**40 * 114_688
+    assert cache("llama-3.2-3b").kv_bytes(2**40) == 2**40 * 114_688

@@ -159,3 +159,20 @@ def test_real_depth_is_per_layer_bytes_times_layers(name, i):
     assert row["kv_bytes"] == per_layer * entry["layers_used"]
     assert full.kv_bytes(row["prompt_tokens"]) == per_layer * entry["real_layers"]
     assert full.kv_peak_bytes(row["prompt_tokens"]) == row["peak_kv_bytes"] // entry["layers_used"] * entry["real_layers"]
+
+
+def test_real_attention_leaves_the_cache_alone():
+    """Rows measured with the real attention product hold the bytes of the same settings with it zeroed."""
+    real = {n: e for n, e in MEASURED["models"].items() if n.endswith("@real-attention")}
+    assert real, "no real-attention cross-check in the data"
+    for name, entry in real.items():
+        assert entry["attention"] == "real"
+        zeroed = MEASURED["models"][name.split("@")[0]]
+        assert zeroed["attention"] == "zeros" and zeroed["layers_used"] == entry["layers_used"]
+        keys = ("prompt_tokens", "decode_tokens", "kv_bits", "kv_group_size", "quantized_kv_start", "max_kv_size",
+                "prefill_step_size")
+        by_settings = {tuple(r[k] for k in keys): r for r in zeroed["rows"]}
+        for row in entry["rows"]:
+            twin = by_settings.get(tuple(row[k] for k in keys))
+            if twin is not None:
+                assert (twin["kv_bytes"], twin["peak_kv_bytes"]) == (row["kv_bytes"], row["peak_kv_bytes"])
