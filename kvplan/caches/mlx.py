@@ -99,6 +99,7 @@ class MlxCache:
     kv_group_size: int | None
     rules: tuple[Rule, ...]
     quantized_attention: bool = True  # False: the model's attention fails on a QuantizedKVCache (gemma2)
+    misfit_head_dim: int | None = None  # a head_dim that is not a multiple of the group (mx.quantize refuses it)
 
     name = "mlx-lm"
     # the rotating caches' max_size + chunk − 1 tokens and the plain cache before quantization exist only during
@@ -170,9 +171,15 @@ class MlxCache:
     def quantize_fails(self) -> bool:
         """MLX-LM fails once this cache reaches quantized_kv_start (a rotating layer, or an attention that cannot
         read a QuantizedKVCache)."""
-        return self.quantized_bytes_per_slot is not None and (bool(self.rotating) or not self.quantized_attention)
+        return self.quantized_bytes_per_slot is not None and (bool(self.rotating) or not self.quantized_attention
+                                                              or self.misfit_head_dim is not None)
 
     def _refuse_quantized_rotating(self, ctx: int) -> None:
+        if self.quantize_fails and self.misfit_head_dim is not None and ctx >= self.spec.quantized_kv_start:
+            raise FieldError(("kv_group_size", "ctx"), f"mx.quantize needs head_dim {self.misfit_head_dim} to be a "
+                             f"multiple of the group size {self.kv_group_size}: MLX-LM fails when the prompt "
+                             f"reaches {{runtime.quantized_kv_start}} {self.spec.quantized_kv_start:,} tokens; ctx "
+                             f"is {ctx:,}", lead=None, mentions=("runtime.quantized_kv_start",))
         if self.quantize_fails and not self.quantized_attention and ctx >= self.spec.quantized_kv_start:
             raise FieldError(("kv_bits", "ctx"), f"MLX-LM cannot run a quantized cache on this model: its attention "
                              f"does not read a QuantizedKVCache (a TypeError at the first model call after the "
@@ -343,12 +350,9 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
     own_cache = module in OWN_CACHE
     honours_window = arch in ROTATING_SLIDING
     qfmt = quantized_format(bits, group, dtype) if bits is not None else None
+    misfit = None  # a head_dim mx.quantize cannot group: MLX-LM fails when it quantizes (from quantized_kv_start)
     if group is not None:
-        for _, layer in runs:
-            for d in (layer.k_head_dim, layer.v_head_dim):
-                if d % group:
-                    raise FieldError("kv_group_size", f"mx.quantize needs head_dim {d} to be a multiple of the "
-                                     f"group size {group}")
+        misfit = next((d for _, layer in runs for d in (layer.k_head_dim, layer.v_head_dim) if d % group), None)
     rules = [rule("architecture", architecture=arch or None), rule("cache_dtype", dtype=MLX_DTYPES[dtype.name])]
     kv_slot = q_slot = 0
     kv_layers = 0
@@ -383,5 +387,5 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
     fmt = qfmt or dtype
     return MlxCache(spec, fmt, fmt, dtype, kv_slot, q_slot if qfmt is not None else None,
                     tuple(sorted(rotating.items())), kv_layers, rotating_layers, bits, group, tuple(rules),
-                    module not in NO_QUANTIZED_ATTENTION)
+                    module not in NO_QUANTIZED_ATTENTION, misfit)
 
