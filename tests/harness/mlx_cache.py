@@ -19,7 +19,9 @@ Run (about 40 minutes on 2 cores)::
     python3 -m venv /work/mlx-venv && /work/mlx-venv/bin/pip install "mlx[cpu]" mlx-lm transformers
     /work/mlx-venv/bin/python tests/harness/mlx_cache.py --out tests/data/mlx/cache.json --zero-attention
     /work/mlx-venv/bin/python tests/harness/mlx_cache.py --out tests/data/mlx/cache.json --full-depth \
-        --models qwen2.5-0.5b                       # real attention, all 24 layers
+        --zero-attention --models qwen2.5-0.5b      # all 24 layers
+    /work/mlx-venv/bin/python tests/harness/mlx_cache.py --out tests/data/mlx/cache.json --models qwen3-0.6b
+                                                    # real attention on a few settings: the cross-check
 
 Observation points: ``generate_step`` calls ``maybe_quantize_kv_cache`` after every prefill chunk and after every
 ``_step``; the harness wraps that function (module attribute, looked up when ``generate_step`` runs) and records the
