@@ -1,10 +1,10 @@
-"""The runtime-exact cache models: pick llama.cpp's or transformers' for a runtime spec."""
+"""The runtime-exact cache models: pick llama.cpp's, transformers' or MLX-LM's for a runtime spec."""
 
 from __future__ import annotations
 
 from kvplan.caches.errors import CacheTypeError
 from kvplan.errors import FieldError
-from kvplan.profiles.runtime import LlamaCppSpec, TransformersSpec
+from kvplan.profiles.runtime import LlamaCppSpec, MlxLmSpec, TransformersSpec
 
 
 def asked_as(s, side: str) -> tuple[str | None, str]:
@@ -37,6 +37,10 @@ def cache_model(spec: RuntimeSpec, model, k_format=None, v_format=None, sliding_
         from kvplan.caches.transformers import transformers_cache
 
         return transformers_cache(spec, model, k_format, v_format, sliding_window)
+    if isinstance(spec, MlxLmSpec):
+        from kvplan.caches.mlx import mlx_cache
+
+        return mlx_cache(spec, model, k_format, v_format)
     raise FieldError("runtime", f"not a runtime spec: {spec!r}")
 
 
@@ -49,6 +53,9 @@ def runtime_cache_for(s):
     if s.sliding_window is not None and isinstance(s.runtime, LlamaCppSpec):
         raise FieldError("sliding_window", "llama.cpp has no option to put a window on a model; "
                          "drop it with {runtime=llama.cpp}", mentions=("runtime",))
+    if s.sliding_window is not None and isinstance(s.runtime, MlxLmSpec):
+        raise FieldError("sliding_window", "MLX-LM puts a window on a model with {runtime.max_kv_size}; drop "
+                         "{sliding_window} with {runtime=mlx-lm}", mentions=("runtime", "runtime.max_kv_size"))
     try:
         return cache_model(s.runtime, s.model, s.k_format, s.v_format, s.sliding_window)
     except CacheTypeError as exc:  # name the field the user set, not k_type

@@ -11,6 +11,8 @@ Semantics of ``ctx`` and ``sequences`` per runtime:
 
 - ``ideal`` and ``transformers``: ``ctx`` is the tokens of each sequence; ``sequences``
   sequences each hold their own cache (transformers: the batch dimension).
+- ``mlx-lm``: ``ctx`` is the prompt of each sequence as ``generate_step`` processes it (chunked prefill, then
+  the cache after its last prompt token); ``sequences`` sequences each hold their own cache objects.
 - ``llama.cpp``: ``ctx`` is llama.cpp's ``-c`` (``n_ctx``), the TOTAL context shared
   by the ``-np`` parallel sequences; ``sequences`` is ``-np`` (``n_seq_max``).
 """
@@ -21,7 +23,7 @@ from dataclasses import dataclass, fields
 
 from kvplan.errors import FieldError
 
-RUNTIME_NAMES = ("ideal", "llama.cpp", "transformers")
+RUNTIME_NAMES = ("ideal", "llama.cpp", "transformers", "mlx-lm")
 FLASH_ATTN_CHOICES = ("auto", "on", "off")
 CACHE_CHOICES = ("dynamic", "static")
 #: llama.cpp builds whose rules kvplan follows, the default first (kvplan.engine.llamacpp_process.BUILDS)
@@ -76,7 +78,25 @@ class TransformersSpec:
     name = "transformers"
 
 
-RuntimeSpec = LlamaCppSpec | TransformersSpec
+@dataclass(frozen=True)
+class MlxLmSpec:
+    """MLX-LM's ``generate_step`` options that change the cache (mlx-lm 0.32.2, ``mlx_lm/generate.py``).
+
+    ``max_kv_size`` is ``--max-kv-size`` (None: a growing ``KVCache`` per layer; else a
+    ``RotatingKVCache(max_size=max_kv_size, keep=4)`` per layer, for a model without its own ``make_cache``),
+    ``prefill_step_size`` ``--prefill-step-size`` (2048), ``quantized_kv_start`` ``--quantized-kv-start``
+    (5000: the offset from which ``--kv-bits`` quantizes the cache). ``--kv-bits`` and ``--kv-group-size``
+    are the scenario's cache format (the ``kv_bits`` / ``kv_group_size`` knobs, group 64 by default).
+    """
+
+    max_kv_size: int | None = None
+    prefill_step_size: int = 2048
+    quantized_kv_start: int = 5000
+
+    name = "mlx-lm"
+
+
+RuntimeSpec = LlamaCppSpec | TransformersSpec | MlxLmSpec
 
 
 def runtime_spec(name: str | None, *, parallel: int | None = None, kv_unified: bool = False,
@@ -84,21 +104,25 @@ def runtime_spec(name: str | None, *, parallel: int | None = None, kv_unified: b
                  flash_attn: str | None = None, cache: str | None = None,
                  max_cache_len: int | None = None, mmap: bool | None = None, repack: bool | None = None,
                  build: str | None = None, prompt_tokens: int | None = None,
-                 judge: str | None = None) -> RuntimeSpec | None:
+                 judge: str | None = None, max_kv_size: int | None = None,
+                 prefill_step_size: int | None = None, quantized_kv_start: int | None = None) -> RuntimeSpec | None:
     """Build the spec a runtime name and its options ask for (None: the ideal formula).
 
     Options of another runtime are usage errors, so a typo never silently does nothing.
     """
     key = (name or "ideal").strip().lower()
-    key = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers"}.get(key, key)
+    key = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers", "mlx": "mlx-lm",
+           "mlx_lm": "mlx-lm"}.get(key, key)
     llama_opts = {"parallel": parallel is not None, "kv_unified": kv_unified, "ubatch": ubatch is not None,
                   "batch": batch is not None, "swa_full": swa_full, "flash_attn": flash_attn is not None,
                   "mmap": mmap is not None, "repack": repack is not None, "build": build is not None,
                   "prompt_tokens": prompt_tokens is not None, "judge": judge is not None}
     hf_opts = {"cache": cache is not None, "max_cache_len": max_cache_len is not None}
+    mlx_opts = {"max_kv_size": max_kv_size is not None, "prefill_step_size": prefill_step_size is not None,
+                "quantized_kv_start": quantized_kv_start is not None}
     if key not in RUNTIME_NAMES:
         raise FieldError("runtime", f"unknown runtime {name!r}; known: {', '.join(RUNTIME_NAMES)}")
-    for runtime, options in (("llama.cpp", llama_opts), ("transformers", hf_opts)):
+    for runtime, options in (("llama.cpp", llama_opts), ("transformers", hf_opts), ("mlx-lm", mlx_opts)):
         if key != runtime and any(options.values()):
             used = tuple(f"runtime.{k}" for k, v in options.items() if v)
             raise FieldError(used, f"{runtime} options; they need {{runtime={runtime}}}", mentions=("runtime",))
@@ -128,6 +152,13 @@ def runtime_spec(name: str | None, *, parallel: int | None = None, kv_unified: b
                             swa_full=swa_full, flash_attn=fa, mmap=True if mmap is None else mmap,
                             repack=True if repack is None else repack, build=build_name,
                             prompt_tokens=prompt_tokens, judge=judged)
+    if key == "mlx-lm":
+        for option, value, least in (("max_kv_size", max_kv_size, 1), ("prefill_step_size", prefill_step_size, 1),
+                                     ("quantized_kv_start", quantized_kv_start, 0)):
+            if value is not None and value < least:
+                raise FieldError(f"runtime.{option}", f"must be at least {least}, got {value}")
+        return MlxLmSpec(max_kv_size=max_kv_size, prefill_step_size=prefill_step_size or 2048,
+                         quantized_kv_start=5000 if quantized_kv_start is None else quantized_kv_start)
     kind = (cache or "dynamic").strip().lower()
     if kind not in CACHE_CHOICES:
         raise FieldError("runtime.cache", f"expected dynamic or static, got {cache!r}")
@@ -143,7 +174,7 @@ def parse_runtime(value: object) -> RuntimeSpec | None:
 
     Keys are the spec's field names (``parallel``, ``kv_unified``, ``ubatch``, ``batch``,
     ``swa_full``, ``flash_attn``, ``mmap``, ``repack``, ``build``, ``prompt_tokens``, ``judge``, ``cache``,
-    ``max_cache_len``).
+    ``max_cache_len``, ``max_kv_size``, ``prefill_step_size``, ``quantized_kv_start``).
     """
     if value is None or isinstance(value, str):
         return runtime_spec(value)
@@ -151,7 +182,8 @@ def parse_runtime(value: object) -> RuntimeSpec | None:
         raise FieldError("runtime", f"expected a name or a mapping, got {type(value).__name__}")
     options = dict(value)
     name = options.pop("name", None)
-    known = {f.name for f in fields(LlamaCppSpec)} | {f.name for f in fields(TransformersSpec)}
+    known = ({f.name for f in fields(LlamaCppSpec)} | {f.name for f in fields(TransformersSpec)}
+             | {f.name for f in fields(MlxLmSpec)})
     unknown = sorted(set(options) - known)
     if unknown:
         raise FieldError("runtime", f"unknown option {unknown[0]!r}; known: name, {', '.join(sorted(known))}")
@@ -204,7 +236,7 @@ def _option_value(key: str, value: object) -> object:
         if not isinstance(value, bool):
             raise FieldError(f"runtime.{key}", f"expected true or false, got {value!r}")
         return value
-    if key in ("parallel", "ubatch", "batch", "prompt_tokens"):
+    if key in ("parallel", "ubatch", "batch", "prompt_tokens", "prefill_step_size", "quantized_kv_start"):
         if isinstance(value, bool) or not isinstance(value, int):
             raise FieldError(f"runtime.{key}", f"expected a whole number, got {value!r}")
         return value
@@ -212,7 +244,7 @@ def _option_value(key: str, value: object) -> object:
         return str(value)  # a build number (11434)
     if key == "flash_attn" and isinstance(value, bool):
         return "on" if value else "off"
-    if key == "max_cache_len" and value is not None:
+    if key in ("max_cache_len", "max_kv_size") and value is not None:
         from kvplan.errors import KvplanError
         from kvplan.units import parse_tokens
 

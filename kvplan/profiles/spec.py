@@ -250,7 +250,8 @@ def _runtime(value: object) -> object:
     return runtime_value(file_runtime(value))
 
 
-_RUNTIME_NAME_SCHEMA = {"enum": ["ideal", "llama.cpp", "llamacpp", "llama-cpp", "transformers", "hf"]}
+_RUNTIME_NAME_SCHEMA = {"enum": ["ideal", "llama.cpp", "llamacpp", "llama-cpp", "transformers", "hf", "mlx-lm", "mlx",
+                                 "mlx_lm"]}
 _RUNTIME_SCHEMA = {"anyOf": [
     _RUNTIME_NAME_SCHEMA,
     {"type": "object", "additionalProperties": False, "properties": {
@@ -267,7 +268,10 @@ _RUNTIME_SCHEMA = {"anyOf": [
         "prompt_tokens": {"type": "integer", "minimum": 1},
         "judge": {"enum": ["resident", "non_reclaimable"]},
         "cache": {"enum": ["dynamic", "static"]},
-        "max_cache_len": js.TOKENS_SCHEMA}}]}
+        "max_cache_len": js.TOKENS_SCHEMA,
+        "max_kv_size": js.TOKENS_SCHEMA,
+        "prefill_step_size": {"type": "integer", "minimum": 1},
+        "quantized_kv_start": {"type": "integer", "minimum": 0}}}]}
 RuntimeField = Annotated[str | dict[str, str | int | bool], BeforeValidator(_runtime), WithJsonSchema(_RUNTIME_SCHEMA)]
 
 

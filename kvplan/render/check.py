@@ -209,7 +209,7 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
             f" × {s.sequences}, constant in the context)", state)
     if ev.kv_peak_bytes > ev.kv_bytes:
         peak = fmt.bytes_(ev.kv_peak_bytes, units)
-        row(f"+ KV at the peak right after prefill (views of the prompt tensors; peak {peak} in all)"
+        row(runtime_render.peak_label(ev, peak)
             if runtime_render.runtime_cache(ev)
             else f"+ KV tokens awaiting eviction (peak between passes, {peak} in all)", ev.kv_peak_bytes - ev.kv_bytes)
     if s.pinned_prefix_tokens:

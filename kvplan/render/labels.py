@@ -22,7 +22,7 @@ def runtime_label(spec) -> str:
     """
     if spec is None:
         return "ideal"
-    from kvplan.profiles.runtime import LlamaCppSpec, TransformersSpec
+    from kvplan.profiles.runtime import LlamaCppSpec, MlxLmSpec, TransformersSpec
 
     parts = [spec.name]
     if isinstance(spec, LlamaCppSpec):
@@ -42,6 +42,14 @@ def runtime_label(spec) -> str:
             parts.append(spec.cache)
         if spec.max_cache_len is not None:
             parts.append(str(spec.max_cache_len))
+    elif isinstance(spec, MlxLmSpec):
+        defaults = MlxLmSpec()
+        if spec.max_kv_size is not None:
+            parts.append(f"max-kv {spec.max_kv_size}")
+        if spec.prefill_step_size != defaults.prefill_step_size:
+            parts.append(f"prefill {spec.prefill_step_size}")
+        if spec.quantized_kv_start != defaults.quantized_kv_start:
+            parts.append(f"qstart {spec.quantized_kv_start}")
     return " ".join(parts)
 
 

@@ -16,6 +16,31 @@ def runtime_cache(ev: Evaluation):
     return ev.cache if hasattr(ev.cache, "describe") and getattr(ev.cache, "name", None) else None
 
 
+def mlx_command(options: dict) -> str:
+    """The ``mlx_lm.generate`` command line whose cache the mlx-lm model priced (its options as in force; the
+    defaults — prefill 2048, group 64, start 5000, from ``mlx_lm/generate.py`` — left out)."""
+    parts = ["mlx_lm.generate --model MODEL --prompt -"]
+    if options["max_kv_size"] is not None:
+        parts.append(f"--max-kv-size {options['max_kv_size']}")
+    if options["prefill_step_size"] != 2048:
+        parts.append(f"--prefill-step-size {options['prefill_step_size']}")
+    if options["kv_bits"] is not None:
+        parts.append(f"--kv-bits {options['kv_bits']}")
+        if options["kv_group_size"] != 64:
+            parts.append(f"--kv-group-size {options['kv_group_size']}")
+        if options["quantized_kv_start"] != 5000:
+            parts.append(f"--quantized-kv-start {options['quantized_kv_start']}")
+    return " ".join(parts)
+
+
+def _described(cache, ev: Evaluation) -> dict:
+    """The cache's facts for this request, with the runtime's command line where one is priced (mlx-lm)."""
+    d = cache.describe(ev.scenario.ctx, ev.scenario.sequences)
+    if d["name"] == "mlx-lm":
+        d["command"] = mlx_command(d["options"])
+    return d
+
+
 def runtime_json(ev: Evaluation) -> dict:
     """``{"name": "ideal", …}`` for the contract's formula, else the runtime's rules, cells and extra buffers."""
     cache = runtime_cache(ev)
@@ -23,7 +48,7 @@ def runtime_json(ev: Evaluation) -> dict:
         rule = "contract closed form: Σ_ℓ c_ℓ(ctx) · n_kv · (d_k · bytes_k + d_v · bytes_v)"
         return {"name": "ideal", "rules": [rule], "cells": None, "from_profile": False,
                 "llamacpp_buffers_bytes": ev.llamacpp_buffers_bytes}
-    d = cache.describe(ev.scenario.ctx, ev.scenario.sequences)
+    d = _described(cache, ev)
     d["rules"] = [rule_text(r) for r in d["rules"]]
     from_profile = bool(getattr(ev.scenario, "runtime_from_profile", False))
     if from_profile:
@@ -46,6 +71,14 @@ def output_buffer_label(ev: Evaluation) -> str:
     return f"llama.cpp output buffer (logits of {n} sequence{'s' if n != 1 else ''})"
 
 
+def peak_label(ev: Evaluation, peak: str) -> str:
+    """The memory table's row for a runtime cache's transient peak above its steady size."""
+    if getattr(ev.cache, "name", None) == "mlx-lm":
+        return (f"+ KV at the peak during the chunked prefill (rotating caches' chunk overhang, the cache before "
+                f"quantization; peak {peak} in all)")
+    return f"+ KV at the peak right after prefill (views of the prompt tensors; peak {peak} in all)"
+
+
 def profile_rule(ev: Evaluation) -> str:
     return (f"runtime {ev.scenario.runtime.name} named by the model profile {ev.scenario.model.name!r} "
             "(no --runtime given; --runtime ideal overrides it)")
@@ -55,7 +88,7 @@ def runtime_table(ev: Evaluation, units: str = "si") -> Table | None:
     cache = runtime_cache(ev)
     if cache is None:
         return None
-    d = cache.describe(ev.scenario.ctx, ev.scenario.sequences)
+    d = _described(cache, ev)
     t = Table(f"runtime: {d['name']}", ["rule or figure", "value"])
     if getattr(ev.scenario, "runtime_from_profile", False):
         t.add(profile_rule(ev), "model profile")
@@ -72,9 +105,11 @@ def runtime_table(ev: Evaluation, units: str = "si") -> Table | None:
               f"R ({recurrent['type']}) {recurrent['r_bytes'] / 2**20:.2f} MiB, "
               f"S ({recurrent['type']}) {recurrent['s_bytes'] / 2**20:.2f} MiB",
               f"{fmt.exact_bytes(total)} ({total / 2**20:.2f} MiB)")
+    if "command" in d:  # the runtime's own command line whose cache this prices (mlx-lm)
+        t.add(f"command priced (mlx-lm {d['version']})", d["command"])
     t.add("KV allocated (steady state)", f"{fmt.exact_bytes(ev.kv_bytes)} ({fmt.bytes_(ev.kv_bytes, units)})")
     if ev.kv_peak_bytes != ev.kv_bytes:
-        t.add("KV peak (right after a one-shot prefill)",
+        t.add("KV peak (during the chunked prefill)" if "command" in d else "KV peak (right after a one-shot prefill)",
               f"{fmt.exact_bytes(ev.kv_peak_bytes)} ({fmt.bytes_(ev.kv_peak_bytes, units)})")
     if ev.compute_buffer_bytes:
         t.add("compute buffer (CPU backend; in the total)",

@@ -68,6 +68,21 @@ _WORDS = {
                                f"allocated (a view of the torch.cat result); {v['peak']:,} right after a one-shot "
                                "prefill"),
     "static_preallocated": _static_preallocated,
+    # mlx-lm (kvplan.caches.mlx)
+    "mlx_own_cache": lambda v: (f"model module {v['module']} builds its own caches (make_cache)"
+                                + ("; --max-kv-size is ignored" if v["ignores_max_kv_size"] else "")),
+    "mlx_max_kv_size": lambda v: (f"RotatingKVCache(max_size={v['max_size']:,}, keep={v['keep']}) on every layer "
+                                  "(--max-kv-size)"),
+    "mlx_window_mask_only": lambda v: (f"sliding window {v['window']:,} only masks attention in {v['module']}: "
+                                       "its layers cache the whole context"),
+    "mlx_kv_growth": lambda v: (f"KVCache grows in steps of {v['step']} slots (prefill chunks of {v['chunk']:,}): "
+                                f"{v['capacity']:,} slots for {v['offset']:,} tokens"),
+    "mlx_rotating_peak": lambda v: (f"RotatingKVCache({v['max_size']:,}) holds {v['peak']:,} tokens after a prefill "
+                                    f"chunk of {v['chunk']:,} (max_size + chunk − 1 at most), {v['steady']:,} after "
+                                    "the prompt"),
+    "mlx_quantized": lambda v: (f"QuantizedKVCache {v['bits']}-bit, group {v['group']}, scales and biases "
+                                f"{v['dtype']}, from offset {v['start']:,}"
+                                + ("" if v["applies"] else ": not reached, the cache stays " + v["dtype"])),
 }
 
 KINDS = frozenset(_WORDS)

@@ -29,6 +29,9 @@ CACHE_MODELS = (
     {"kv_policy": {"recent_window": 1024, "history": {"ratio": 0.25, "k": {"bits": 4, "group_size": 64}}}},
     {"kv_bits": 8},
     {"kv_type": "q8_0", "runtime": "llama.cpp"},
+    {"runtime": "mlx-lm"},
+    {"runtime": {"name": "mlx-lm", "max_kv_size": 4096, "prefill_step_size": 1000}},
+    {"kv_bits": 4, "runtime": "mlx-lm"},
 )
 
 

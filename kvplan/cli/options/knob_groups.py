@@ -59,10 +59,14 @@ def _runtime(
     llamacpp_build: ro.LlamacppBuildOpt = None,
     prompt_tokens: ro.PromptTokensOpt = None,
     judge: ro.JudgeOpt = None,
+    max_kv_size: ro.MaxKvSizeOpt = None,
+    prefill_step_size: ro.PrefillStepSizeOpt = None,
+    quantized_kv_start: ro.QuantizedKvStartOpt = None,
 ):
     """The ``Knobs.runtime`` value of the runtime options."""
     return ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache, max_cache_len,
-                           mmap, repack, llamacpp_build, prompt_tokens, judge)
+                           mmap, repack, llamacpp_build, prompt_tokens, judge, max_kv_size, prefill_step_size,
+                           quantized_kv_start)
 
 
 CACHE = OptionGroup(_cache)

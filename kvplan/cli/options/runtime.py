@@ -43,27 +43,42 @@ CacheOpt = Annotated[str | None, typer.Option("--cache", help="transformers: dyn
 MaxCacheLenOpt = Annotated[str | None, typer.Option(
     "--max-cache-len", help=f"transformers: StaticCache length in tokens (default: --ctx). {TOKENS_HELP}")]
 
+MaxKvSizeOpt = Annotated[str | None, typer.Option(
+    "--max-kv-size", help="mlx-lm: RotatingKVCache of this many tokens per layer (--max-kv-size), for a model "
+    f"without its own make_cache. {TOKENS_HELP}")]
+PrefillStepSizeOpt = Annotated[int | None, typer.Option(
+    "--prefill-step-size", help="mlx-lm: prompt tokens per prefill chunk (--prefill-step-size, default 2048).")]
+QuantizedKvStartOpt = Annotated[int | None, typer.Option(
+    "--quantized-kv-start", help="mlx-lm: the cache offset from which --kv-bits quantizes it "
+    "(--quantized-kv-start, default 5000).")]
+
 
 def runtime_knob(runtime: str | None = None, parallel: int | None = None, kv_unified: bool = False,
                  ubatch: int | None = None, batch: int | None = None, swa_full: bool = False,
                  flash_attn: str | None = None, cache: str | None = None, max_cache_len: str | None = None,
                  mmap: bool | None = None, repack: bool | None = None, llamacpp_build: str | None = None,
-                 prompt_tokens: str | None = None, judge: str | None = None):
+                 prompt_tokens: str | None = None, judge: str | None = None, max_kv_size: str | None = None,
+                 prefill_step_size: int | None = None, quantized_kv_start: int | None = None):
     """The RuntimeSpec these options ask for; ``"ideal"`` for an explicit ``--runtime ideal`` (it overrides a
     model profile's runtime); None without any runtime option (the model profile's runtime, else ideal)."""
     process = (mmap, repack, llamacpp_build, prompt_tokens, judge)
     if runtime is None and not (parallel is not None or kv_unified or ubatch is not None or batch is not None
                                 or swa_full or flash_attn is not None or cache is not None
-                                or max_cache_len is not None or any(v is not None for v in process)):
+                                or max_cache_len is not None or any(v is not None for v in process)
+                                or max_kv_size is not None or prefill_step_size is not None
+                                or quantized_kv_start is not None):
         return None
     from kvplan.cli.options.declarations import parse_ctx
     from kvplan.profiles.runtime import runtime_spec
 
     length = parse_ctx(max_cache_len, "--max-cache-len", "a cache length") if max_cache_len is not None else None
     prompt = parse_ctx(prompt_tokens, "--prompt-tokens", "a prompt") if prompt_tokens is not None else None
+    kv_size = parse_ctx(max_kv_size, "--max-kv-size", "a cache size") if max_kv_size is not None else None
     spec = runtime_spec(runtime, parallel=parallel, kv_unified=kv_unified, ubatch=ubatch, batch=batch,
                         swa_full=swa_full, flash_attn=flash_attn, cache=cache, max_cache_len=length, mmap=mmap,
-                        repack=repack, build=llamacpp_build, prompt_tokens=prompt, judge=judge)
+                        repack=repack, build=llamacpp_build, prompt_tokens=prompt, judge=judge,
+                        max_kv_size=kv_size, prefill_step_size=prefill_step_size,
+                        quantized_kv_start=quantized_kv_start)
     return "ideal" if spec is None else spec
 
 
@@ -72,13 +87,15 @@ def runtime_argv(runtime: str | None = None, parallel: int | None = None, kv_uni
                  flash_attn: str | None = None, cache: str | None = None,
                  max_cache_len: str | None = None, mmap: bool | None = None, repack: bool | None = None,
                  llamacpp_build: str | None = None, prompt_tokens: str | None = None,
-                 judge: str | None = None) -> list[str]:
+                 judge: str | None = None, max_kv_size: str | None = None,
+                 prefill_step_size: int | None = None, quantized_kv_start: int | None = None) -> list[str]:
     """These options as command-line arguments (for a suggested ``kvplan check`` command)."""
     argv = [] if runtime is None else ["--runtime", runtime]
     for option, value in (("--parallel", parallel), ("--ubatch", ubatch), ("--batch", batch),
                           ("--flash-attn", flash_attn), ("--cache", cache), ("--max-cache-len", max_cache_len),
                           ("--llamacpp-build", llamacpp_build), ("--prompt-tokens", prompt_tokens),
-                          ("--judge", judge)):
+                          ("--judge", judge), ("--max-kv-size", max_kv_size),
+                          ("--prefill-step-size", prefill_step_size), ("--quantized-kv-start", quantized_kv_start)):
         if value is not None:
             argv += [option, str(value)]
     argv += (["--kv-unified"] if kv_unified else []) + (["--swa-full"] if swa_full else [])
