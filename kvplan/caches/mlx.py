@@ -152,7 +152,11 @@ class MlxCache:
         if rest:
             before = offset if full_chunks else None
             offset, capacity = kv_cache_grow(offset, capacity, rest, MLX_STEP_TOKENS)
-            slots = [min(s, m - 1) + rest if s else rest for s, (m, _) in zip(slots, self.rotating)]
+            if rest == 1:  # a one-token update goes through RotatingKVCache._update_in_place, not the concat
+                slots = [rotating_in_place(offset - 1, s, m, MLX_STEP_TOKENS)
+                         for s, (m, _) in zip(slots, self.rotating)]
+            else:
+                slots = [min(s, m - 1) + rest if s else rest for s, (m, _) in zip(slots, self.rotating)]
             points.append((before, offset, capacity, list(slots)))
         before = offset if ctx > 1 else None
         slots = [rotating_in_place(offset, s, m, MLX_STEP_TOKENS) for s, (m, _) in zip(slots, self.rotating)]

@@ -124,7 +124,24 @@ def kv_cache_grow(offset_tokens: int, capacity_tokens: int, update_tokens: int,
                   step_tokens: int = MLX_STEP_TOKENS) -> tuple[int, int]:
     """``KVCache.update_and_fetch`` of ``update_tokens`` on a cache at ``offset_tokens`` holding
     ``capacity_tokens`` slots: the new (offset, capacity) [tokens] (trim to the offset when it is off a step
-    boundary, then ``ceil(S / step) · step`` more slots, whenever the update does not fit)."""
+    boundary, then ``ceil(S / step) · step`` more slots, whenever the update does not fit).
+
+    Parameters
+    ----------
+    offset_tokens : int [tokens]
+        Tokens the cache holds before the update.
+    capacity_tokens : int [tokens]
+        Slots its arrays have (0: not allocated yet).
+    update_tokens : int [tokens]
+        Tokens of the update (``S``).
+    step_tokens : int [tokens]
+        The cache's ``step`` (256).
+
+    Returns
+    -------
+    tuple of (int, int) [tokens]
+        The offset and the capacity after the update.
+    """
     if capacity_tokens == 0 or offset_tokens + update_tokens > capacity_tokens:
         if capacity_tokens and offset_tokens % step_tokens:
             capacity_tokens = offset_tokens
@@ -137,7 +154,22 @@ def kv_capacity_after_chunks(chunks: int, prefill_step_tokens: int,
     """(offset, capacity) [tokens] of a ``KVCache`` after ``chunks`` prefill chunks of ``prefill_step_tokens``.
 
     The growth of a chunk depends only on the slack (capacity − offset) and ``offset mod step``, so the sequence
-    of those pairs repeats; one period is followed and the rest skipped whole (O(step) work at any context)."""
+    of those pairs repeats; one period is followed and the rest skipped whole (O(step) work at any context).
+
+    Parameters
+    ----------
+    chunks : int [count]
+        Prefill chunks processed.
+    prefill_step_tokens : int [tokens]
+        Tokens per chunk (``--prefill-step-size``).
+    step_tokens : int [tokens]
+        The cache's ``step`` (256).
+
+    Returns
+    -------
+    tuple of (int, int) [tokens]
+        The offset and the capacity after the last chunk.
+    """
     offset = capacity = 0
     seen: dict[tuple[int, int], tuple[int, int, int]] = {}
     done = 0
@@ -164,14 +196,46 @@ def kv_capacity_after_chunks(chunks: int, prefill_step_tokens: int,
 
 def rotating_after_chunks(chunks: int, prefill_step_tokens: int, max_size_tokens: int) -> int:
     """Slots [tokens] of a ``RotatingKVCache(max_size)`` after ``chunks`` (≥ 1) full prefill chunks:
-    ``min(chunks · P, max_size − 1 + P)`` (each chunk keeps ``min(size, max_size − 1)`` and appends ``P``)."""
+    ``min(chunks · P, max_size − 1 + P)`` (each chunk keeps ``min(size, max_size − 1)`` and appends ``P``).
+
+    Parameters
+    ----------
+    chunks : int [count]
+        Full prefill chunks processed (at least 1).
+    prefill_step_tokens : int [tokens]
+        Tokens per chunk (``P``).
+    max_size_tokens : int [tokens]
+        The cache's ``max_size``.
+
+    Returns
+    -------
+    int [tokens]
+        The slots of its K (and V) array.
+    """
     return min(chunks * prefill_step_tokens, max_size_tokens - 1 + prefill_step_tokens)
 
 
 def rotating_in_place(offset_tokens: int, slots_tokens: int, max_size_tokens: int,
                       step_tokens: int = MLX_STEP_TOKENS) -> int:
     """Slots [tokens] after ``RotatingKVCache._update_in_place`` of one token at ``offset_tokens``: grown by
-    ``min(step, max_size − offset)`` when full and below ``max_size``, then trimmed to ``max_size``."""
+    ``min(step, max_size − offset)`` when full and below ``max_size``, then trimmed to ``max_size``.
+
+    Parameters
+    ----------
+    offset_tokens : int [tokens]
+        Tokens seen before the update.
+    slots_tokens : int [tokens]
+        Slots of the arrays before it (0: not allocated).
+    max_size_tokens : int [tokens]
+        The cache's ``max_size``.
+    step_tokens : int [tokens]
+        The cache's ``step`` (256).
+
+    Returns
+    -------
+    int [tokens]
+        The slots after the update.
+    """
     if slots_tokens == 0 or (offset_tokens >= slots_tokens and slots_tokens < max_size_tokens):
         slots_tokens += min(step_tokens, max_size_tokens - offset_tokens)
     return min(slots_tokens, max_size_tokens)
