@@ -108,10 +108,9 @@ def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
     requested = int(ctx)
     view = _ProfileView(model)
     n_outputs = lb.reserved_outputs(spec.build, int(sequences))
-    compute = lb.compute_buffer_bytes_from_profile(
-        view, n_ctx=requested, n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa,
-        n_seq_max=int(sequences), kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v, floor=floor,
-        n_outputs=n_outputs)
+    graph = dict(n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa, n_seq_max=int(sequences),
+                 kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v)
+    compute = lb.compute_buffer_bytes_from_profile(view, n_ctx=requested, floor=floor, n_outputs=n_outputs, **graph)
     output = lb.output_buffer_bytes(model.vocab_size, n_seq_max=int(sequences))
     ubatch = min(spec.ubatch, spec.batch, max(requested, 1))
     resident = None
@@ -119,10 +118,9 @@ def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
     if spec.prompt_tokens is not None and not floor and spec.prompt_tokens * streams < requested:
         # the longest prompt's last micro-batch is the largest graph the process runs: the buffer reserved for a
         # context of that prompt's length is what its pages touch (one output row: the prompt's last token)
-        resident = min(int(compute), int(lb.compute_buffer_bytes_from_profile(
-            view, n_ctx=spec.prompt_tokens * streams, n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa,
-            n_seq_max=int(sequences), kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v,
-            n_outputs=1 if n_outputs is not None else None)))
+        touched = lb.compute_buffer_bytes_from_profile(view, n_ctx=spec.prompt_tokens * streams,
+                                                       n_outputs=1 if n_outputs is not None else None, **graph)
+        resident = min(int(compute), int(touched))
     return LlamaCppBuffers(int(compute), int(output), fa, ubatch, resident)
 
 

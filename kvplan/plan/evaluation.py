@@ -43,7 +43,7 @@ def process_of(b: Basis, buffers, total_bytes: int) -> Process | None:
         repacked_bytes=parts.repacked_bytes, repack_copy_bytes=parts.repack_copy_bytes,
         staging_bytes=parts.staging_bytes, weights_file_bytes=parts.weights_file_bytes,
         compute_reserved_bytes=buffers.compute_bytes if buffers is not None else 0,
-        resident_bytes=total_bytes, reclaimable_bytes=b.reclaimable_bytes)
+        resident_bytes=total_bytes, reclaimable_bytes=b.reclaimable_bytes, extra_bytes=parts.extra_bytes)
 
 
 def evaluation_of(b: Basis) -> Evaluation:

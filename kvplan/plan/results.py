@@ -46,7 +46,7 @@ class Process(Figures):  # read, never compared
 
     __slots__ = _fields = ("build", "mmap", "repack", "judge", "baseline_anon_bytes", "baseline_file_bytes",
                            "repacked_bytes", "repack_copy_bytes", "staging_bytes", "weights_file_bytes",
-                           "compute_reserved_bytes", "resident_bytes", "reclaimable_bytes")
+                           "compute_reserved_bytes", "resident_bytes", "reclaimable_bytes", "extra_bytes")
 
     build: str  # the llama.cpp build whose rules apply
     mmap: bool
@@ -61,6 +61,7 @@ class Process(Figures):  # read, never compared
     compute_reserved_bytes: int  # the compute buffer as reserved (its touched part is in the total)
     resident_bytes: int  # the resident peak: the total
     reclaimable_bytes: int  # of it, what the kernel can drop and read again (mapped weights)
+    extra_bytes: int  # what the total counts beyond weights, cache and buffers (ProcessParts.extra_bytes)
 
     @property
     def non_reclaimable_bytes(self) -> int:
@@ -160,6 +161,11 @@ class Evaluation(Figures):  # read, never compared; no __slots__: the cached fig
     def attended_tokens(self) -> int:
         """The tokens one sequence attends: its own context and the pinned prefix in front of it [tokens]."""
         return self.ctx_per_sequence_tokens + self.scenario.pinned_prefix_tokens
+
+    @property
+    def process_bytes(self) -> int:
+        """Under llama.cpp, the process's bytes beyond weights, cache and buffers, in the total; 0 elsewhere."""
+        return self.process.extra_bytes if self.process is not None else 0
 
     @property
     def buffers_bytes(self) -> int:

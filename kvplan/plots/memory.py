@@ -30,7 +30,7 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
         at_ctx = f", {size_label(ev.buffers_bytes, units)} at {ctx_label(s.ctx)}" if s.ctx else ""
         runtime = getattr(s.runtime, "name", None) or "runtime"
         layers.append(("buffers", f"{runtime} buffers (compute + output{at_ctx})", curves.buffers_bytes * ones))
-    process = ev.basis.process_bytes if ev.basis is not None else 0
+    process = ev.process_bytes
     if process:  # as check's rows: llama.cpp's heap and libraries, and a repacked copy under mmap
         layers.append(("process", f"{s.runtime.name} process (heap, libraries, repacked copy; "
                        f"{size_label(process, units)})", process * ones))

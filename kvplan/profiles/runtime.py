@@ -21,13 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from kvplan.engine.llamacpp_process import BUILDS as LLAMACPP_BUILDS, DEFAULT_BUILD
 from kvplan.errors import FieldError
 
 RUNTIME_NAMES = ("ideal", "llama.cpp", "transformers", "mlx-lm")
 FLASH_ATTN_CHOICES = ("auto", "on", "off")
 CACHE_CHOICES = ("dynamic", "static")
-#: llama.cpp builds whose rules kvplan follows, the default first (kvplan.engine.llamacpp_process.BUILDS)
-LLAMACPP_BUILDS = ("b11434", "0c1e57098")
 JUDGE_CHOICES = ("resident", "non_reclaimable")
 LLAMA_MAX_SEQ = 256  # llama.cpp src/llama-cparams.h: #define LLAMA_MAX_SEQ 256
 
@@ -57,7 +56,7 @@ class LlamaCppSpec:
     flash_attn: str = "auto"
     mmap: bool = True
     repack: bool = True
-    build: str = "b11434"
+    build: str = DEFAULT_BUILD
     prompt_tokens: int | None = None
     judge: str = "resident"
 
@@ -140,7 +139,7 @@ def runtime_spec(name: str | None, *, parallel: int | None = None, kv_unified: b
             raise FieldError("runtime.parallel", f"llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {parallel}")
         if prompt_tokens is not None and prompt_tokens < 1:
             raise FieldError("runtime.prompt_tokens", f"must be at least 1, got {prompt_tokens}")
-        build_name = (build or LLAMACPP_BUILDS[0]).strip().lower()
+        build_name = (build or DEFAULT_BUILD).strip().lower()
         build_name = "b" + build_name if build_name.isdigit() else build_name
         if build_name not in LLAMACPP_BUILDS:
             raise FieldError("runtime.build", f"kvplan follows llama.cpp builds {', '.join(LLAMACPP_BUILDS)}; "

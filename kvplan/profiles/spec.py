@@ -17,6 +17,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationE
                       field_validator, model_validator)
 
 from kvplan.engine.formats import format_from_name
+from kvplan.engine.llamacpp_process import BUILDS as LLAMACPP_BUILDS
 from kvplan.profiles.methods import ModelMethods, element_format
 from kvplan.profiles.policy import PolicySpec
 from kvplan.profiles import fields as js
@@ -264,7 +265,7 @@ _RUNTIME_SCHEMA = {"anyOf": [
         "flash_attn": {"anyOf": [{"enum": ["auto", "on", "off"]}, {"type": "boolean"}]},
         "mmap": {"type": "boolean"},
         "repack": {"type": "boolean"},
-        "build": {"anyOf": [{"enum": ["b11434", "0c1e57098"]}, {"type": "integer"}]},
+        "build": {"anyOf": [{"enum": list(LLAMACPP_BUILDS)}, {"type": "integer"}]},
         "prompt_tokens": {"type": "integer", "minimum": 1},
         "judge": {"enum": ["resident", "non_reclaimable"]},
         "cache": {"enum": ["dynamic", "static"]},

@@ -60,7 +60,7 @@ def _row(ev: Evaluation) -> dict:
         "prefill_s": ev.prefill_s,
         "buffers_bytes": ev.buffers_bytes, "weight_type": weight_type_of(ev),
         # under llama.cpp the process's baseline and repacked copy, in total_bytes (a column only there)
-        "process_bytes": ev.basis.process_bytes if ev.basis is not None else 0,
+        "process_bytes": ev.process_bytes,
     }
 
 
@@ -131,7 +131,7 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
             [policy] * policy_column + [ev.verdict.value, fmt.bytes_(ev.kv_bytes, units)] + \
             [fmt.bytes_(ev.kv_peak_bytes, units)] * peak_column + \
             [fmt.bytes_(ev.buffers_bytes, units)] * buffers_column + \
-            [fmt.bytes_(ev.basis.process_bytes if ev.basis is not None else 0, units)] * process_column + \
+            [fmt.bytes_(ev.process_bytes, units)] * process_column + \
             [fmt.bytes_(ev.total_bytes, units), fmt.bytes_(ev.headroom_bytes, units),
              fmt.per_s(ev.decode_tokens_per_s)] + [fmt.per_s(ev.aggregate_decode_tokens_per_s)] * several + \
             [_max_ctx(ev)]
