@@ -1,10 +1,10 @@
-"""The runtime-exact cache models: pick llama.cpp's, transformers' or MLX-LM's for a runtime spec."""
+"""The runtime-exact cache models: the one a runtime spec names, from the table of every runtime's cache model."""
 
 from __future__ import annotations
 
 from kvplan.caches.errors import CacheTypeError
 from kvplan.errors import FieldError
-from kvplan.profiles.runtime import LlamaCppSpec, MlxLmSpec, TransformersSpec
+from kvplan.profiles.runtime import LlamaCppSpec, MlxLmSpec, RuntimeSpec
 
 
 def asked_as(s, side: str) -> tuple[str | None, str]:
@@ -26,22 +26,27 @@ def asked_as(s, side: str) -> tuple[str | None, str]:
     return f"{prefix}_bits", f"{fmt.bits} bits ({fmt.name})"
 
 
+# each runtime's cache model: "module:function", imported only when that runtime is asked for (a check stays fast)
+CACHE_MODELS = {
+    "llama.cpp": "kvplan.caches.llamacpp:llamacpp_cache",
+    "transformers": "kvplan.caches.transformers:transformers_cache",
+    "mlx-lm": "kvplan.caches.mlx:mlx_cache",
+}
+
+
 def cache_model(spec: RuntimeSpec, model, k_format=None, v_format=None, sliding_window=None):
     """The runtime-exact :class:`~kvplan.plan.CacheModel` for ``model`` under ``spec`` (``sliding_window``:
-    every layer behind that window, for a runtime that can put one on a model)."""
-    if isinstance(spec, LlamaCppSpec):
-        from kvplan.caches.llamacpp import llamacpp_cache
+    every layer behind that window, for a runtime that can put one on a model; only such a runtime's cache
+    function takes it)."""
+    import importlib
 
-        return llamacpp_cache(spec, model, k_format, v_format)
-    if isinstance(spec, TransformersSpec):
-        from kvplan.caches.transformers import transformers_cache
-
-        return transformers_cache(spec, model, k_format, v_format, sliding_window)
-    if isinstance(spec, MlxLmSpec):
-        from kvplan.caches.mlx import mlx_cache
-
-        return mlx_cache(spec, model, k_format, v_format)
-    raise FieldError("runtime", f"not a runtime spec: {spec!r}")
+    where = CACHE_MODELS.get(getattr(spec, "name", None))
+    if not isinstance(spec, RuntimeSpec) or where is None:
+        raise FieldError("runtime", f"not a runtime spec: {spec!r}")
+    module, function = where.split(":")
+    build = getattr(importlib.import_module(module), function)
+    window = {} if sliding_window is None else {"sliding_window": sliding_window}
+    return build(spec, model, k_format, v_format, **window)
 
 
 def runtime_cache_for(s):

@@ -20,19 +20,50 @@ Semantics of ``ctx`` and ``sequences`` per runtime:
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 from kvplan.engine.llamacpp_process import BUILDS as LLAMACPP_BUILDS, DEFAULT_BUILD
 from kvplan.errors import FieldError
 
-RUNTIME_NAMES = ("ideal", "llama.cpp", "transformers", "mlx-lm")
 FLASH_ATTN_CHOICES = ("auto", "on", "off")
 CACHE_CHOICES = ("dynamic", "static")
 JUDGE_CHOICES = ("resident", "non_reclaimable")
 LLAMA_MAX_SEQ = 256  # llama.cpp src/llama-cparams.h: #define LLAMA_MAX_SEQ 256
 
 
+class RuntimeSpec:
+    """One runtime's options, as a frozen dataclass: the base every runtime spec derives from.
+
+    A runtime is one subclass listed in :data:`RUNTIME_SPECS`: its ``name`` (what ``--runtime`` and a file's
+    ``runtime:`` say), the ``aliases`` it also answers to, its fields (the options, keyed as a file writes them),
+    ``option_kinds`` (how a file's value of a field is checked: ``bool``, ``int``, ``tokens`` or ``text``) and
+    :meth:`from_options`, which checks the options that were given and builds the spec. Adding a runtime is a
+    subclass and a line in :data:`RUNTIME_SPECS`; nothing else here names a runtime.
+    """
+
+    name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
+    option_kinds: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def from_options(cls, **given):
+        """The spec of the options ``given`` (only those the user set); raises FieldError naming ``runtime.<key>``."""
+        return cls(**given)
+
+    @classmethod
+    def option_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+def _at_least(options: dict, least: int, *keys: str) -> None:
+    for key in keys:
+        value = options.get(key)
+        if value is not None and value < least:
+            raise FieldError(f"runtime.{key}", f"must be at least {least}, got {value}")
+
+
 @dataclass(frozen=True)
-class LlamaCppSpec:
+class LlamaCppSpec(RuntimeSpec):
     """llama.cpp context options that change the KV allocation.
 
     ``parallel`` is ``-np`` (None: take the scenario's ``sequences``), ``kv_unified``
@@ -60,11 +91,40 @@ class LlamaCppSpec:
     prompt_tokens: int | None = None
     judge: str = "resident"
 
-    name = "llama.cpp"
+    name: ClassVar[str] = "llama.cpp"
+    aliases: ClassVar[tuple[str, ...]] = ("llamacpp", "llama-cpp")
+    option_kinds: ClassVar[dict[str, str]] = {
+        "parallel": "int", "kv_unified": "bool", "ubatch": "int", "batch": "int", "swa_full": "bool",
+        "flash_attn": "switch", "mmap": "bool", "repack": "bool", "build": "build", "prompt_tokens": "int",
+        "judge": "text"}
+
+    @classmethod
+    def from_options(cls, **given) -> LlamaCppSpec:
+        flash_attn = given.get("flash_attn")
+        fa = (flash_attn or "auto").strip().lower()
+        fa = {"1": "on", "true": "on", "0": "off", "false": "off"}.get(fa, fa)
+        if fa not in FLASH_ATTN_CHOICES:
+            raise FieldError("runtime.flash_attn", f"expected on, off or auto, got {flash_attn!r}")
+        _at_least(given, 1, "parallel", "ubatch", "batch")
+        parallel = given.get("parallel")
+        if parallel is not None and parallel > LLAMA_MAX_SEQ:
+            raise FieldError("runtime.parallel", f"llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {parallel}")
+        _at_least(given, 1, "prompt_tokens")
+        build = given.get("build")
+        build_name = (build or DEFAULT_BUILD).strip().lower()
+        build_name = "b" + build_name if build_name.isdigit() else build_name
+        if build_name not in LLAMACPP_BUILDS:
+            raise FieldError("runtime.build", f"kvplan follows llama.cpp builds {', '.join(LLAMACPP_BUILDS)}; "
+                             f"got {build!r}")
+        judge = given.get("judge")
+        judged = (judge or JUDGE_CHOICES[0]).strip().lower().replace("-", "_")
+        if judged not in JUDGE_CHOICES:
+            raise FieldError("runtime.judge", f"expected resident or non_reclaimable, got {judge!r}")
+        return cls(**{**given, "flash_attn": fa, "build": build_name, "judge": judged})
 
 
 @dataclass(frozen=True)
-class TransformersSpec:
+class TransformersSpec(RuntimeSpec):
     """transformers cache options: ``DynamicCache`` (default) or ``StaticCache(max_cache_len)``.
 
     ``max_cache_len`` None with a static cache means "the context itself" (what
@@ -74,11 +134,24 @@ class TransformersSpec:
     cache: str = "dynamic"
     max_cache_len: int | None = None
 
-    name = "transformers"
+    name: ClassVar[str] = "transformers"
+    aliases: ClassVar[tuple[str, ...]] = ("hf",)
+    option_kinds: ClassVar[dict[str, str]] = {"cache": "text", "max_cache_len": "tokens"}
+
+    @classmethod
+    def from_options(cls, **given) -> TransformersSpec:
+        cache, max_cache_len = given.get("cache"), given.get("max_cache_len")
+        kind = (cache or "dynamic").strip().lower()
+        if kind not in CACHE_CHOICES:
+            raise FieldError("runtime.cache", f"expected dynamic or static, got {cache!r}")
+        if max_cache_len is not None and kind != "static":
+            raise FieldError("runtime.max_cache_len", "only for {runtime.cache=static}", mentions=("runtime.cache",))
+        _at_least(given, 1, "max_cache_len")
+        return cls(cache=kind, max_cache_len=max_cache_len)
 
 
 @dataclass(frozen=True)
-class MlxLmSpec:
+class MlxLmSpec(RuntimeSpec):
     """MLX-LM's ``generate_step`` options that change the cache (mlx-lm 0.32.2, ``mlx_lm/generate.py``).
 
     ``max_kv_size`` is ``--max-kv-size`` (None: a growing ``KVCache`` per layer; else a
@@ -92,80 +165,57 @@ class MlxLmSpec:
     prefill_step_size: int = 2048
     quantized_kv_start: int = 5000
 
-    name = "mlx-lm"
+    name: ClassVar[str] = "mlx-lm"
+    aliases: ClassVar[tuple[str, ...]] = ("mlx", "mlx_lm")
+    option_kinds: ClassVar[dict[str, str]] = {"max_kv_size": "tokens", "prefill_step_size": "int",
+                                              "quantized_kv_start": "int"}
+
+    @classmethod
+    def from_options(cls, **given) -> MlxLmSpec:
+        _at_least(given, 1, "max_kv_size", "prefill_step_size")
+        _at_least(given, 0, "quantized_kv_start")
+        return cls(**given)
 
 
-RuntimeSpec = LlamaCppSpec | TransformersSpec | MlxLmSpec
+# every runtime kvplan prices exactly, in the order --help and the docs list them
+RUNTIME_SPECS: tuple[type[RuntimeSpec], ...] = (LlamaCppSpec, TransformersSpec, MlxLmSpec)
+RUNTIME_NAMES = ("ideal", *(spec.name for spec in RUNTIME_SPECS))
+_BY_NAME = {alias: spec for spec in RUNTIME_SPECS for alias in (spec.name, *spec.aliases)}
 
 
-def runtime_spec(name: str | None, *, parallel: int | None = None, kv_unified: bool = False,
-                 ubatch: int | None = None, batch: int | None = None, swa_full: bool = False,
-                 flash_attn: str | None = None, cache: str | None = None,
-                 max_cache_len: int | None = None, mmap: bool | None = None, repack: bool | None = None,
-                 build: str | None = None, prompt_tokens: int | None = None,
-                 judge: str | None = None, max_kv_size: int | None = None,
-                 prefill_step_size: int | None = None, quantized_kv_start: int | None = None) -> RuntimeSpec | None:
+def _is_given(spec: type[RuntimeSpec], key: str, value: object) -> bool:
+    """An option counts as given unless it is None, or False for a flag that is off by default."""
+    if value is None:
+        return False
+    defaults = {f.name: f.default for f in fields(spec)}
+    return not (value is False and defaults.get(key) is False)
+
+
+def runtime_spec(name: str | None, **options) -> RuntimeSpec | None:
     """Build the spec a runtime name and its options ask for (None: the ideal formula).
 
-    Options of another runtime are usage errors, so a typo never silently does nothing.
+    ``options`` are keyed by the specs' field names; None (and False for an off-by-default flag) means not
+    given. Options of another runtime are usage errors, so a typo never silently does nothing.
     """
     key = (name or "ideal").strip().lower()
-    key = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers", "mlx": "mlx-lm",
-           "mlx_lm": "mlx-lm"}.get(key, key)
-    llama_opts = {"parallel": parallel is not None, "kv_unified": kv_unified, "ubatch": ubatch is not None,
-                  "batch": batch is not None, "swa_full": swa_full, "flash_attn": flash_attn is not None,
-                  "mmap": mmap is not None, "repack": repack is not None, "build": build is not None,
-                  "prompt_tokens": prompt_tokens is not None, "judge": judge is not None}
-    hf_opts = {"cache": cache is not None, "max_cache_len": max_cache_len is not None}
-    mlx_opts = {"max_kv_size": max_kv_size is not None, "prefill_step_size": prefill_step_size is not None,
-                "quantized_kv_start": quantized_kv_start is not None}
-    if key not in RUNTIME_NAMES:
+    spec = _BY_NAME.get(key)
+    if spec is None and key != "ideal":
         raise FieldError("runtime", f"unknown runtime {name!r}; known: {', '.join(RUNTIME_NAMES)}")
-    for runtime, options in (("llama.cpp", llama_opts), ("transformers", hf_opts), ("mlx-lm", mlx_opts)):
-        if key != runtime and any(options.values()):
-            used = tuple(f"runtime.{k}" for k, v in options.items() if v)
-            raise FieldError(used, f"{runtime} options; they need {{runtime={runtime}}}", mentions=("runtime",))
-    if key == "ideal":
+    owner = {k: s for s in RUNTIME_SPECS for k in s.option_names()}
+    unknown = [k for k in options if k not in owner]
+    if unknown:
+        raise FieldError("runtime", f"unknown option {unknown[0]!r}")
+    for other in RUNTIME_SPECS:
+        if other is spec:
+            continue
+        used = tuple(f"runtime.{k}" for k in other.option_names() if k in options
+                     and _is_given(other, k, options[k]))
+        if used:
+            raise FieldError(used, f"{other.name} options; they need {{runtime={other.name}}}", mentions=("runtime",))
+    if spec is None:
         return None
-    if key == "llama.cpp":
-        fa = (flash_attn or "auto").strip().lower()
-        fa = {"1": "on", "true": "on", "0": "off", "false": "off"}.get(fa, fa)
-        if fa not in FLASH_ATTN_CHOICES:
-            raise FieldError("runtime.flash_attn", f"expected on, off or auto, got {flash_attn!r}")
-        for option, value in (("parallel", parallel), ("ubatch", ubatch), ("batch", batch)):
-            if value is not None and value < 1:
-                raise FieldError(f"runtime.{option}", f"must be at least 1, got {value}")
-        if parallel is not None and parallel > LLAMA_MAX_SEQ:
-            raise FieldError("runtime.parallel", f"llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {parallel}")
-        if prompt_tokens is not None and prompt_tokens < 1:
-            raise FieldError("runtime.prompt_tokens", f"must be at least 1, got {prompt_tokens}")
-        build_name = (build or DEFAULT_BUILD).strip().lower()
-        build_name = "b" + build_name if build_name.isdigit() else build_name
-        if build_name not in LLAMACPP_BUILDS:
-            raise FieldError("runtime.build", f"kvplan follows llama.cpp builds {', '.join(LLAMACPP_BUILDS)}; "
-                             f"got {build!r}")
-        judged = (judge or JUDGE_CHOICES[0]).strip().lower().replace("-", "_")
-        if judged not in JUDGE_CHOICES:
-            raise FieldError("runtime.judge", f"expected resident or non_reclaimable, got {judge!r}")
-        return LlamaCppSpec(parallel=parallel, kv_unified=kv_unified, ubatch=ubatch or 512, batch=batch or 2048,
-                            swa_full=swa_full, flash_attn=fa, mmap=True if mmap is None else mmap,
-                            repack=True if repack is None else repack, build=build_name,
-                            prompt_tokens=prompt_tokens, judge=judged)
-    if key == "mlx-lm":
-        for option, value, least in (("max_kv_size", max_kv_size, 1), ("prefill_step_size", prefill_step_size, 1),
-                                     ("quantized_kv_start", quantized_kv_start, 0)):
-            if value is not None and value < least:
-                raise FieldError(f"runtime.{option}", f"must be at least {least}, got {value}")
-        return MlxLmSpec(max_kv_size=max_kv_size, prefill_step_size=prefill_step_size or 2048,
-                         quantized_kv_start=5000 if quantized_kv_start is None else quantized_kv_start)
-    kind = (cache or "dynamic").strip().lower()
-    if kind not in CACHE_CHOICES:
-        raise FieldError("runtime.cache", f"expected dynamic or static, got {cache!r}")
-    if max_cache_len is not None and kind != "static":
-        raise FieldError("runtime.max_cache_len", "only for {runtime.cache=static}", mentions=("runtime.cache",))
-    if max_cache_len is not None and max_cache_len < 1:
-        raise FieldError("runtime.max_cache_len", f"must be at least 1, got {max_cache_len}")
-    return TransformersSpec(cache=kind, max_cache_len=max_cache_len)
+    mine = spec.option_names()
+    return spec.from_options(**{k: v for k, v in options.items() if k in mine and _is_given(spec, k, v)})
 
 
 def parse_runtime(value: object) -> RuntimeSpec | None:
@@ -173,7 +223,8 @@ def parse_runtime(value: object) -> RuntimeSpec | None:
 
     Keys are the spec's field names (``parallel``, ``kv_unified``, ``ubatch``, ``batch``,
     ``swa_full``, ``flash_attn``, ``mmap``, ``repack``, ``build``, ``prompt_tokens``, ``judge``, ``cache``,
-    ``max_cache_len``, ``max_kv_size``, ``prefill_step_size``, ``quantized_kv_start``).
+    ``max_cache_len``, ``max_kv_size``, ``prefill_step_size``, ``quantized_kv_start``, and each newer
+    runtime's own: every field of a spec in :data:`RUNTIME_SPECS`).
     """
     if value is None or isinstance(value, str):
         return runtime_spec(value)
@@ -181,12 +232,11 @@ def parse_runtime(value: object) -> RuntimeSpec | None:
         raise FieldError("runtime", f"expected a name or a mapping, got {type(value).__name__}")
     options = dict(value)
     name = options.pop("name", None)
-    known = ({f.name for f in fields(LlamaCppSpec)} | {f.name for f in fields(TransformersSpec)}
-             | {f.name for f in fields(MlxLmSpec)})
-    unknown = sorted(set(options) - known)
+    kinds = {k: s.option_kinds.get(k, "text") for s in RUNTIME_SPECS for k in s.option_names()}
+    unknown = sorted(set(options) - set(kinds))
     if unknown:
-        raise FieldError("runtime", f"unknown option {unknown[0]!r}; known: name, {', '.join(sorted(known))}")
-    return runtime_spec(_text(name, "name"), **{key: _option_value(key, v) for key, v in options.items()})
+        raise FieldError("runtime", f"unknown option {unknown[0]!r}; known: name, {', '.join(sorted(kinds))}")
+    return runtime_spec(_text(name, "name"), **{key: _option_value(kinds[key], key, v) for key, v in options.items()})
 
 
 def file_runtime(value: object) -> RuntimeSpec | None:
@@ -229,21 +279,21 @@ def _text(value: object, key: str) -> str | None:
     return value
 
 
-def _option_value(key: str, value: object) -> object:
-    """A runtime option from a file, checked for its type (``flash_attn: on`` reads as YAML true)."""
-    if key in ("kv_unified", "swa_full", "mmap", "repack"):
+def _option_value(kind: str, key: str, value: object) -> object:
+    """A runtime option from a file, checked for its ``kind`` (``flash_attn: on`` reads as YAML true)."""
+    if kind == "bool":
         if not isinstance(value, bool):
             raise FieldError(f"runtime.{key}", f"expected true or false, got {value!r}")
         return value
-    if key in ("parallel", "ubatch", "batch", "prompt_tokens", "prefill_step_size", "quantized_kv_start"):
+    if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             raise FieldError(f"runtime.{key}", f"expected a whole number, got {value!r}")
         return value
-    if key == "build" and isinstance(value, int) and not isinstance(value, bool):
+    if kind == "build" and isinstance(value, int) and not isinstance(value, bool):
         return str(value)  # a build number (11434)
-    if key == "flash_attn" and isinstance(value, bool):
+    if kind == "switch" and isinstance(value, bool):
         return "on" if value else "off"
-    if key in ("max_cache_len", "max_kv_size") and value is not None:
+    if kind == "tokens" and value is not None:
         from kvplan.errors import KvplanError
         from kvplan.units import parse_tokens
 

@@ -33,11 +33,25 @@ def mlx_command(options: dict) -> str:
     return " ".join(parts)
 
 
+# the runtime's own command line (or config) whose cache is priced, by runtime name: options in force → text
+COMMANDS = {"mlx-lm": mlx_command}
+
+# when a runtime's KV peak happens, by runtime name (the peak row and its table line); the rest peak right after
+# a one-shot prefill (transformers' views of the prompt tensors)
+PEAK_WORDS = {
+    "mlx-lm": ("+ KV at the peak during the chunked prefill (rotating caches' chunk overhang, the cache before "
+               "quantization; peak {peak} in all)", "KV peak (during the chunked prefill)"),
+}
+ONE_SHOT_PEAK = ("+ KV at the peak right after prefill (views of the prompt tensors; peak {peak} in all)",
+                 "KV peak (right after a one-shot prefill)")
+
+
 def _described(cache, ev: Evaluation) -> dict:
-    """The cache's facts for this request, with the runtime's command line where one is priced (mlx-lm)."""
+    """The cache's facts for this request, with the runtime's command line where one is priced."""
     d = cache.describe(ev.scenario.ctx, ev.scenario.sequences)
-    if d["name"] == "mlx-lm":
-        d["command"] = mlx_command(d["options"])
+    command = COMMANDS.get(d["name"])
+    if command is not None:
+        d["command"] = command(d["options"])
     return d
 
 
@@ -73,10 +87,7 @@ def output_buffer_label(ev: Evaluation) -> str:
 
 def peak_label(ev: Evaluation, peak: str) -> str:
     """The memory table's row for a runtime cache's transient peak above its steady size."""
-    if getattr(ev.cache, "name", None) == "mlx-lm":
-        return (f"+ KV at the peak during the chunked prefill (rotating caches' chunk overhang, the cache before "
-                f"quantization; peak {peak} in all)")
-    return f"+ KV at the peak right after prefill (views of the prompt tensors; peak {peak} in all)"
+    return PEAK_WORDS.get(getattr(ev.cache, "name", None), ONE_SHOT_PEAK)[0].format(peak=peak)
 
 
 def profile_rule(ev: Evaluation) -> str:
@@ -105,11 +116,11 @@ def runtime_table(ev: Evaluation, units: str = "si") -> Table | None:
               f"R ({recurrent['type']}) {recurrent['r_bytes'] / 2**20:.2f} MiB, "
               f"S ({recurrent['type']}) {recurrent['s_bytes'] / 2**20:.2f} MiB",
               f"{fmt.exact_bytes(total)} ({total / 2**20:.2f} MiB)")
-    if "command" in d:  # the runtime's own command line whose cache this prices (mlx-lm)
-        t.add(f"command priced (mlx-lm {d['version']})", d["command"])
+    if "command" in d:  # the runtime's own command line whose cache this prices
+        t.add(f"command priced ({d['name']} {d['version']})", d["command"])
     t.add("KV allocated (steady state)", f"{fmt.exact_bytes(ev.kv_bytes)} ({fmt.bytes_(ev.kv_bytes, units)})")
     if ev.kv_peak_bytes != ev.kv_bytes:
-        t.add("KV peak (during the chunked prefill)" if "command" in d else "KV peak (right after a one-shot prefill)",
+        t.add(PEAK_WORDS.get(d["name"], ONE_SHOT_PEAK)[1],
               f"{fmt.exact_bytes(ev.kv_peak_bytes)} ({fmt.bytes_(ev.kv_peak_bytes, units)})")
     if ev.compute_buffer_bytes:
         t.add("compute buffer (CPU backend; in the total)",

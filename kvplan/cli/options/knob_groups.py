@@ -44,29 +44,16 @@ def _policy(
                           kv_evict_every)
 
 
-def _runtime(
-    runtime: ro.RuntimeOpt = None,
-    parallel: ro.ParallelOpt = None,
-    kv_unified: ro.KvUnifiedOpt = False,
-    ubatch: ro.UbatchOpt = None,
-    batch: ro.BatchOpt = None,
-    swa_full: ro.SwaFullOpt = False,
-    flash_attn: ro.FlashAttnOpt = None,
-    cache: ro.CacheOpt = None,
-    max_cache_len: ro.MaxCacheLenOpt = None,
-    mmap: ro.MmapOpt = None,
-    repack: ro.RepackOpt = None,
-    llamacpp_build: ro.LlamacppBuildOpt = None,
-    prompt_tokens: ro.PromptTokensOpt = None,
-    judge: ro.JudgeOpt = None,
-    max_kv_size: ro.MaxKvSizeOpt = None,
-    prefill_step_size: ro.PrefillStepSizeOpt = None,
-    quantized_kv_start: ro.QuantizedKvStartOpt = None,
-):
+def _runtime(runtime: ro.RuntimeOpt = None, **options):
     """The ``Knobs.runtime`` value of the runtime options."""
-    return ro.runtime_knob(runtime, parallel, kv_unified, ubatch, batch, swa_full, flash_attn, cache, max_cache_len,
-                           mmap, repack, llamacpp_build, prompt_tokens, judge, max_kv_size, prefill_step_size,
-                           quantized_kv_start)
+    return ro.runtime_knob(runtime, **options)
+
+
+# --runtime, then each runtime's own options (kvplan.cli.options.runtime.RUNTIME_OPTIONS)
+_runtime.__signature__ = inspect.Signature([
+    inspect.Parameter("runtime", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ro.RuntimeOpt),
+    *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=declared)
+      for name, declared, default in ro.RUNTIME_OPTIONS)])
 
 
 CACHE = OptionGroup(_cache)
@@ -83,4 +70,4 @@ def knobs_of(cache: Given | dict, policy: Given, runtime: Given):
 
 def argv_of(policy: Given, runtime: Given) -> list[str]:
     """The runtime and policy options as given, as command-line arguments (for a suggested command)."""
-    return ro.runtime_argv(*runtime.values.values()) + po.policy_argv(*policy.values.values())
+    return ro.runtime_argv(**runtime.values) + po.policy_argv(*policy.values.values())

@@ -53,51 +53,64 @@ QuantizedKvStartOpt = Annotated[int | None, typer.Option(
     "(--quantized-kv-start, default 5000).")]
 
 
-def runtime_knob(runtime: str | None = None, parallel: int | None = None, kv_unified: bool = False,
-                 ubatch: int | None = None, batch: int | None = None, swa_full: bool = False,
-                 flash_attn: str | None = None, cache: str | None = None, max_cache_len: str | None = None,
-                 mmap: bool | None = None, repack: bool | None = None, llamacpp_build: str | None = None,
-                 prompt_tokens: str | None = None, judge: str | None = None, max_kv_size: str | None = None,
-                 prefill_step_size: int | None = None, quantized_kv_start: int | None = None):
+# each runtime's options, in the order --help lists them: (parameter name, its declaration, its default);
+# the parameter name is the option's long name with dashes (``llamacpp_build`` is ``--llamacpp-build``)
+LLAMACPP_OPTIONS = (
+    ("parallel", ParallelOpt, None), ("kv_unified", KvUnifiedOpt, False), ("ubatch", UbatchOpt, None),
+    ("batch", BatchOpt, None), ("swa_full", SwaFullOpt, False), ("flash_attn", FlashAttnOpt, None))
+TRANSFORMERS_OPTIONS = (("cache", CacheOpt, None), ("max_cache_len", MaxCacheLenOpt, None))
+PROCESS_OPTIONS = (
+    ("mmap", MmapOpt, None), ("repack", RepackOpt, None), ("llamacpp_build", LlamacppBuildOpt, None),
+    ("prompt_tokens", PromptTokensOpt, None), ("judge", JudgeOpt, None))
+MLX_OPTIONS = (("max_kv_size", MaxKvSizeOpt, None), ("prefill_step_size", PrefillStepSizeOpt, None),
+               ("quantized_kv_start", QuantizedKvStartOpt, None))
+RUNTIME_OPTIONS = LLAMACPP_OPTIONS + TRANSFORMERS_OPTIONS + PROCESS_OPTIONS + MLX_OPTIONS
+
+# a parameter whose spec field is named otherwise (the build is llama.cpp's, and says so on the command line)
+SPEC_FIELD = {"llamacpp_build": "build"}
+# options given in tokens (``32k``): parsed here, so a bad value names its flag; (what it is, in an error)
+TOKEN_OPTIONS = {"max_cache_len": "a cache length", "prompt_tokens": "a prompt", "max_kv_size": "a cache size"}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _given(name: str, value: object) -> bool:
+    default = next(d for n, _, d in RUNTIME_OPTIONS if n == name)
+    return value is not None and not (value is False and default is False)
+
+
+def runtime_knob(runtime: str | None = None, **options):
     """The RuntimeSpec these options ask for; ``"ideal"`` for an explicit ``--runtime ideal`` (it overrides a
-    model profile's runtime); None without any runtime option (the model profile's runtime, else ideal)."""
-    process = (mmap, repack, llamacpp_build, prompt_tokens, judge)
-    if runtime is None and not (parallel is not None or kv_unified or ubatch is not None or batch is not None
-                                or swa_full or flash_attn is not None or cache is not None
-                                or max_cache_len is not None or any(v is not None for v in process)
-                                or max_kv_size is not None or prefill_step_size is not None
-                                or quantized_kv_start is not None):
+    model profile's runtime); None without any runtime option (the model profile's runtime, else ideal).
+
+    ``options`` are keyed by parameter name (:data:`RUNTIME_OPTIONS`)."""
+    if runtime is None and not any(_given(name, value) for name, value in options.items()):
         return None
     from kvplan.cli.options.declarations import parse_ctx
     from kvplan.profiles.runtime import runtime_spec
 
-    length = parse_ctx(max_cache_len, "--max-cache-len", "a cache length") if max_cache_len is not None else None
-    prompt = parse_ctx(prompt_tokens, "--prompt-tokens", "a prompt") if prompt_tokens is not None else None
-    kv_size = parse_ctx(max_kv_size, "--max-kv-size", "a cache size") if max_kv_size is not None else None
-    spec = runtime_spec(runtime, parallel=parallel, kv_unified=kv_unified, ubatch=ubatch, batch=batch,
-                        swa_full=swa_full, flash_attn=flash_attn, cache=cache, max_cache_len=length, mmap=mmap,
-                        repack=repack, build=llamacpp_build, prompt_tokens=prompt, judge=judge,
-                        max_kv_size=kv_size, prefill_step_size=prefill_step_size,
-                        quantized_kv_start=quantized_kv_start)
+    values = {}
+    for name, value in options.items():
+        if name in TOKEN_OPTIONS and value is not None:
+            value = parse_ctx(value, _flag(name), TOKEN_OPTIONS[name])
+        values[SPEC_FIELD.get(name, name)] = value
+    spec = runtime_spec(runtime, **values)
     return "ideal" if spec is None else spec
 
 
-def runtime_argv(runtime: str | None = None, parallel: int | None = None, kv_unified: bool = False,
-                 ubatch: int | None = None, batch: int | None = None, swa_full: bool = False,
-                 flash_attn: str | None = None, cache: str | None = None,
-                 max_cache_len: str | None = None, mmap: bool | None = None, repack: bool | None = None,
-                 llamacpp_build: str | None = None, prompt_tokens: str | None = None,
-                 judge: str | None = None, max_kv_size: str | None = None,
-                 prefill_step_size: int | None = None, quantized_kv_start: int | None = None) -> list[str]:
-    """These options as command-line arguments (for a suggested ``kvplan check`` command)."""
+def runtime_argv(runtime: str | None = None, **options) -> list[str]:
+    """These options as command-line arguments (for a suggested ``kvplan check`` command): valued options
+    first, then the flags, each in :data:`RUNTIME_OPTIONS` order."""
     argv = [] if runtime is None else ["--runtime", runtime]
-    for option, value in (("--parallel", parallel), ("--ubatch", ubatch), ("--batch", batch),
-                          ("--flash-attn", flash_attn), ("--cache", cache), ("--max-cache-len", max_cache_len),
-                          ("--llamacpp-build", llamacpp_build), ("--prompt-tokens", prompt_tokens),
-                          ("--judge", judge), ("--max-kv-size", max_kv_size),
-                          ("--prefill-step-size", prefill_step_size), ("--quantized-kv-start", quantized_kv_start)):
-        if value is not None:
-            argv += [option, str(value)]
-    argv += (["--kv-unified"] if kv_unified else []) + (["--swa-full"] if swa_full else [])
-    argv += [] if mmap is None else ["--mmap" if mmap else "--no-mmap"]
-    return argv + ([] if repack is None else ["--repack" if repack else "--no-repack"])
+    flags = []
+    for name, _, default in RUNTIME_OPTIONS:
+        value = options.get(name)
+        if not _given(name, value):
+            continue
+        if isinstance(value, bool):  # an on/off flag, or a --x/--no-x pair
+            flags.append(_flag(name) if value else _flag("no_" + name))
+        else:
+            argv += [_flag(name), str(value)]
+    return argv + flags
