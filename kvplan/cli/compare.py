@@ -11,7 +11,8 @@ from kvplan.cli.options.groups import Given, with_groups
 
 HELP = """Compare devices × models at one context: verdict, headroom, decode tokens/s, max context.
 
-Repeat --device and --model. Without --device every built-in device is compared (with the
+Repeat --device and --model; name several runtimes with commas
+(--runtime llama.cpp,ollama,mlx-lm) to put them side by side, each taking its own options. Without --device every built-in device is compared (with the
 given models); without --model, every built-in model (on the given devices). The same
 knobs as check (--sequences, --pinned-prefix, --weight-bits, --kv-bits, …) apply to
 every cell. Exit code 0 (whatever the verdicts), 2 on bad input."""
@@ -47,7 +48,14 @@ def compare(
 
         check_writable(output)
     ctx_tokens = o.parse_ctx(ctx)
-    knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
+    several = g.runtimes_of(runtime_knobs)
+    if several is None:
+        variants = [g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)]
+    else:  # each runtime side by side, the other knobs the same
+        from dataclasses import replace
+
+        base = o.knobs(**cache_knobs.values, kv_policy=policy_knobs.build(), runtime=None)
+        variants = [replace(base, runtime=spec) for spec in several]
     catalog = user_catalog(profiles_dir)
     devices = _resolve(catalog, "device", device)
     models = _resolve(catalog, "model", model)
@@ -55,10 +63,12 @@ def compare(
     for d in devices:
         row = []
         for m in models:
-            try:
-                row.append(evaluate(build_scenario(d, m, ctx_tokens, knobs)))
-            except UsageError as exc:  # e.g. --os-reserve above one device's RAM, a runtime refusing a model
-                raise UsageError(f"{d.name} × {m.name}: {cli_message(exc)}") from None
+            for knobs in variants:
+                try:
+                    row.append(evaluate(build_scenario(d, m, ctx_tokens, knobs)))
+                except UsageError as exc:  # e.g. --os-reserve above one device's RAM, a runtime refusing a model
+                    where = f"{d.name} × {m.name}" + (f" × {getattr(knobs.runtime, 'name', knobs.runtime)}" if several else "")
+                    raise UsageError(f"{where}: {cli_message(exc)}") from None
         evaluations.append(row)
 
     if fmt_ is OutputFormat.json:

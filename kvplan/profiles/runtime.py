@@ -218,6 +218,28 @@ def runtime_spec(name: str | None, **options) -> RuntimeSpec | None:
     return spec.from_options(**{k: v for k, v in options.items() if k in mine and _is_given(spec, k, v)})
 
 
+def runtime_specs(names: list[str], **options) -> list[RuntimeSpec | None]:
+    """The specs of several runtimes side by side (``compare --runtime llama.cpp,mlx-lm``): each takes the
+    options that are its own; an option none of them owns is refused as under :func:`runtime_spec`."""
+    if not names:
+        raise FieldError("runtime", "name at least one runtime")
+    specs = [_BY_NAME.get(n.strip().lower()) for n in names]
+    for name, spec in zip(names, specs):
+        if spec is None and name.strip().lower() != "ideal":
+            raise FieldError("runtime", f"unknown runtime {name!r}; known: {', '.join(RUNTIME_NAMES)}")
+    keys = [s.name if s else "ideal" for s in specs]
+    if len(set(keys)) != len(keys):
+        twice = next(k for k in keys if keys.count(k) > 1)
+        raise FieldError("runtime", f"{twice} is named twice")
+    owned = {k for s in specs if s is not None for k in s.option_names()}
+    stray = {k: v for k, v in options.items() if k not in owned}
+    if stray:  # nobody's option: the single-runtime check words the error (whose option it is, or unknown)
+        runtime_spec(names[0], **stray)
+    return [None if spec is None else runtime_spec(spec.name, **{k: v for k, v in options.items()
+                                                               if k in spec.option_names()})
+            for spec in specs]
+
+
 def parse_runtime(value: object) -> RuntimeSpec | None:
     """A runtime named in a file: ``"llama.cpp"`` or ``{name: llama.cpp, parallel: 2, …}``.
 

@@ -72,7 +72,8 @@ def compare_json(evaluations: list[list[Evaluation]]) -> dict:
         "schema_version": JSON_SCHEMA_VERSION,
         "ctx": first.ctx if first else None,
         "devices": [row[0].scenario.device.name for row in evaluations if row],
-        "models": [ev.scenario.model.name for ev in evaluations[0]] if evaluations else [],
+        "models": list(dict.fromkeys(ev.scenario.model.name for ev in evaluations[0])) if evaluations else [],
+        "runtimes": list(dict.fromkeys(runtime_label(ev.scenario.runtime) for ev in cells)),
         "target_tokens_per_s": first.target_tokens_per_s if first else None,
         "rows": [_json_row(ev, columns) for ev in cells],
         "warnings": words(rates.warnings_of(cells)),
@@ -149,8 +150,10 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
     t.notes.extend(rates.warning_notes(rates.warnings_of(cells)))
     tables = [t]
     if len(evaluations) > 1 and len(evaluations[0]) > 1:
-        models = [ev.scenario.model.name for ev in evaluations[0]]
-        m = Table("verdict and headroom (devices × models)", ["device", *models])
+        models = [ev.scenario.model.name + (f" · {runtime_label(ev.scenario.runtime)}" if runtime_column else "")
+                  for ev in evaluations[0]]
+        m = Table("verdict and headroom (devices × models" + (" · runtimes)" if runtime_column else ")"),
+                  ["device", *models])
         for row in evaluations:
             m.add(row[0].scenario.device.name,
                   *(f"{ev.verdict.value} {fmt.bytes_(ev.headroom_bytes, units)}" for ev in row))

@@ -68,6 +68,15 @@ def knobs_of(cache: Given | dict, policy: Given, runtime: Given):
     return o.knobs(**values, kv_policy=policy.build(), runtime=runtime.build())
 
 
+def runtimes_of(runtime: Given) -> list | None:
+    """The runtimes a comma-separated ``--runtime`` names, side by side (None: one runtime, or none named)."""
+    named = runtime["runtime"]
+    if named is None or "," not in named:
+        return None
+    options = {k: v for k, v in runtime.values.items() if k != "runtime"}
+    return ro.runtime_knobs(named, **options)
+
+
 def argv_of(policy: Given, runtime: Given) -> list[str]:
     """The runtime and policy options as given, as command-line arguments (for a suggested command)."""
     return ro.runtime_argv(**runtime.values) + po.policy_argv(*policy.values.values())

@@ -100,6 +100,23 @@ def runtime_knob(runtime: str | None = None, **options):
     return "ideal" if spec is None else spec
 
 
+def runtime_knobs(runtime: str, **options) -> list:
+    """Several runtimes side by side (``--runtime llama.cpp,ollama,mlx-lm``): one ``Knobs.runtime`` value each
+    (``"ideal"`` for the formula), each runtime taking the options that are its own."""
+    from kvplan.cli.options.declarations import parse_ctx
+    from kvplan.profiles.runtime import runtime_specs
+
+    values = {}
+    for name, value in options.items():
+        if not _given(name, value):
+            continue
+        if name in TOKEN_OPTIONS:
+            value = parse_ctx(value, _flag(name), TOKEN_OPTIONS[name])
+        values[SPEC_FIELD.get(name, name)] = value
+    names = [n for n in (part.strip() for part in runtime.split(",")) if n]
+    return ["ideal" if spec is None else spec for spec in runtime_specs(names, **values)]
+
+
 def runtime_argv(runtime: str | None = None, **options) -> list[str]:
     """These options as command-line arguments (for a suggested ``kvplan check`` command): valued options
     first, then the flags, each in :data:`RUNTIME_OPTIONS` order."""
