@@ -1,0 +1,60 @@
+"""The key/value buffers ONNX Runtime GenAI allocates for a decoder: pure integer math.
+
+Rules from onnxruntime-genai v0.15.2 (github microsoft/onnxruntime-genai, tag v0.15.2):
+
+- ``src/models/kv_cache.cpp :: DefaultKeyValueCache::DefaultKeyValueCache`` (lines 281-544): two tensors
+  per layer (key, value) of shape ``[batch_beam, num_key_value_heads, seq, head_size]`` in the model's
+  ``kv_cache`` element type; with ``past_present_share_buffer`` the sequence axis is ``max_length``
+  (or the length fixed in the graph, lines 471-478) and is allocated once.
+- ``src/models/kv_cache.cpp :: DefaultKeyValueCache::Update`` (lines 550-590): without a shared buffer, each
+  step moves ``presents_`` into ``pasts_`` and allocates new presents of ``total_length``, so during a run
+  the past of ``L`` tokens and the present of ``L + n`` tokens both exist.
+- ``src/models/kv_cache.cpp :: ComputeQuantizedKvCacheHeadSize`` (lines 191-205): 4/8-bit KV packs 8/4
+  indices per 32-bit word plus one word for the scale; head_size must be a power of two and at least 8.
+- ``src/config.h`` (line 439): ``max_length`` omitted or 0 becomes ``model.context_length`` on load.
+
+Sliding-window per-layer caps (lines 429-470) apply only on the NvTensorRtRtx device and are not modelled.
+"""
+
+from __future__ import annotations
+
+KV_TENSORS_PER_LAYER = 2  # key and value (kv_cache.cpp, "2 per layer (key and value)")
+_WORD_BYTES = 4  # one u32 word (ComputeQuantizedKvCacheHeadSize)
+
+
+def head_row_bytes(head_size: int, element_bytes: int, kv_quantization_bits: int = 0) -> int:
+    """Bytes of one head's row for one token.
+
+    Parameters
+    ----------
+    head_size : int [values]
+    element_bytes : int [bytes] size of the kv_cache element type (2 for fp16, 4 for fp32).
+    kv_quantization_bits : int 0 (none), 4 or 8.
+
+    Raises ValueError when the runtime would refuse the quantized head size.
+    """
+    if kv_quantization_bits == 0:
+        return head_size * element_bytes
+    if kv_quantization_bits not in (4, 8):
+        raise ValueError(f"kv_cache_quantization_bits must be 4 or 8, got {kv_quantization_bits}")
+    if head_size < 8 or head_size & (head_size - 1):
+        raise ValueError(f"KV cache quantization requires a power-of-2 head_size >= 8, got {head_size}")
+    indices_per_word = 4 if kv_quantization_bits == 8 else 8
+    return (head_size // indices_per_word + 1) * _WORD_BYTES
+
+
+def buffer_bytes(layers: int, batch_beam: int, kv_heads: int, row_bytes: int, seq_tokens: int) -> int:
+    """Bytes of all key and value tensors of sequence length ``seq_tokens`` [tokens]."""
+    return KV_TENSORS_PER_LAYER * layers * batch_beam * kv_heads * row_bytes * seq_tokens
+
+
+def shared_buffer_bytes(layers: int, batch_beam: int, kv_heads: int, row_bytes: int, max_length_tokens: int) -> int:
+    """``past_present_share_buffer``: one buffer of ``max_length`` tokens, constant in the context."""
+    return buffer_bytes(layers, batch_beam, kv_heads, row_bytes, max_length_tokens)
+
+
+def unshared_step_peak_bytes(
+    layers: int, batch_beam: int, kv_heads: int, row_bytes: int, past_tokens: int, new_tokens: int
+) -> int:
+    """Without a shared buffer: past (``past_tokens``) and present (``past_tokens + new_tokens``) coexist."""
+    return buffer_bytes(layers, batch_beam, kv_heads, row_bytes, 2 * past_tokens + new_tokens)
