@@ -68,6 +68,14 @@ class OllamaLaunch:
 def default_num_ctx_tokens(gpu_memory_bytes: int) -> int:
     """Ollama's default ``num_ctx`` for the summed GPU memory (less ``OLLAMA_GPU_OVERHEAD``) [tokens].
 
+    Parameters
+    ----------
+    gpu_memory_bytes : int [bytes]
+
+    Returns
+    -------
+    int [tokens]
+
     Notes
     -----
     ≥ 47 GiB → 262144, ≥ 23 GiB → 32768, else 4096 (``server/routes.go`` :: ``Serve``, 2050-2057, v0.32.15).
@@ -87,10 +95,19 @@ def ollama_launch(*, gpu_memory_bytes: int, num_ctx_tokens: int | None = None, c
     gpu_memory_bytes : int [bytes]  summed GPU memory (unified memory on Apple silicon) for the default context
     num_ctx_tokens : int or None [tokens]  the request's / Modelfile's ``num_ctx``; None: the default
     context_length_env : int [tokens]  ``OLLAMA_CONTEXT_LENGTH`` (0: unset)
-    num_parallel : int  ``OLLAMA_NUM_PARALLEL``
+    num_parallel : int [sequences]  ``OLLAMA_NUM_PARALLEL``
     flash_attention : bool or None  ``OLLAMA_FLASH_ATTENTION`` (None: unset)
     flash_supported : bool  whether a GPU supports flash attention (``ml.FlashAttentionSupported``)
     n_ctx_train_tokens : int or None [tokens]  the GGUF's training context (None/0: no clamp)
+    architecture : str or None  the GGUF's ``general.architecture``
+    embedding : bool  an embedding model (no completion capability)
+    kv_cache_type : str  ``OLLAMA_KV_CACHE_TYPE`` ("" unset)
+    num_batch_tokens : int [tokens]  ``num_batch``
+    use_mmap : bool  the ``use_mmap`` option
+
+    Returns
+    -------
+    OllamaLaunch
     """
     num_ctx = num_ctx_tokens or context_length_env or default_num_ctx_tokens(gpu_memory_bytes)
     if n_ctx_train_tokens and num_ctx > n_ctx_train_tokens:

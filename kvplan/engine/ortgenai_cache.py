@@ -29,9 +29,12 @@ def head_row_bytes(head_size: int, element_bytes: int, kv_quantization_bits: int
     ----------
     head_size : int [values]
     element_bytes : int [bytes] size of the kv_cache element type (2 for fp16, 4 for fp32).
-    kv_quantization_bits : int 0 (none), 4 or 8.
+    kv_quantization_bits : int [bits] 0 (none), 4 or 8.
 
-    Raises ValueError when the runtime would refuse the quantized head size.
+    Returns
+    -------
+    int [bytes]
+        one head's key (or value) row of one token; raises ValueError where the runtime refuses the head size.
     """
     if kv_quantization_bits == 0:
         return head_size * element_bytes
@@ -44,17 +47,58 @@ def head_row_bytes(head_size: int, element_bytes: int, kv_quantization_bits: int
 
 
 def buffer_bytes(layers: int, batch_beam: int, kv_heads: int, row_bytes: int, seq_tokens: int) -> int:
-    """Bytes of all key and value tensors of sequence length ``seq_tokens`` [tokens]."""
+    """Bytes of all key and value tensors of sequence length ``seq_tokens``.
+
+    Parameters
+    ----------
+    layers : int [layers]
+    batch_beam : int [sequences] batch × beams
+    kv_heads : int [heads]
+    row_bytes : int [bytes] one head's row of one token (:func:`head_row_bytes`)
+    seq_tokens : int [tokens]
+
+    Returns
+    -------
+    int [bytes]
+    """
     return KV_TENSORS_PER_LAYER * layers * batch_beam * kv_heads * row_bytes * seq_tokens
 
 
 def shared_buffer_bytes(layers: int, batch_beam: int, kv_heads: int, row_bytes: int, max_length_tokens: int) -> int:
-    """``past_present_share_buffer``: one buffer of ``max_length`` tokens, constant in the context."""
+    """``past_present_share_buffer``: one buffer of ``max_length`` tokens, constant in the context.
+
+    Parameters
+    ----------
+    layers : int [layers]
+    batch_beam : int [sequences] batch × beams
+    kv_heads : int [heads]
+    row_bytes : int [bytes] one head's row of one token (:func:`head_row_bytes`)
+    max_length_tokens : int [tokens] the search option ``max_length``
+
+    Returns
+    -------
+    int [bytes]
+    """
     return buffer_bytes(layers, batch_beam, kv_heads, row_bytes, max_length_tokens)
 
 
 def unshared_step_peak_bytes(
     layers: int, batch_beam: int, kv_heads: int, row_bytes: int, past_tokens: int, new_tokens: int
 ) -> int:
-    """Without a shared buffer: past (``past_tokens``) and present (``past_tokens + new_tokens``) coexist."""
+    """Without a shared buffer: past (``past_tokens``) and present (``past_tokens + new_tokens``) coexist.
+
+    Parameters
+    ----------
+    layers : int [layers]
+    batch_beam : int [sequences] batch × beams
+    kv_heads : int [heads]
+    row_bytes : int [bytes] one head's row of one token (:func:`head_row_bytes`)
+    past_tokens : int [tokens]
+    new_tokens : int [tokens] the tokens of this step
+
+    Returns
+    -------
+    int [bytes]
+        the peak during the step.
+    """
     return buffer_bytes(layers, batch_beam, kv_heads, row_bytes, 2 * past_tokens + new_tokens)
