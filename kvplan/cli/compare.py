@@ -11,11 +11,11 @@ from kvplan.cli.options.groups import Given, with_groups
 
 HELP = """Compare devices × models at one context: verdict, headroom, decode tokens/s, max context.
 
-Repeat --device and --model; name several runtimes with commas
-(--runtime llama.cpp,ollama,mlx-lm) to put them side by side, each taking its own options. Without --device every built-in device is compared (with the
-given models); without --model, every built-in model (on the given devices). The same
-knobs as check (--sequences, --pinned-prefix, --weight-bits, --kv-bits, …) apply to
-every cell. Exit code 0 (whatever the verdicts), 2 on bad input."""
+Repeat --device and --model. Without --device every built-in device is compared (with the
+given models); without --model, every built-in model (on the given devices). Name several
+runtimes with commas (--runtime llama.cpp,mlx-lm) to put them side by side, each taking its
+own options. The same knobs as check (--sequences, --pinned-prefix, --weight-bits,
+--kv-bits, …) apply to every cell. Exit code 0 (whatever the verdicts), 2 on bad input."""
 
 
 @with_groups(cache_knobs=g.CACHE, policy_knobs=g.POLICY, runtime_knobs=g.RUNTIME)
@@ -48,14 +48,7 @@ def compare(
 
         check_writable(output)
     ctx_tokens = o.parse_ctx(ctx)
-    several = g.runtimes_of(runtime_knobs)
-    if several is None:
-        variants = [g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)]
-    else:  # each runtime side by side, the other knobs the same
-        from dataclasses import replace
-
-        base = o.knobs(**cache_knobs.values, kv_policy=policy_knobs.build(), runtime=None)
-        variants = [replace(base, runtime=spec) for spec in several]
+    variants, several = g.knobs_side_by_side(cache_knobs, policy_knobs, runtime_knobs)
     catalog = user_catalog(profiles_dir)
     devices = _resolve(catalog, "device", device)
     models = _resolve(catalog, "model", model)
@@ -67,7 +60,8 @@ def compare(
                 try:
                     row.append(evaluate(build_scenario(d, m, ctx_tokens, knobs)))
                 except UsageError as exc:  # e.g. --os-reserve above one device's RAM, a runtime refusing a model
-                    where = f"{d.name} × {m.name}" + (f" × {getattr(knobs.runtime, 'name', knobs.runtime)}" if several else "")
+                    runtime = f" × {getattr(knobs.runtime, 'name', knobs.runtime)}" if several else ""
+                    where = f"{d.name} × {m.name}{runtime}"
                     raise UsageError(f"{where}: {cli_message(exc)}") from None
         evaluations.append(row)
 

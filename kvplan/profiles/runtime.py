@@ -181,14 +181,15 @@ class MlxLmSpec(RuntimeSpec):
 RUNTIME_SPECS: tuple[type[RuntimeSpec], ...] = (LlamaCppSpec, TransformersSpec, MlxLmSpec)
 RUNTIME_NAMES = ("ideal", *(spec.name for spec in RUNTIME_SPECS))
 _BY_NAME = {alias: spec for spec in RUNTIME_SPECS for alias in (spec.name, *spec.aliases)}
+_OFF_BY_DEFAULT = {f.name: f.default is False for spec in RUNTIME_SPECS for f in fields(spec)}
 
 
-def _is_given(spec: type[RuntimeSpec], key: str, value: object) -> bool:
-    """An option counts as given unless it is None, or False for a flag that is off by default."""
+def is_given(key: str, value: object) -> bool:
+    """Whether the runtime option ``key`` (a spec field) was given: not None, nor False for a flag that is off by
+    default (``kv_unified``); ``mmap`` False is given (``--no-mmap``)."""
     if value is None:
         return False
-    defaults = {f.name: f.default for f in fields(spec)}
-    return not (value is False and defaults.get(key) is False)
+    return not (value is False and _OFF_BY_DEFAULT.get(key, False))
 
 
 def runtime_spec(name: str | None, **options) -> RuntimeSpec | None:
@@ -209,13 +210,13 @@ def runtime_spec(name: str | None, **options) -> RuntimeSpec | None:
         if other is spec:
             continue
         used = tuple(f"runtime.{k}" for k in other.option_names() if k in options
-                     and _is_given(other, k, options[k]))
+                     and is_given(k, options[k]))
         if used:
             raise FieldError(used, f"{other.name} options; they need {{runtime={other.name}}}", mentions=("runtime",))
     if spec is None:
         return None
     mine = spec.option_names()
-    return spec.from_options(**{k: v for k, v in options.items() if k in mine and _is_given(spec, k, v)})
+    return spec.from_options(**{k: v for k, v in options.items() if k in mine and is_given(k, v)})
 
 
 def runtime_specs(names: list[str], **options) -> list[RuntimeSpec | None]:
@@ -232,7 +233,7 @@ def runtime_specs(names: list[str], **options) -> list[RuntimeSpec | None]:
         twice = next(k for k in keys if keys.count(k) > 1)
         raise FieldError("runtime", f"{twice} is named twice")
     owned = {k for s in specs if s is not None for k in s.option_names()}
-    stray = {k: v for k, v in options.items() if k not in owned}
+    stray = {k: v for k, v in options.items() if k not in owned and is_given(k, v)}
     if stray:  # nobody's option: the single-runtime check words the error (whose option it is, or unknown)
         runtime_spec(names[0], **stray)
     return [None if spec is None else runtime_spec(spec.name, **{k: v for k, v in options.items()

@@ -68,13 +68,17 @@ def knobs_of(cache: Given | dict, policy: Given, runtime: Given):
     return o.knobs(**values, kv_policy=policy.build(), runtime=runtime.build())
 
 
-def runtimes_of(runtime: Given) -> list | None:
-    """The runtimes a comma-separated ``--runtime`` names, side by side (None: one runtime, or none named)."""
+def knobs_side_by_side(cache: Given, policy: Given, runtime: Given) -> tuple[list, bool]:
+    """:func:`knobs_of`, once per runtime a comma-separated ``--runtime`` names (each runtime taking its own options,
+    the other knobs the same); and whether several were named."""
     named = runtime["runtime"]
     if named is None or "," not in named:
-        return None
+        return [knobs_of(cache, policy, runtime)], False
+    from dataclasses import replace
+
+    base = o.knobs(**cache.values, kv_policy=policy.build(), runtime=None)
     options = {k: v for k, v in runtime.values.items() if k != "runtime"}
-    return ro.runtime_knobs(named, **options)
+    return [replace(base, runtime=spec) for spec in ro.runtime_knobs(named, **options)], True
 
 
 def argv_of(policy: Given, runtime: Given) -> list[str]:

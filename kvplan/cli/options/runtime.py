@@ -77,8 +77,21 @@ def _flag(name: str) -> str:
 
 
 def _given(name: str, value: object) -> bool:
-    default = next(d for n, _, d in RUNTIME_OPTIONS if n == name)
-    return value is not None and not (value is False and default is False)
+    from kvplan.profiles.runtime import is_given
+
+    return is_given(SPEC_FIELD.get(name, name), value)
+
+
+def _spec_values(options: dict) -> dict:
+    """The options as the specs take them: keyed by spec field, token counts parsed (a bad one names its flag)."""
+    from kvplan.cli.options.declarations import parse_ctx
+
+    values = {}
+    for name, value in options.items():
+        if name in TOKEN_OPTIONS and value is not None:
+            value = parse_ctx(value, _flag(name), TOKEN_OPTIONS[name])
+        values[SPEC_FIELD.get(name, name)] = value
+    return values
 
 
 def runtime_knob(runtime: str | None = None, **options):
@@ -88,33 +101,19 @@ def runtime_knob(runtime: str | None = None, **options):
     ``options`` are keyed by parameter name (:data:`RUNTIME_OPTIONS`)."""
     if runtime is None and not any(_given(name, value) for name, value in options.items()):
         return None
-    from kvplan.cli.options.declarations import parse_ctx
     from kvplan.profiles.runtime import runtime_spec
 
-    values = {}
-    for name, value in options.items():
-        if name in TOKEN_OPTIONS and value is not None:
-            value = parse_ctx(value, _flag(name), TOKEN_OPTIONS[name])
-        values[SPEC_FIELD.get(name, name)] = value
-    spec = runtime_spec(runtime, **values)
+    spec = runtime_spec(runtime, **_spec_values(options))
     return "ideal" if spec is None else spec
 
 
 def runtime_knobs(runtime: str, **options) -> list:
-    """Several runtimes side by side (``--runtime llama.cpp,ollama,mlx-lm``): one ``Knobs.runtime`` value each
+    """Several runtimes side by side (``--runtime llama.cpp,mlx-lm``): one ``Knobs.runtime`` value each
     (``"ideal"`` for the formula), each runtime taking the options that are its own."""
-    from kvplan.cli.options.declarations import parse_ctx
     from kvplan.profiles.runtime import runtime_specs
 
-    values = {}
-    for name, value in options.items():
-        if not _given(name, value):
-            continue
-        if name in TOKEN_OPTIONS:
-            value = parse_ctx(value, _flag(name), TOKEN_OPTIONS[name])
-        values[SPEC_FIELD.get(name, name)] = value
     names = [n for n in (part.strip() for part in runtime.split(",")) if n]
-    return ["ideal" if spec is None else spec for spec in runtime_specs(names, **values)]
+    return ["ideal" if spec is None else spec for spec in runtime_specs(names, **_spec_values(options))]
 
 
 def runtime_argv(runtime: str | None = None, **options) -> list[str]:
@@ -122,7 +121,7 @@ def runtime_argv(runtime: str | None = None, **options) -> list[str]:
     first, then the flags, each in :data:`RUNTIME_OPTIONS` order."""
     argv = [] if runtime is None else ["--runtime", runtime]
     flags = []
-    for name, _, default in RUNTIME_OPTIONS:
+    for name, _, _ in RUNTIME_OPTIONS:
         value = options.get(name)
         if not _given(name, value):
             continue
