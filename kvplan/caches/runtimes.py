@@ -31,6 +31,8 @@ CACHE_MODELS = {
     "llama.cpp": "kvplan.caches.llamacpp:llamacpp_cache",
     "transformers": "kvplan.caches.transformers:transformers_cache",
     "mlx-lm": "kvplan.caches.mlx:mlx_cache",
+    "onnxruntime-genai": "kvplan.caches.ortgenai:ortgenai_cache",
+    "litert-lm": "kvplan.caches.litertlm:litertlm_cache",
 }
 
 

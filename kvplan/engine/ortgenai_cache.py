@@ -12,11 +12,17 @@ Rules from onnxruntime-genai v0.15.2 (github microsoft/onnxruntime-genai, tag v0
 - ``src/models/kv_cache.cpp :: ComputeQuantizedKvCacheHeadSize`` (lines 191-205): 4/8-bit KV packs 8/4
   indices per 32-bit word plus one word for the scale; head_size must be a power of two and at least 8.
 - ``src/config.h`` (line 439): ``max_length`` omitted or 0 becomes ``model.context_length`` on load.
+- ``src/python/py/models/builders/base.py`` (lines 573-595, ``make_quantized_kv_cache_init``): a model built with
+  ``kv_cache_quant_type`` int8 / fp8 stores one byte a value; int4 packs two values a byte, ``(head_size + 1) // 2``
+  bytes a head (its scales are initializers of the graph, not cache). The runtime reads the element type and the
+  head width from the graph's ``past_key_values`` inputs (``kv_cache.cpp`` lines 338, 373-380).
 
 Sliding-window per-layer caps (lines 429-470) apply only on the NvTensorRtRtx device and are not modelled.
 """
 
 from __future__ import annotations
+
+from kvplan.engine._ops import floor_div, where
 
 KV_TENSORS_PER_LAYER = 2  # key and value (kv_cache.cpp, "2 per layer (key and value)")
 _WORD_BYTES = 4  # one u32 word (ComputeQuantizedKvCacheHeadSize)
@@ -102,3 +108,55 @@ def unshared_step_peak_bytes(
         the peak during the step.
     """
     return buffer_bytes(layers, batch_beam, kv_heads, row_bytes, 2 * past_tokens + new_tokens)
+
+
+def packed_int4_row_bytes(head_size: int) -> int:
+    """One head's row for one token in a model built with an int4 KV cache (two values a byte, uint8).
+
+    Parameters
+    ----------
+    head_size : int [values]
+
+    Returns
+    -------
+    int [bytes]
+        ``(head_size + 1) // 2`` (``builders/base.py`` :: ``make_quantized_kv_cache_init``, ``packed_head_size``).
+    """
+    return (head_size + 1) // 2
+
+
+def unshared_peak_tokens(total_tokens):
+    """Token rows held during the step that reaches ``total_tokens`` without a shared buffer.
+
+    Parameters
+    ----------
+    total_tokens : int or ndarray [tokens]
+        the length the generation reaches, one new token a step (a prompt of one token: its prefill).
+
+    Returns
+    -------
+    int or ndarray [tokens]
+        past ``total_tokens − 1`` plus present ``total_tokens``: ``2 · total_tokens − 1``; 0 for no tokens.
+    """
+    return where(total_tokens > 0, 2 * total_tokens - 1, 0)
+
+
+def unshared_max_total_tokens(allowance_bytes, bytes_per_token):
+    """Largest length whose unshared step peak fits ``allowance_bytes``.
+
+    Parameters
+    ----------
+    allowance_bytes : numeric [bytes]
+        cache bytes one sequence may hold.
+    bytes_per_token : int [bytes/token]
+        every layer's key and value rows of one token.
+
+    Returns
+    -------
+    numeric [tokens]
+        the largest ``c`` with ``(2c − 1) · bytes_per_token ≤ allowance_bytes``: ``⌊(⌊allowance / b⌋ + 1) / 2⌋``;
+        ``-1`` when not even one token fits.
+    """
+    rows = floor_div(allowance_bytes, bytes_per_token)
+    best = floor_div(rows + 1, 2)
+    return where(best >= 1, best, -1)

@@ -352,6 +352,9 @@ def max_ctx_limited_by(max_ctx, cache=None, allowance_bytes=None, sequences=1, p
     cap on max context (it is reported beside it, :attr:`Evaluation.max_ctx_trained`).
     """
     limit = getattr(cache, "ctx_limit", None)
+    # a cache that grows below its cap (onnxruntime-genai without a shared buffer) is limited by it only there
+    if limit and getattr(cache, "limit_binds_at_cap_only", False) and max_ctx != limit[0]:
+        limit = None
     if limit and engine.kv_allowance_bytes(allowance_bytes, sequences) >= cache.bytes_per_token:
         return str(limit[1])
     if max_ctx == engine.NO_CONTEXT_FITS:

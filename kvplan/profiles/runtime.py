@@ -177,8 +177,68 @@ class MlxLmSpec(RuntimeSpec):
         return cls(**given)
 
 
+@dataclass(frozen=True)
+class OrtGenAiSpec(RuntimeSpec):
+    """ONNX Runtime GenAI's search options that size the KV cache (onnxruntime-genai v0.15.2).
+
+    ``max_length`` is ``search.max_length`` (tokens; None: the context itself, as a genai_config whose
+    ``max_length`` is the context the generation reaches), ``past_present_share_buffer`` is
+    ``search.past_present_share_buffer``: False when a genai_config omits it (``src/config.h`` line 451,
+    ``bool past_present_share_buffer{}``); the model builder writes True for GroupQueryAttention models
+    (``src/python/py/models/builders/base.py`` line 562), so give it for such a model.
+    """
+
+    max_length: int | None = None
+    past_present_share_buffer: bool = False
+
+    name: ClassVar[str] = "onnxruntime-genai"
+    aliases: ClassVar[tuple[str, ...]] = ("ort-genai", "ortgenai", "onnxruntime_genai")
+    option_kinds: ClassVar[dict[str, str]] = {"max_length": "tokens", "past_present_share_buffer": "bool"}
+
+    @classmethod
+    def from_options(cls, **given) -> OrtGenAiSpec:
+        _at_least(given, 1, "max_length")
+        return cls(**given)
+
+
+LITERT_BACKENDS = ("cpu", "gpu")
+LITERT_DEFAULT_MAX_NUM_TOKENS = 4096  # LiteRT-LM runtime/engine/engine_settings.cc lines 80-88 (767d74f9)
+
+
+@dataclass(frozen=True)
+class LiteRtLmSpec(RuntimeSpec):
+    """LiteRT-LM's settings that size the KV cache (google-ai-edge/LiteRT-LM at 767d74f9).
+
+    ``max_num_tokens`` is the executor's ``max_num_tokens`` (4096 when neither the settings nor the model's
+    metadata set it: ``runtime/engine/engine_settings.cc`` lines 80-88); ``kv_cache_tokens`` the KV length the
+    model was exported with (its ``kv_cache_k_*`` inputs' static shape; None: ``max_num_tokens``, which
+    LiteRT-LM treats as the KV cache size); ``litert_backend`` the executor backend (``cpu``, the settings'
+    default, ``runtime/executor/executor_settings_base.h`` line 203, or ``gpu``; named apart from other runtimes'
+    backends, as every runtime's fields share one table).
+    """
+
+    max_num_tokens: int = LITERT_DEFAULT_MAX_NUM_TOKENS
+    kv_cache_tokens: int | None = None
+    litert_backend: str = "cpu"
+
+    name: ClassVar[str] = "litert-lm"
+    aliases: ClassVar[tuple[str, ...]] = ("litertlm", "litert")
+    option_kinds: ClassVar[dict[str, str]] = {"max_num_tokens": "tokens", "kv_cache_tokens": "tokens",
+                                              "litert_backend": "text"}
+
+    @classmethod
+    def from_options(cls, **given) -> LiteRtLmSpec:
+        _at_least(given, 1, "max_num_tokens", "kv_cache_tokens")
+        backend = given.get("litert_backend")
+        chosen = (backend or "cpu").strip().lower()
+        if chosen not in LITERT_BACKENDS:
+            raise FieldError("runtime.litert_backend", f"expected cpu or gpu, got {backend!r}")
+        return cls(**{**given, "litert_backend": chosen})
+
+
 # every runtime kvplan prices exactly, in the order --help and the docs list them
-RUNTIME_SPECS: tuple[type[RuntimeSpec], ...] = (LlamaCppSpec, TransformersSpec, MlxLmSpec)
+RUNTIME_SPECS: tuple[type[RuntimeSpec], ...] = (LlamaCppSpec, TransformersSpec, MlxLmSpec, OrtGenAiSpec,
+                                                LiteRtLmSpec)
 RUNTIME_NAMES = ("ideal", *(spec.name for spec in RUNTIME_SPECS))
 _BY_NAME = {alias: spec for spec in RUNTIME_SPECS for alias in (spec.name, *spec.aliases)}
 _OFF_BY_DEFAULT = {f.name: f.default is False for spec in RUNTIME_SPECS for f in fields(spec)}

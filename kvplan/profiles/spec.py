@@ -252,7 +252,8 @@ def _runtime(value: object) -> object:
 
 
 _RUNTIME_NAME_SCHEMA = {"enum": ["ideal", "llama.cpp", "llamacpp", "llama-cpp", "transformers", "hf", "mlx-lm", "mlx",
-                                 "mlx_lm"]}
+                                 "mlx_lm", "onnxruntime-genai", "ort-genai", "ortgenai", "onnxruntime_genai",
+                                 "litert-lm", "litertlm", "litert"]}
 _RUNTIME_SCHEMA = {"anyOf": [
     _RUNTIME_NAME_SCHEMA,
     {"type": "object", "additionalProperties": False, "properties": {
@@ -272,7 +273,12 @@ _RUNTIME_SCHEMA = {"anyOf": [
         "max_cache_len": js.TOKENS_SCHEMA,
         "max_kv_size": js.TOKENS_SCHEMA,
         "prefill_step_size": {"type": "integer", "minimum": 1},
-        "quantized_kv_start": {"type": "integer", "minimum": 0}}}]}
+        "quantized_kv_start": {"type": "integer", "minimum": 0},
+        "max_length": js.TOKENS_SCHEMA,
+        "past_present_share_buffer": {"type": "boolean"},
+        "max_num_tokens": js.TOKENS_SCHEMA,
+        "kv_cache_tokens": js.TOKENS_SCHEMA,
+        "litert_backend": {"enum": ["cpu", "gpu"]}}}]}
 RuntimeField = Annotated[str | dict[str, str | int | bool], BeforeValidator(_runtime), WithJsonSchema(_RUNTIME_SCHEMA)]
 
 

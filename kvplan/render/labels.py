@@ -22,7 +22,7 @@ def runtime_label(spec) -> str:
     """
     if spec is None:
         return "ideal"
-    from kvplan.profiles.runtime import LlamaCppSpec, MlxLmSpec, TransformersSpec
+    from kvplan.profiles.runtime import LiteRtLmSpec, LlamaCppSpec, MlxLmSpec, OrtGenAiSpec, TransformersSpec
 
     parts = [spec.name]
     if isinstance(spec, LlamaCppSpec):
@@ -50,6 +50,18 @@ def runtime_label(spec) -> str:
             parts.append(f"prefill {spec.prefill_step_size}")
         if spec.quantized_kv_start != defaults.quantized_kv_start:
             parts.append(f"qstart {spec.quantized_kv_start}")
+    elif isinstance(spec, OrtGenAiSpec):
+        if spec.past_present_share_buffer:
+            parts.append("shared")
+        if spec.max_length is not None:
+            parts.append(f"max-length {spec.max_length}")
+    elif isinstance(spec, LiteRtLmSpec):
+        if spec.max_num_tokens != LiteRtLmSpec().max_num_tokens:
+            parts.append(f"max-num-tokens {spec.max_num_tokens}")
+        if spec.kv_cache_tokens is not None:
+            parts.append(f"kv {spec.kv_cache_tokens}")
+        if spec.litert_backend != LiteRtLmSpec().litert_backend:
+            parts.append(spec.litert_backend)
     return " ".join(parts)
 
 

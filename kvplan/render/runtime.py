@@ -33,14 +33,29 @@ def mlx_command(options: dict) -> str:
     return " ".join(parts)
 
 
+def ortgenai_command(options: dict) -> str:
+    """The genai_config.json ``search`` options whose cache the onnxruntime-genai model priced."""
+    max_length = options["max_length"] if options["max_length"] is not None else "the context"
+    share = "true" if options["past_present_share_buffer"] else "false"
+    return (f"genai_config.json search: max_length {max_length}, past_present_share_buffer {share}, "
+            f"batch_size {options['batch_size']}, num_beams 1")
+
+
+def litertlm_command(options: dict) -> str:
+    """The ``litert_lm_main`` command line whose KV buffers the litert-lm model priced."""
+    return f"litert_lm_main --model_path MODEL --backend {options['backend']}"
+
+
 # the runtime's own command line (or config) whose cache is priced, by runtime name: options in force → text
-COMMANDS = {"mlx-lm": mlx_command}
+COMMANDS = {"mlx-lm": mlx_command, "onnxruntime-genai": ortgenai_command, "litert-lm": litertlm_command}
 
 # when a runtime's KV peak happens, by runtime name (the peak row and its table line); the rest peak right after
 # a one-shot prefill (transformers' views of the prompt tensors)
 PEAK_WORDS = {
     "mlx-lm": ("+ KV at the peak during the chunked prefill (rotating caches' chunk overhang, the cache before "
                "quantization; peak {peak} in all)", "KV peak (during the chunked prefill)"),
+    "onnxruntime-genai": ("+ KV at the peak during a decode step (past and present tensors both held; peak {peak} "
+                          "in all)", "KV peak (past + present during a step)"),
 }
 ONE_SHOT_PEAK = ("+ KV at the peak right after prefill (views of the prompt tensors; peak {peak} in all)",
                  "KV peak (right after a one-shot prefill)")

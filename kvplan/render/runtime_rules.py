@@ -83,6 +83,23 @@ _WORDS = {
     "mlx_quantized": lambda v: (f"QuantizedKVCache {v['bits']}-bit, group {v['group']}, scales and biases "
                                 f"{v['dtype']}, from offset {v['start']:,}"
                                 + ("" if v["applies"] else ": not reached, the cache stays " + v["dtype"])),
+    # onnxruntime-genai (kvplan.caches.ortgenai)
+    "ortgenai_shared_buffer": lambda v: (f"past_present_share_buffer: one key and one value tensor per layer of "
+                                         f"{v['max_length']:,} tokens (max_length), allocated once"),
+    "ortgenai_past_present": lambda v: (f"no shared buffer: during the step that reaches {v['present']:,} tokens the "
+                                        f"past ({v['past']:,}) and the present ({v['present']:,}) tensors both exist"),
+    "ortgenai_window_not_capped": lambda v: (f"sliding window {v['window']:,} not applied to the cache (only the "
+                                             "NvTensorRtRtx device caps it): every layer holds the whole length"),
+    # litert-lm (kvplan.caches.litertlm)
+    "litert_static_kv": lambda v: (f"KV inputs of {v['tokens']:,} tokens on {v['layers']} layers, allocated when "
+                                   "the executor is created"
+                                   + (" (the exported length)" if v["exported"] else
+                                      f" (max_num_tokens {v['max_num_tokens']:,}, taken as the exported length)")),
+    "litert_buffer_sets": lambda v: (f"{v['backend']} backend: {v['sets']} KV buffer set"
+                                     + (" (the output is the input's buffer)" if v["sets"] == 1 else
+                                        "s (input and output, swapped every step)")),
+    "litert_window_not_capped": lambda v: (f"sliding window {v['window']:,} not applied to the KV inputs: every "
+                                           "layer holds the exported length"),
 }
 
 KINDS = frozenset(_WORDS)

@@ -32,6 +32,9 @@ CACHE_MODELS = (
     {"runtime": "mlx-lm"},
     {"runtime": {"name": "mlx-lm", "max_kv_size": 4096, "prefill_step_size": 1000}},
     {"kv_bits": 4, "runtime": "mlx-lm"},
+    {"runtime": "onnxruntime-genai"},
+    {"runtime": {"name": "onnxruntime-genai", "past_present_share_buffer": True, "max_length": 65536}},
+    {"runtime": {"name": "litert-lm", "max_num_tokens": 65536}},
 )
 
 

@@ -52,6 +52,23 @@ QuantizedKvStartOpt = Annotated[int | None, typer.Option(
     "--quantized-kv-start", help="mlx-lm: the cache offset from which --kv-bits quantizes it "
     "(--quantized-kv-start, default 5000).")]
 
+MaxLengthOpt = Annotated[str | None, typer.Option(
+    "--max-length", help="onnxruntime-genai: search.max_length, the most tokens a sequence reaches (default: "
+    f"--ctx); a shared buffer holds this many. {TOKENS_HELP}")]
+PastPresentShareBufferOpt = Annotated[bool | None, typer.Option(
+    "--past-present-share-buffer/--no-past-present-share-buffer", help="onnxruntime-genai: one KV buffer of "
+    "max_length tokens shared by past and present (search.past_present_share_buffer; off when genai_config omits "
+    "it, the model builder writes it on for GroupQueryAttention models); off: past and present coexist at every "
+    "step.", show_default=False)]
+MaxNumTokensOpt = Annotated[str | None, typer.Option(
+    "--max-num-tokens", help="litert-lm: max_num_tokens, the most tokens a sequence reaches (default 4096, or the "
+    f"model's metadata). {TOKENS_HELP}")]
+KvCacheTokensOpt = Annotated[str | None, typer.Option(
+    "--kv-cache-tokens", help="litert-lm: the KV length the model was exported with (its kv_cache_k_* inputs; "
+    f"default: --max-num-tokens). {TOKENS_HELP}")]
+LitertBackendOpt = Annotated[str | None, typer.Option(
+    "--litert-backend", help="litert-lm: the executor backend, cpu (default; one KV buffer set) or gpu (input and "
+    "output sets).")]
 
 # each runtime's options, in the order --help lists them: (parameter name, its declaration, its default);
 # the parameter name is the option's long name with dashes (``llamacpp_build`` is ``--llamacpp-build``)
@@ -64,12 +81,17 @@ PROCESS_OPTIONS = (
     ("prompt_tokens", PromptTokensOpt, None), ("judge", JudgeOpt, None))
 MLX_OPTIONS = (("max_kv_size", MaxKvSizeOpt, None), ("prefill_step_size", PrefillStepSizeOpt, None),
                ("quantized_kv_start", QuantizedKvStartOpt, None))
-RUNTIME_OPTIONS = LLAMACPP_OPTIONS + TRANSFORMERS_OPTIONS + PROCESS_OPTIONS + MLX_OPTIONS
+ORTGENAI_OPTIONS = (("max_length", MaxLengthOpt, None), ("past_present_share_buffer", PastPresentShareBufferOpt, None))
+LITERTLM_OPTIONS = (("max_num_tokens", MaxNumTokensOpt, None), ("kv_cache_tokens", KvCacheTokensOpt, None),
+                    ("litert_backend", LitertBackendOpt, None))
+RUNTIME_OPTIONS = (LLAMACPP_OPTIONS + TRANSFORMERS_OPTIONS + PROCESS_OPTIONS + MLX_OPTIONS + ORTGENAI_OPTIONS
+                   + LITERTLM_OPTIONS)
 
 # a parameter whose spec field is named otherwise (the build is llama.cpp's, and says so on the command line)
 SPEC_FIELD = {"llamacpp_build": "build"}
 # options given in tokens (``32k``): parsed here, so a bad value names its flag; (what it is, in an error)
-TOKEN_OPTIONS = {"max_cache_len": "a cache length", "prompt_tokens": "a prompt", "max_kv_size": "a cache size"}
+TOKEN_OPTIONS = {"max_cache_len": "a cache length", "prompt_tokens": "a prompt", "max_kv_size": "a cache size",
+                 "max_length": "a length", "max_num_tokens": "a length", "kv_cache_tokens": "a cache length"}
 
 
 def _flag(name: str) -> str:
