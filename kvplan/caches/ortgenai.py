@@ -7,8 +7,10 @@ Rules, each from onnxruntime-genai's source at tag v0.15.2 (file :: function, li
   per-layer head count and width read from the graph's inputs, 373-380). With ``past_present_share_buffer``
   ``seq`` is ``search.max_length`` (471-484), allocated once and zeroed (489-521).
 - ``DefaultKeyValueCache::Update`` (550-590): without a shared buffer every step moves the presents into the pasts
-  and allocates presents of ``total_length``, so during the step that reaches ``L`` tokens the past of ``L − 1``
-  and the present of ``L`` both exist: the peak, at every decode step (not a one-off after the prefill).
+  and allocates presents of ``total_length``, so from the first decode step on the past of ``L − 1`` rows and the
+  present of ``L`` both exist, during the step and after it until the next one replaces the past: the peak, held
+  at every decode step (not a one-off after the prefill). Measured with onnxruntime-genai 0.15.2
+  (tests/harness/ortgenai_cache.py, tests/data/runtimes/ortgenai/cache.json).
 - ``src/generators.cpp`` :: ``GeneratorParams::IsPastPresentShareBufferEnabled`` (429-435): the shared buffer
   needs ``num_beams == 1`` (kvplan prices greedy or sampled search, one beam).
 - Sliding windows cap a layer only on the NvTensorRtRtx device (429-470): every layer here holds the whole length.
@@ -97,15 +99,14 @@ class OrtGenAiCache:
             (self.spec.max_length if ctx > 0 else 0)
 
     def kv_bytes(self, ctx, sequences=1):
-        """The key/value tensors between two steps at ``ctx`` tokens (the presents of ``ctx`` rows, or the shared
-        buffer) [bytes]."""
+        """The present tensors at ``ctx`` tokens (``ctx`` rows: what a step attends), or the shared buffer [bytes]."""
         self._refuse_beyond_max_length(ctx)
         tokens = self._length(ctx) if self.spec.past_present_share_buffer else ctx
         return self.bytes_per_token * tokens * sequences
 
     def kv_peak_bytes(self, ctx, sequences=1):
-        """During the step that reaches ``ctx``: without a shared buffer the past (``ctx − 1``) and the present
-        (``ctx``) rows; with one, the buffer [bytes]."""
+        """From the first decode step on, without a shared buffer: the past (``ctx − 1`` rows) beside the present
+        (``ctx``), held until the next step; with one, the buffer [bytes]."""
         if self.spec.past_present_share_buffer:
             return self.kv_bytes(ctx, sequences)
         self._refuse_beyond_max_length(ctx)

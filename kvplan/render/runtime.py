@@ -54,8 +54,8 @@ COMMANDS = {"mlx-lm": mlx_command, "onnxruntime-genai": ortgenai_command, "liter
 PEAK_WORDS = {
     "mlx-lm": ("+ KV at the peak during the chunked prefill (rotating caches' chunk overhang, the cache before "
                "quantization; peak {peak} in all)", "KV peak (during the chunked prefill)"),
-    "onnxruntime-genai": ("+ KV at the peak during a decode step (past and present tensors both held; peak {peak} "
-                          "in all)", "KV peak (past + present during a step)"),
+    "onnxruntime-genai": ("+ the past tensors beside the present ones, held from the first decode step on (peak "
+                          "{peak} in all)", "KV held at every decode step (past + present)"),
 }
 ONE_SHOT_PEAK = ("+ KV at the peak right after prefill (views of the prompt tensors; peak {peak} in all)",
                  "KV peak (right after a one-shot prefill)")

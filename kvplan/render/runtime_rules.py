@@ -86,8 +86,9 @@ _WORDS = {
     # onnxruntime-genai (kvplan.caches.ortgenai)
     "ortgenai_shared_buffer": lambda v: (f"past_present_share_buffer: one key and one value tensor per layer of "
                                          f"{v['max_length']:,} tokens (max_length), allocated once"),
-    "ortgenai_past_present": lambda v: (f"no shared buffer: during the step that reaches {v['present']:,} tokens the "
-                                        f"past ({v['past']:,}) and the present ({v['present']:,}) tensors both exist"),
+    "ortgenai_past_present": lambda v: (f"no shared buffer: at {v['present']:,} tokens the past ({v['past']:,} rows) "
+                                        f"and the present ({v['present']:,}) tensors both exist, from the first decode "
+                                        "step on"),
     "ortgenai_window_not_capped": lambda v: (f"sliding window {v['window']:,} not applied to the cache (only the "
                                              "NvTensorRtRtx device caps it): every layer holds the whole length"),
     # litert-lm (kvplan.caches.litertlm)

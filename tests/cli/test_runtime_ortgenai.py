@@ -57,7 +57,7 @@ def test_table_words_the_peak(run):
     result = check(run, "-c", "2000", "--runtime", "onnxruntime-genai")
     assert result.exit_code == 0, result.stderr
     # peak 3,999 rows · 524,288 = 2,096,627,712 B
-    assert "KV peak (past + present during a step)" in result.stdout and "2,096,627,712 B" in result.stdout
+    assert "KV held at every decode step (past + present)" in result.stdout and "2,096,627,712 B" in result.stdout
 
 
 def test_bad_values_exit_2_in_one_line(run):

@@ -1,5 +1,6 @@
 """ONNX Runtime GenAI's cache (kvplan.caches.ortgenai, kvplan.engine.ortgenai_cache v0.15.2): hand-derived figures,
-arithmetic in comments. Not measured: no onnxruntime-genai run backs these (docs/runtimes.md)."""
+arithmetic in comments. The unshared figures are also checked against onnxruntime-genai 0.15.2 itself in
+test_runtime_ortgenai_measured.py; the shared buffer and the quantized caches are not measured (docs/runtimes.md)."""
 
 from __future__ import annotations
 
