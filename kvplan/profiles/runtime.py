@@ -395,6 +395,10 @@ def resolve_sequences(spec: RuntimeSpec | None, sequences: int, pinned_prefix_to
     must agree when both are given. A pinned prefix has no meaning there: llama.cpp
     allocates the whole ``-c`` up front and a shared prefix lives inside it.
     """
+    if isinstance(spec, LiteRtLmSpec) and pinned_prefix_tokens:
+        raise FieldError("pinned_prefix_tokens", "LiteRT-LM runs one sequence in KV buffers allocated up front and a "
+                         "shared prefix lives inside them; drop {pinned_prefix_tokens} with {runtime=litert-lm}",
+                         mentions=("runtime",))
     if not isinstance(spec, LlamaCppSpec):
         return spec, sequences
     if pinned_prefix_tokens:

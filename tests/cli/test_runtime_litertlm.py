@@ -52,7 +52,7 @@ def test_buffers_that_cannot_fit_leave_no_context(run):
 
 def test_bad_values_exit_2_in_one_line(run):
     for args in (("--max-num-tokens", "0"), ("--kv-cache-tokens", "x"), ("--litert-backend", "npu"),
-                 ("--kv-type", "q8_0"), ("--sequences", "2"), ("-c", "5000")):  # 5,000 > max_num_tokens 4,096
+                 ("--kv-type", "q8_0"), ("--sequences", "2"), ("-c", "5000"), ("--pinned-prefix", "512")):  # 5,000 > max_num_tokens 4,096
         result = check(run, "-c", "1000", "--runtime", "litert-lm", *args)
         assert result.exit_code == 2, args
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
