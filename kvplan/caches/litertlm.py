@@ -14,6 +14,10 @@ Rules, each from LiteRT-LM's source at commit 767d74f9acb02ef135b06e229929510232
 - Batch size 1 only (``Prefill``, line 95: ``RET_CHECK_EQ(... Dimensions()[0], 1)``; ``Create``, 797-799).
 - Every layer holds the exported length: kvplan takes no window from the model (an export whose sliding layers
   have shorter inputs is not modelled).
+- The element type is the export's: ai-edge-torch (google-ai-edge/ai-edge-torch at 28ce35b6,
+  ``ai_edge_torch/generative/layers/kv_cache.py`` :: ``KVCacheEntry.from_model_config`` lines 40-53,
+  ``KVCache.from_model_config`` lines 62-88) builds every layer's K and V as ``(1, kv_cache_max, num_query_groups,
+  head_dim)`` in ``torch.float32`` unless told otherwise, so float32 unless a cache type is asked for.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from kvplan.profiles.runtime import LiteRtLmSpec
 LITERT_LM_COMMIT = "767d74f9"
 # TFLite tensor element types a KV input can have: the exporter decides which (kvplan takes the cache type asked for)
 LITERT_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "int8": "int8"}
+EXPORT_DEFAULT_FORMAT = "f32"  # ai-edge-torch's KVCache.from_model_config(dtype=torch.float32)
 
 
 @dataclass(frozen=True)
@@ -129,12 +134,15 @@ class LiteRtLmCache:
 def litertlm_cache(spec: LiteRtLmSpec, model, k_format: ElementFormat | None = None,
                    v_format: ElementFormat | None = None, sliding_window: int | None = None) -> LiteRtLmCache:
     """Size LiteRT-LM's KV buffers for ``model`` (its schedule) in the element type the model was exported with
-    (the cache type asked for, else the profile's)."""
+    (the cache type asked for, else the exporter's float32, not the profile's)."""
     if sliding_window is not None:
         raise FieldError("sliding_window", "LiteRT-LM's KV length is fixed by the model's export; drop it with "
                          "{runtime=litert-lm}", mentions=("runtime",))
-    k_format = k_format or model.k_format()
-    v_format = v_format or model.v_format()
+    from kvplan.engine.formats import NAMED_FORMATS
+
+    exported = k_format is None and v_format is None
+    k_format = k_format or NAMED_FORMATS[EXPORT_DEFAULT_FORMAT]
+    v_format = v_format or NAMED_FORMATS[EXPORT_DEFAULT_FORMAT]
     for side, fmt in (("k", k_format), ("v", v_format)):
         if fmt.name not in LITERT_DTYPES:
             raise CacheTypeError("LiteRT-LM's KV inputs are plain tensors of the exported element type (f32, f16, "
@@ -146,7 +154,7 @@ def litertlm_cache(spec: LiteRtLmSpec, model, k_format: ElementFormat | None = N
     per_token = sum(count * (k_format.row_bytes(layer.k_values) + v_format.row_bytes(layer.v_values))
                     for count, layer in runs)
     rules = [rule("architecture", architecture=(model.architecture or "").lower() or None),
-             rule("cache_dtype", dtype=LITERT_DTYPES[k_format.name])]
+             rule("litert_kv_dtype", dtype=LITERT_DTYPES[k_format.name], exporter_default=exported)]
     windows = model.schedule.windows()
     if windows:
         rules.append(rule("litert_window_not_capped", window=min(windows)))

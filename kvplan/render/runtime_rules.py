@@ -99,6 +99,9 @@ _WORDS = {
     "litert_buffer_sets": lambda v: (f"{v['backend']} backend: {v['sets']} KV buffer set"
                                      + (" (the output is the input's buffer)" if v["sets"] == 1 else
                                         "s (input and output, swapped every step)")),
+    "litert_kv_dtype": lambda v: (f"KV inputs in {v['dtype']}"
+                                  + (" (ai-edge-torch's default export; give the cache type the model was exported "
+                                     "with)" if v["exporter_default"] else " (the export's, as asked)")),
     "litert_window_not_capped": lambda v: (f"sliding window {v['window']:,} not applied to the KV inputs: every "
                                            "layer holds the exported length"),
 }

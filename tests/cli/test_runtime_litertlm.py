@@ -7,7 +7,8 @@ import json
 
 from tests.conftest import REF_7B, REF_PHONE
 
-# ref-7b: 32 layers · 2 (K, V) · 32 heads · 128 · 2 B = 524,288 B per token; weights 1.75 GB; budget 6 GB
+# ref-7b exported in f16: 32 layers · 2 (K, V) · 32 heads · 128 · 2 B = 524,288 B per token; weights 1.75 GB;
+# budget 6 GB
 BPT = 32 * 2 * 32 * 128 * 2
 
 
@@ -15,8 +16,17 @@ def check(run, *args):
     return run("check", "-d", str(REF_PHONE), "-m", str(REF_7B), *args)
 
 
-def test_default_allocates_4096_tokens_whatever_the_prompt(run):
+def test_default_export_is_float32(run):
+    # no --kv-type: ai-edge-torch's float32 KV, 32 · 2 · 32 · 128 · 4 B = 1,048,576 B/token; 4,096 of them =
+    # 4,294,967,296 B; + 1.75 GB = 6,044,967,296 B > 6 GB → over, whatever the profile's f16 cache says
     result = check(run, "-c", "100", "--runtime", "litert-lm", "--format", "json")
+    d = json.loads(result.stdout)
+    assert d["memory"]["kv_bytes"] == 4096 * 2 * BPT == 4_294_967_296
+    assert d["runtime"]["dtype"] == "float32" and d["verdict"] == "over" and result.exit_code == 1
+
+
+def test_default_allocates_4096_tokens_whatever_the_prompt(run):
+    result = check(run, "-c", "100", "--runtime", "litert-lm", "--kv-type", "f16", "--format", "json")
     assert result.exit_code == 0, result.stderr
     d = json.loads(result.stdout)
     # 4,096 · 524,288 = 2,147,483,648 B for a 100-token prompt
@@ -30,21 +40,21 @@ def test_gpu_holds_two_sets_and_the_verdict_follows(run):
     # exported with 4,096 slots, max_num_tokens 8k, GPU: 4,096 · 524,288 · 2 = 4,294,967,296 B; + 1.75 GB =
     # 6,044,967,296 B > 6 GB → over
     result = check(run, "-c", "1000", "--runtime", "litert", "--litert-backend", "gpu", "--max-num-tokens", "8k",
-                   "--kv-cache-tokens", "4k", "--format", "json")
+                   "--kv-cache-tokens", "4k", "--kv-type", "f16", "--format", "json")
     d = json.loads(result.stdout)
     assert d["memory"]["kv_bytes"] == 2 * 4096 * BPT == 4_294_967_296
     assert d["memory"]["total_bytes"] == 6_044_967_296
     assert d["verdict"] == "over" and result.exit_code == 1
     # on the CPU the same export holds one set (2,147,483,648 B) and fits
     cpu = json.loads(check(run, "-c", "1000", "--runtime", "litert", "--max-num-tokens", "8k",
-                           "--kv-cache-tokens", "4k", "--format", "json").stdout)
+                           "--kv-cache-tokens", "4k", "--kv-type", "f16", "--format", "json").stdout)
     assert cpu["memory"]["kv_bytes"] == 2_147_483_648 and cpu["verdict"] != "over"
     assert cpu["max_ctx"] == 4096 and cpu["max_ctx_limited_by"] == "kv_cache_tokens"
 
 
 def test_buffers_that_cannot_fit_leave_no_context(run):
     # 16,384 slots · 524,288 = 8,589,934,592 B > 4.25 GB left beside the weights
-    d = json.loads(check(run, "-c", "100", "--runtime", "litert-lm", "--max-num-tokens", "16k",
+    d = json.loads(check(run, "-c", "100", "--runtime", "litert-lm", "--max-num-tokens", "16k", "--kv-type", "f16",
                          "--format", "json").stdout)
     assert d["memory"]["kv_bytes"] == 16_384 * BPT == 8_589_934_592
     assert d["verdict"] == "over" and d["max_ctx"] is None

@@ -14,11 +14,12 @@ from kvplan.errors import FieldError, KvplanError
 from kvplan.profiles.catalog import Catalog
 from kvplan.profiles.runtime import LiteRtLmSpec, parse_runtime, runtime_spec
 
-# gemma-3-1b: 26 layers · 2 (K, V) · 1 head · 256 · 2 B = 26,624 B per token, on every layer (no window applied)
+# gemma-3-1b exported in f16: 26 layers · 2 (K, V) · 1 head · 256 · 2 B = 26,624 B per token, on every layer (no
+# window applied)
 GEMMA_1B_BPT = 26 * 2 * 1 * 256 * 2
 
 
-def cache(name="gemma-3-1b", fmt=None, **spec):
+def cache(name="gemma-3-1b", fmt="f16", **spec):
     f = NAMED_FORMATS[fmt] if fmt else None
     return litertlm_cache(runtime_spec("litert-lm", **spec), Catalog().model(name).profile, f, f)
 
@@ -30,6 +31,14 @@ def test_default_is_4096_slots_on_the_cpu():
     assert c.kv_bytes(10) == c.kv_bytes(4096) == c.kv_peak_bytes(4096) == 109_051_904
     assert c.kv_bytes(0) == 0
     assert c.ctx_limit == (4096, "max_num_tokens")
+
+
+def test_without_a_cache_type_the_export_is_float32():
+    # ai-edge-torch's default: 26 · 2 · 1 · 256 · 4 B = 53,248 B/token, whatever the profile's f16 says
+    c = cache(fmt=None)
+    assert c.k_format.name == "f32" and c.bytes_per_token == 53_248
+    assert c.kv_bytes(100) == 4096 * 53_248 == 218_103_808
+    assert ("exporter_default", True) in next(r for r in c.rules if r.kind == "litert_kv_dtype").values
 
 
 def test_exported_length_and_gpu_buffer_sets():
