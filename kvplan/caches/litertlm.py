@@ -16,7 +16,7 @@ Rules, each from LiteRT-LM's source at commit 767d74f9acb02ef135b06e229929510232
   have shorter inputs is not modelled).
 - The element type is the export's: ai-edge-torch (google-ai-edge/ai-edge-torch at 28ce35b6,
   ``ai_edge_torch/generative/layers/kv_cache.py`` :: ``KVCacheEntry.from_model_config`` lines 40-53,
-  ``KVCache.from_model_config`` lines 62-88) builds every layer's K and V as ``(1, kv_cache_max, num_query_groups,
+  ``KVCache.from_model_config`` lines 62-91) builds every layer's K and V as ``(1, kv_cache_max, num_query_groups,
   head_dim)`` in ``torch.float32`` unless told otherwise, so float32 unless a cache type is asked for.
 """
 
