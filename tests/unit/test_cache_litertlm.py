@@ -93,3 +93,12 @@ def test_names_and_file_form():
     assert runtime_spec("litertlm") == runtime_spec("litert") == LiteRtLmSpec()
     spec = parse_runtime({"name": "litert-lm", "max_num_tokens": "8k", "litert_backend": "GPU"})
     assert spec == LiteRtLmSpec(max_num_tokens=8192, litert_backend="gpu")
+
+
+def test_file_errors_name_the_key():
+    from kvplan.profiles.runtime import file_runtime
+
+    with pytest.raises(ValueError, match="litert_backend"):
+        file_runtime({"name": "litert-lm", "litert_backend": "npu"})
+    with pytest.raises(ValueError, match="max_num_tokens"):
+        file_runtime({"name": "litert-lm", "max_num_tokens": "lots"})

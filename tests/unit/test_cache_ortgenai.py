@@ -126,3 +126,12 @@ def test_engine_unshared_helpers():
     assert o.unshared_max_total_tokens(10 * 7, 7) == 5
     assert o.unshared_max_total_tokens(6, 7) == -1
     assert math.isclose(o.unshared_max_total_tokens(np.array([70, 6]), 7).tolist()[0], 5)
+
+
+def test_file_errors_name_the_key():
+    from kvplan.profiles.runtime import file_runtime
+
+    with pytest.raises(ValueError, match="past_present_share_buffer"):
+        file_runtime({"name": "onnxruntime-genai", "past_present_share_buffer": "yes"})
+    with pytest.raises(ValueError, match="max_length"):
+        file_runtime({"name": "llama.cpp", "max_length": 4096})  # another runtime's key
