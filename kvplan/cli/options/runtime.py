@@ -165,3 +165,19 @@ def runtime_argv(runtime: str | None = None, **options) -> list[str]:
         else:
             argv += [_flag(name), str(value)]
     return argv + flags
+
+
+def spec_argv(spec) -> list[str]:
+    """A runtime spec as command-line arguments that give it back (for a suggested ``kvplan check`` command):
+    ``--runtime NAME`` and each option that differs from the runtime's default, in :data:`RUNTIME_OPTIONS` order.
+    The field that is the sequence count (``-np``) is left out: the command's ``--sequences`` says it."""
+    from dataclasses import fields
+
+    defaults = type(spec)()
+    own = {f.name for f in fields(spec)} - {spec.sequences_field}
+    options = {}
+    for name, _, _ in RUNTIME_OPTIONS:
+        field = SPEC_FIELD.get(name, name)
+        if field in own and getattr(spec, field) != getattr(defaults, field):
+            options[name] = getattr(spec, field)
+    return runtime_argv(spec.name, **options)
