@@ -18,8 +18,8 @@ from kvplan.errors import FieldError
 from kvplan.profiles.memo import PerModel
 from kvplan.profiles.runtime import LlamaCppSpec, OllamaSpec
 
-#: Ollama v0.32.15 pins llama.cpp b10488 (``LLAMA_CPP_VERSION``); of the builds kvplan follows, commit 0c1e57098
-#: is the older one, whose rules are taken as Ollama's (not re-measured for b10488).
+#: Ollama v0.32.15 pins llama.cpp b10488 (``LLAMA_CPP_VERSION``); priced with the rules of the build kvplan
+#: follows that, like b10488, reserves the logits of -np rows (:attr:`OllamaSpec.pricing_build`).
 OLLAMA_PRICING_BUILD = OllamaSpec.pricing_build
 
 

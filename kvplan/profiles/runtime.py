@@ -209,8 +209,10 @@ class OllamaSpec(RuntimeSpec):
                                               "flash_attention": "bool", "num_batch": "int", "use_mmap": "bool"}
     sequences_field: ClassVar[str | None] = "num_parallel"
     #: of the llama.cpp builds kvplan follows, the one whose rules price Ollama's: Ollama v0.32.15 pins b10488,
-    #: older than b11434; commit 0c1e57098's rules (a whole micro-batch of logits) are taken (not re-measured)
-    pricing_build: ClassVar[str] = "0c1e57098"
+    #: which is after llama-server began reserving the logits of -np rows only (ggml-org/llama.cpp#23861, merged
+    #: 2026-05-30, and #23988, 2026-06-01; builds of 2026-05-22 were at 9272), the rule that tells b11434 from
+    #: 0c1e57098 here; b11434's rules are taken (b10488 itself not measured)
+    pricing_build: ClassVar[str] = DEFAULT_BUILD
 
     @classmethod
     def from_options(cls, **given) -> OllamaSpec:

@@ -36,8 +36,8 @@ def test_ollama_slots_and_kv_cache_type(run):
     changes = _changes(run, "--device", "pixel8", "--model", "qwen3-4b", "--ctx", "8k", "--runtime", "ollama",
                        "--num-parallel", "4")
     slots = changes["sequences"]
-    assert slots["value"] == 2 and "--num-parallel" not in slots["check_command"]  # --sequences 2 says it
-    assert _reproduces(run, slots)["memory"]["kv_bytes"] == 2 * 8192 * 147_456
+    assert slots["value"] == 3 and "--num-parallel" not in slots["check_command"]  # --sequences 3 says it
+    assert _reproduces(run, slots)["memory"]["kv_bytes"] == 3 * 8192 * 147_456
     q8 = changes["runtime.kv_cache_type"]
     assert q8["value"] == "q8_0" and q8["check_command"][-2:] == ["--kv-cache-type", "q8_0"]
     # q8_0: 36 layers · 2 · 8 heads · 136 B (128 values in 4 blocks of 34 B) = 78,336 B per cell × 32,768 cells
@@ -46,7 +46,9 @@ def test_ollama_slots_and_kv_cache_type(run):
 
 
 def test_ollama_num_batch_shrinks_the_compute_buffer(run):
-    changes = _changes(run, "--device", "pixel8", "--model", "qwen3-4b", "--ctx", "24k", "--runtime", "ollama")
+    # 26,112 tokens: 256 cells past the largest num_ctx that fits at -b/-ub 512 (25,856); a 256-token micro-batch's
+    # smaller compute buffer makes room for them
+    changes = _changes(run, "--device", "pixel8", "--model", "qwen3-4b", "--ctx", "26112", "--runtime", "ollama")
     batch = changes["runtime.num_batch"]
     assert batch["value"] == 256 and batch["check_command"][-2:] == ["--num-batch", "256"]
     d = _reproduces(run, batch)

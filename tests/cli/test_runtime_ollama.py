@@ -48,15 +48,15 @@ def test_done_when_default_num_ctx_on_a_16_gb_mac():
     assert d["memory"]["kv_bytes"] == 4096 * QWEN3_4B_CELL == 603_979_776
     assert d["runtime"]["name"] == "ollama"
     assert d["runtime"]["command"] == "llama-server --model BLOB -c 4096 -np 1 --flash-attn auto -b 512 -ub 512"
-    # Ollama's pinned llama.cpp is priced with the older build's rules (a micro-batch of logits)
-    assert d["memory"]["process"]["llamacpp_build"] == "0c1e57098"
+    # Ollama's pinned b10488 reserves the logits of -np rows, as b11434 (ggml-org/llama.cpp#23861)
+    assert d["memory"]["process"]["llamacpp_build"] == "b11434"
 
 
 def test_equals_llamacpp_for_the_arguments_ollama_passes():
-    """num_ctx 8192 with 2 slots is llama-server -c 16384 -np 2 -b 512 -ub 512 (build 0c1e57098): every byte alike."""
+    """num_ctx 8192 with 2 slots is llama-server -c 16384 -np 2 -b 512 -ub 512 (build 11434's rules): every byte alike."""
     ours = _json("--model", "qwen3-4b", "--runtime", "ollama", "--ctx", "8192", "--num-parallel", "2")
     theirs = _json("--model", "qwen3-4b", "--runtime", "llama.cpp", "--ctx", "16384", "--parallel", "2",
-                   "--batch", "512", "--ubatch", "512", "--llamacpp-build", "0c1e57098")
+                   "--batch", "512", "--ubatch", "512")
     for key in ("kv_bytes", "buffers_bytes", "total_bytes", "headroom_bytes"):
         assert ours["memory"][key] == theirs["memory"][key], key
     # 2 streams × pad(16384 / 2, 256) = 2 × 8192 cells × 147,456 B = 2,415,919,104 B

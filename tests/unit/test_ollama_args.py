@@ -75,7 +75,7 @@ def test_bytes_equal_llamacpp_for_the_same_args(kv_type):
                            flash_attention=True)
     plan = llamacpp_plan(launch)
     fmt = format_from_name(kv_type)
-    direct = llamacpp_cache(LlamaCppSpec(parallel=2, ubatch=512, batch=512, flash_attn="on", build="0c1e57098"),
+    direct = llamacpp_cache(LlamaCppSpec(parallel=2, ubatch=512, batch=512, flash_attn="on"),
                             model, fmt, fmt)
     assert ollama_cache(plan, model).kv_bytes(plan.ctx, plan.sequences) == direct.kv_bytes(8192, 2)
     if kv_type == "f16":

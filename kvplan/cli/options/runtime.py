@@ -32,7 +32,7 @@ RepackOpt = Annotated[bool | None, typer.Option(
     show_default=False)]
 LlamacppBuildOpt = Annotated[str | None, typer.Option(
     "--llamacpp-build", help="llama.cpp: the build whose rules apply: b11434 (default; the compute buffer reserves "
-    "the logits of -np rows) or 0c1e57098 (older builds, and Ollama's: a whole micro-batch of logits).")]
+    "the logits of -np rows) or 0c1e57098 (builds before mid-2026: a whole micro-batch of logits).")]
 PromptTokensOpt = Annotated[str | None, typer.Option(
     "--prompt-tokens", help="llama.cpp: the longest prompt the process will see; the compute buffer is touched "
     f"only as far as its graph reaches (default: the whole context, the worst case). {TOKENS_HELP}")]
