@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kvplan.errors import KvplanError
-from kvplan.engine.formats import format_from_bits
+from kvplan.engine.formats import format_from_bits, format_from_name
 from kvplan.plan import Evaluation, evaluate
 from kvplan.plan.results import Advice, Change  # noqa: F401  (advice's results, read by render)
 
@@ -30,6 +30,18 @@ _OTHER_GGUF = ("f32", "f16", "bf16", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")
 CTX_BEYOND_TRAINED = "ctx_beyond_trained"  # the context one sequence attends is past the model's max_context
 WINDOW_NOT_TRAINED = "window_not_trained"  # a window on layers the model was trained with full attention
 CAVEATS = (CTX_BEYOND_TRAINED, WINDOW_NOT_TRAINED)
+
+
+# A runtime's own options that shrink what it allocates, tried from the least to the most given up: (runtime name,
+# spec field, values). llama.cpp's compute buffer scales with the micro-batch (Ollama's num_batch is both -b and
+# -ub); MLX-LM's --max-kv-size puts a rotating cache on every layer; Ollama's KV cache type is its own option.
+RUNTIME_STEPS = (
+    ("llama.cpp", "ubatch", (256, 128)),
+    ("ollama", "num_batch", (256, 128)),
+    ("ollama", "kv_cache_type", ("q8_0", "q4_0")),
+    ("mlx-lm", "max_kv_size", WINDOW_STEPS),
+)
+_SHRINKS_THE_WINDOW = {"max_kv_size"}  # drops the oldest tokens: the model's attention changes
 
 
 def window_trained(model, window: int) -> bool:
@@ -48,6 +60,9 @@ def caveats_of(kind: str, value: object, ev: Evaluation) -> tuple[str, ...]:
     if ev.ctx_beyond_trained:
         found.append(CTX_BEYOND_TRAINED)
     if kind == "sliding_window" and not window_trained(ev.scenario.model, int(value)):
+        found.append(WINDOW_NOT_TRAINED)
+    if kind.startswith("runtime.") and kind.removeprefix("runtime.") in _SHRINKS_THE_WINDOW \
+            and not window_trained(ev.scenario.model, int(value)):
         found.append(WINDOW_NOT_TRAINED)
     return tuple(found)
 
@@ -74,8 +89,9 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         if CTX_BEYOND_TRAINED in cut.caveats and 0 < trained < ev.max_ctx:
             changes.append(_change("ctx", trained, evaluate(s.with_changes(ctx=trained))))
     current_bits = max(ev.cache.k_format.bits, ev.cache.v_format.bits)
+    own_kv_option = getattr(s.runtime, "name", None) == "ollama"  # its cache type is OLLAMA_KV_CACHE_TYPE
     for bits in KV_BITS_STEPS:
-        if bits < current_bits:
+        if bits < current_bits and not own_kv_option:
             fmt = format_from_bits(bits)
             try:
                 changes.append(_change("kv_bits", bits, evaluate(s.with_changes(k_format=fmt, v_format=fmt))))
@@ -106,9 +122,37 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         if trial.fits:
             changes.append(_change("sliding_window", window, trial))
             break
+    changes.extend(runtime_option_changes(ev, current_bits))
     for model in smaller_models:
         changes.append(_change("model", model.name, evaluate(s.with_changes(model=model))))
     return changes
+
+
+def runtime_option_changes(ev: Evaluation, current_kv_bits: int) -> list[Change]:
+    """The runtime's own options of :data:`RUNTIME_STEPS` that make ``ev`` fit: per option the first value that
+    fits (the least given up), each a change of kind ``runtime.<field>``; a value the runtime refuses is skipped."""
+    from dataclasses import replace
+
+    s, out = ev.scenario, []
+    name = getattr(s.runtime, "name", None)
+    for runtime, field, values in RUNTIME_STEPS:
+        if runtime != name:
+            continue
+        current = getattr(s.runtime, field)
+        for value in values:
+            if isinstance(value, str):  # a cache type: only one narrower than the cache in force
+                if format_from_name(value).bits >= current_kv_bits:
+                    continue
+            elif current is not None and value >= current or value >= s.ctx and field in _SHRINKS_THE_WINDOW:
+                continue
+            try:
+                trial = evaluate(s.with_changes(runtime=replace(s.runtime, **{field: value})))
+            except KvplanError:  # the runtime refuses it (a model whose own caches ignore --max-kv-size …)
+                break
+            if trial.fits:
+                out.append(_change(f"runtime.{field}", value, trial))
+                break
+    return out
 
 
 def smaller_weight_types(ev: Evaluation) -> list[str] | None:

@@ -101,6 +101,12 @@ class LlamaCppCache:
     state_s_bytes_per_cell: int = 0  # s (recurrent) part
 
     name = "llama.cpp"
+    family = "llama.cpp"  # what allocates it: llama.cpp itself, or a runtime that runs it (Ollama)
+
+    def llamacpp_ctx(self, ctx, sequences=1):
+        """llama.cpp's ``-c`` for the request ``ctx``: the request itself (a runtime running llama.cpp
+        translates its own) [tokens]."""
+        return ctx
 
     # --- the CacheModel protocol ---
 

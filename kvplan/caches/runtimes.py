@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kvplan.caches.errors import CacheTypeError
 from kvplan.errors import FieldError
-from kvplan.profiles.runtime import LlamaCppSpec, MlxLmSpec, RuntimeSpec
+from kvplan.profiles.runtime import MlxLmSpec, RuntimeSpec, llamacpp_spec_of
 
 
 def asked_as(s, side: str) -> tuple[str | None, str]:
@@ -29,6 +29,7 @@ def asked_as(s, side: str) -> tuple[str | None, str]:
 # each runtime's cache model: "module:function", imported only when that runtime is asked for (a check stays fast)
 CACHE_MODELS = {
     "llama.cpp": "kvplan.caches.llamacpp:llamacpp_cache",
+    "ollama": "kvplan.caches.ollama:ollama_cache",
     "transformers": "kvplan.caches.transformers:transformers_cache",
     "mlx-lm": "kvplan.caches.mlx:mlx_cache",
     "onnxruntime-genai": "kvplan.caches.ortgenai:ortgenai_cache",
@@ -57,9 +58,9 @@ def runtime_cache_for(s):
     if policy is not None and not getattr(policy, "is_plain", False):
         raise FieldError(("kv_policy", "runtime"), "a compression policy is not modelled inside a runtime; "
                          "give one of them", lead=" and ")
-    if s.sliding_window is not None and isinstance(s.runtime, LlamaCppSpec):
+    if s.sliding_window is not None and llamacpp_spec_of(s.runtime) is not None:
         raise FieldError("sliding_window", "llama.cpp has no option to put a window on a model; "
-                         "drop it with {runtime=llama.cpp}", mentions=("runtime",))
+                         f"drop it with {{runtime={s.runtime.name}}}", mentions=("runtime",))
     if s.sliding_window is not None and isinstance(s.runtime, MlxLmSpec):
         raise FieldError("sliding_window", "MLX-LM puts a window on a model with {runtime.max_kv_size}; drop "
                          "{sliding_window} with {runtime=mlx-lm}", mentions=("runtime", "runtime.max_kv_size"))

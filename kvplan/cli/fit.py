@@ -79,8 +79,11 @@ def fit(
     advice = judge(ev, _smaller_models(catalog, mod.profile)) if ev is not None and not ev.fits else None
 
     def argv_of(change) -> list[str]:
-        return check_argv(change.evaluation.scenario, device, change.value if change.kind == "model" else model,
-                          profiles_dir) + extra_argv
+        s = change.evaluation.scenario
+        # the runtime as the change runs it (its options as changed, -np as --sequences), else as given
+        spec = s.runtime if s.runtime is not None and not s.runtime_from_profile else None
+        return check_argv(s, device, change.value if change.kind == "model" else model,
+                          profiles_dir) + g.argv_of(policy_knobs, runtime_knobs, spec)
 
     commands = [argv_of(c) for c in advice.keep_model] if advice else []
     model_commands = [argv_of(c) for c in advice.other_models] if advice else []

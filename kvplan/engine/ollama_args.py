@@ -43,6 +43,27 @@ SINGLE_SLOT_ARCHITECTURES = (
     "mllama", "qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe", "qwen3next", "lfm2", "lfm2moe",
     "nemotron_h", "nemotron_h_moe", "nemotron_h_omni")
 
+
+
+def runs_one_slot(architecture: str | None) -> bool:
+    """Whether Ollama runs a model of this architecture with one parallel slot (``-np 1``).
+
+    Parameters
+    ----------
+    architecture : str or None
+        The GGUF ``general.architecture`` (``qwen35``) or the Hugging Face ``model_type`` kvplan's profiles
+        carry (``qwen3_5``): the two spell these families alike but for underscores, so they compare without them.
+
+    Returns
+    -------
+    bool
+        True for the families of :data:`SINGLE_SLOT_ARCHITECTURES` (``server/sched.go`` :: ``Scheduler.load``,
+        505-510, v0.32.15).
+    """
+    plain = (architecture or "").lower().replace("_", "")
+    return any(plain == a.replace("_", "") for a in SINGLE_SLOT_ARCHITECTURES)
+
+
 #: ``server/routes.go`` :: ``Serve``, 2050-2057: (GPU memory at least [bytes], default num_ctx [tokens]).
 GIB = 1024 ** 3
 DEFAULT_CTX_TIERS = ((47 * GIB, 262144), (23 * GIB, 32768), (0, 4096))
@@ -113,7 +134,7 @@ def ollama_launch(*, gpu_memory_bytes: int, num_ctx_tokens: int | None = None, c
     if n_ctx_train_tokens and num_ctx > n_ctx_train_tokens:
         num_ctx = n_ctx_train_tokens
     parallel = max(num_parallel, 1)
-    if embedding or (architecture in SINGLE_SLOT_ARCHITECTURES):
+    if embedding or runs_one_slot(architecture):
         parallel = 1
     cache_type = kv_cache_type.strip().lower() or None
     if flash_attention is not None:

@@ -32,6 +32,8 @@ def user_catalog(profiles_dirs: list[str] | None = None, *, fast: bool = True) -
 class _UserCatalog(Catalog):
     def model(self, ref: str):
         text = str(ref).strip()
+        if text.lower().startswith("ollama:"):
+            return ollama_model(text, self.fast)
         if text.lower().endswith(".gguf") and not text.lower().startswith("hf:"):
             return local_gguf_model(text, self.fast)
         if text.lower().endswith(".json") and Path(text).expanduser().is_file():
@@ -65,9 +67,28 @@ def _worded_header(shard: Path):
         return read_local_header(shard, what="")
 
 
-def local_gguf_model(path_text: str, fast: bool = True) -> Resolved:
+def ollama_model(ref: str, fast: bool = True) -> Resolved:
+    """``ollama:NAME[:TAG]`` → the GGUF blob of a model pulled into the local Ollama store (``$OLLAMA_MODELS``, else
+    ``~/.ollama/models``, as Ollama reads it), header only, offline; a one-line error when it is not there."""
+    import os
+
+    from kvplan.files.ollama_store import manifest_parts, ollama_blob
+    from kvplan.importers.common import slug
+
+    name = ref.strip()[len("ollama:"):]
+    store = os.environ.get("OLLAMA_MODELS") or "~/.ollama/models"
+    blob = ollama_blob(name, store)
+    _host, _namespace, model, tag = manifest_parts(name)
+    label = slug(f"{model}-{tag}" if tag != "latest" else model)
+    resolved = local_gguf_model(str(blob), fast, name=label, shown_as=ref.strip())
+    return resolved
+
+
+def local_gguf_model(path_text: str, fast: bool = True, *, name: str | None = None,
+                     shown_as: str | None = None) -> Resolved:
     """A local GGUF file named as a model: its header only (every shard's, for a split model), priced like a Hub
-    file — the same parser and conversion as ``hf:…:QUANT``, so no ``gguf`` package is needed."""
+    file — the same parser and conversion as ``hf:…:QUANT``, so no ``gguf`` package is needed. ``name``: the
+    profile's name (default: the file's stem); ``shown_as``: what the user named (an ``ollama:`` model)."""
     from kvplan.errors import NotFoundError
     from kvplan.hub.gguf_remote import _SPLIT_RE, header_metadata, profile_mapping_from_gguf, read_local_header
     from kvplan.importers.common import slug
@@ -97,7 +118,7 @@ def local_gguf_model(path_text: str, fast: bool = True) -> Resolved:
             header = read_local_header(path, what="")
     with worded_damage(path_text, path.stat().st_size):  # tensor sizes: an unknown type surfaces only now
         meta, tensors = header_metadata(header)
-    name = slug(split.group("stem") if split else path.stem)
+    name = name or slug(split.group("stem") if split else path.stem)
     _mapping, imported = profile_mapping_from_gguf(meta, tensors, where=str(path), name=name)
     profile = imported.model
     if fast:
@@ -105,7 +126,8 @@ def local_gguf_model(path_text: str, fast: bool = True) -> Resolved:
 
         profile = ModelRecord(profile.model_dump(mode="json"))
     size = sum(s.stat().st_size for s in shards) if split else path.stat().st_size
-    note = (f"model {path_text}: GGUF header read ({header.header_bytes:,} of {size:,} bytes; the weights are "
+    note = (f"model {shown_as or path_text}: GGUF header read{f' from {path_text}' if shown_as else ''} "
+            f"({header.header_bytes:,} of {size:,} bytes; the weights are "
             "priced from the tensor table, never read)" + "".join(f"; {n}" for n in [*notes, *imported.notes]))
     return Resolved(profile, path, "file", note)
 

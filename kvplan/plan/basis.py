@@ -86,8 +86,12 @@ def basis_of(s: Scenario) -> Basis:
 def process_of(s: Scenario, weights_bytes: int, pricing):
     """The llama.cpp process's parts (None under any other runtime): which weights the device's CPU repacks needs
     their tensor types, so weights given as bits per weight repack nothing here (a warning says so)."""
-    spec = s.runtime
-    if getattr(spec, "name", None) != "llama.cpp":
+    if s.runtime is None:
+        return None
+    from kvplan.profiles.runtime import llamacpp_spec_of
+
+    spec = llamacpp_spec_of(s.runtime)
+    if spec is None:
         return None
     from kvplan.engine import llamacpp_process as lp
 
@@ -196,7 +200,11 @@ def _refuse_formats_the_policy_sets(s: Scenario, policy) -> None:
 def prefill_n_ubatch(s: Scenario) -> int:
     """Tokens per prefill micro-batch: llama.cpp's ``-ub`` (capped at ``-b``, as llama_context does) under
     ``--runtime llama.cpp``, else llama.cpp's default 512 (other runtimes batch differently; 512 is a stand-in)."""
-    spec = s.runtime
-    if getattr(spec, "name", None) == "llama.cpp":
+    if s.runtime is None:
+        return engine.DEFAULT_N_UBATCH
+    from kvplan.profiles.runtime import llamacpp_spec_of
+
+    spec = llamacpp_spec_of(s.runtime)
+    if spec is not None:
         return min(spec.ubatch, spec.batch)
     return engine.DEFAULT_N_UBATCH

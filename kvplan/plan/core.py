@@ -72,12 +72,13 @@ def runtime_buffers(s: Scenario, cache: CacheModel, ctx: int, *, floor: bool = F
     """llama.cpp's compute and output buffers at ``ctx`` (a :class:`~kvplan.caches.buffers.LlamaCppBuffers`),
     or None: another cache model, or a profile without the shape fields the compute buffer needs. ``floor``:
     a lower bound on them at ``ctx`` and every larger one."""
-    if getattr(cache, "name", None) != "llama.cpp":
+    if getattr(cache, "family", None) != "llama.cpp":
         return None
     from kvplan.caches.buffers import llamacpp_buffers
 
     v_format = cache.v_format or cache.k_format  # MLA: one latent row, K's type
-    return llamacpp_buffers(cache.spec, s.model, ctx, s.sequences, cache.k_format.name, v_format.name, floor=floor)
+    return llamacpp_buffers(cache.spec, s.model, cache.llamacpp_ctx(ctx, s.sequences), s.sequences,
+                            cache.k_format.name, v_format.name, floor=floor)
 
 
 def buffers_at(b: Basis, ctx: int, sequences: int):
@@ -105,12 +106,13 @@ def buffers_bytes_at(b: Basis, ctx, sequences):
     import numpy as np
 
     ctx, sequences = _arrays(ctx, sequences)
-    if getattr(cache, "name", None) != "llama.cpp" or not ctx.size:
+    if getattr(cache, "family", None) != "llama.cpp" or not ctx.size:
         return np.zeros(ctx.shape, dtype=np.int64)
     from kvplan.caches.buffers import buffer_groups
 
     flat_ctx, flat_seq = ctx.reshape(-1), sequences.reshape(-1)
-    _, first, inverse = np.unique(buffer_groups(cache.spec, flat_ctx, flat_seq), axis=1, return_index=True,
+    groups = buffer_groups(cache.spec, cache.llamacpp_ctx(flat_ctx, flat_seq), flat_seq)
+    _, first, inverse = np.unique(groups, axis=1, return_index=True,
                                   return_inverse=True)
     sized = [buffers_bytes_at(b, int(flat_ctx[row]), int(flat_seq[row])) for row in first]
     return np.asarray(sized, dtype=np.int64)[inverse.reshape(-1)].reshape(ctx.shape)
@@ -400,7 +402,7 @@ def max_ctx_at(b: Basis, sequences):
     def solve(n: int):
         kv_only = cache.max_ctx(allowance, n)
         s = _with_sequences(b.scenario, n)
-        if getattr(cache, "name", None) != "llama.cpp" or runtime_buffers(s, cache, 1) is None:
+        if getattr(cache, "family", None) != "llama.cpp" or runtime_buffers(s, cache, 1) is None:
             return kv_only
         first, last = max_ctx_search(s, cache, allowance, kv_only, priced=lambda ctx: buffers_at(b, ctx, n))
         b.crossings[n] = (first, last)

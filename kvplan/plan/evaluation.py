@@ -36,7 +36,9 @@ def process_of(b: Basis, buffers, total_bytes: int) -> Process | None:
     parts = b.process
     if parts is None:
         return None
-    spec = b.scenario.runtime
+    from kvplan.profiles.runtime import llamacpp_spec_of
+
+    spec = llamacpp_spec_of(b.scenario.runtime)
     return Process(
         build=spec.build, mmap=spec.mmap, repack=spec.repack, judge=spec.judge,
         baseline_anon_bytes=parts.baseline_anon_bytes, baseline_file_bytes=parts.baseline_file_bytes,

@@ -114,13 +114,15 @@ def _runtime(knobs: Knobs, model: Model, policy):
 
     spec = value if isinstance(value, RuntimeSpec) else parse_runtime(value)
     if not from_profile:
-        return (*resolve_sequences(spec, knobs.sequences, knobs.pinned_prefix_tokens), False)
+        return (*resolve_sequences(spec, knobs.sequences, knobs.pinned_prefix_tokens,
+                                           getattr(model, "architecture", None)), False)
     where = f"the model profile {model.name!r} names runtime {spec.name}"
     if policy is not None and not policy.is_plain:
         raise FieldError("kv_policy", f"{where}, whose allocation does not model a compression policy; "
                          "add {runtime=ideal} to use the policy", mentions=("runtime",))
     try:
-        return (*resolve_sequences(spec, knobs.sequences, knobs.pinned_prefix_tokens), True)
+        return (*resolve_sequences(spec, knobs.sequences, knobs.pinned_prefix_tokens,
+                                           getattr(model, "architecture", None)), True)
     except FieldError as exc:
         raise exc.with_note(f" ({where}; {{runtime}} overrides it)", mentions=("runtime",)) from None
 

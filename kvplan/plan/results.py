@@ -204,7 +204,7 @@ class Change(ComparedFigures):
     __slots__ = _fields = ("kind", "value", "evaluation", "caveats")
     _defaults = {"caveats": ()}
 
-    kind: str  # ctx | kv_bits | weight_bits | weight_type | sequences | sliding_window | model
+    kind: str  # ctx | kv_bits | weight_bits | weight_type | sequences | sliding_window | model | runtime.<field>
     value: object
     evaluation: Evaluation
     caveats: tuple[str, ...]  # codes of CAVEATS, in that order

@@ -57,7 +57,8 @@ class Scenario:
             from kvplan.profiles.runtime import parse_runtime, resolve_sequences
 
             spec = parse_runtime(self.runtime) if isinstance(self.runtime, (str, dict)) else self.runtime
-            spec, sequences = resolve_sequences(spec, self.sequences, self.pinned_prefix_tokens)
+            spec, sequences = resolve_sequences(spec, self.sequences, self.pinned_prefix_tokens,
+                                                getattr(self.model, "architecture", None))
             object.__setattr__(self, "runtime", spec)
             object.__setattr__(self, "sequences", sequences)
         if isinstance(self.kv_policy, str):
@@ -110,9 +111,11 @@ class Scenario:
         if changes.get("weight_bits") is not None and "weight_type" not in changes:
             changes["weight_type"] = None  # a uniform width replaces a named format
             changes.setdefault("weight_group_size", None)
-        if "sequences" in changes and "runtime" not in changes and getattr(self.runtime, "parallel", None):
-            # under llama.cpp the sequences are -np: a new count re-derives it rather than contradicting it
-            changes["runtime"] = replace(self.runtime, parallel=None)
+        field = getattr(self.runtime, "sequences_field", None)
+        if "sequences" in changes and "runtime" not in changes and field and getattr(self.runtime, field) is not None:
+            # under llama.cpp the sequences are -np (Ollama's OLLAMA_NUM_PARALLEL): a new count re-derives it
+            # rather than contradicting it
+            changes["runtime"] = replace(self.runtime, **{field: None})
         return replace(self, **changes)
 
 

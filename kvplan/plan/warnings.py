@@ -133,7 +133,7 @@ def window_override(ev: Evaluation) -> WarningFact | None:
 
 def unpriced_buffers(ev: Evaluation) -> WarningFact | None:
     """Under llama.cpp, why its compute and output buffers are left out of the total (None: they are in it)."""
-    if getattr(ev.cache, "name", None) != "llama.cpp" or ev.buffers_bytes:
+    if getattr(ev.cache, "family", None) != "llama.cpp" or ev.buffers_bytes:
         return None
     from kvplan.caches.buffers import unpriced_because
 

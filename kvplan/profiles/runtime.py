@@ -44,6 +44,8 @@ class RuntimeSpec:
     name: ClassVar[str]
     aliases: ClassVar[tuple[str, ...]] = ()
     option_kinds: ClassVar[dict[str, str]] = {}
+    #: the field that names the scenario's sequence count in the runtime's own terms (llama.cpp's ``-np``), if any
+    sequences_field: ClassVar[str | None] = None
 
     @classmethod
     def from_options(cls, **given):
@@ -93,6 +95,7 @@ class LlamaCppSpec(RuntimeSpec):
 
     name: ClassVar[str] = "llama.cpp"
     aliases: ClassVar[tuple[str, ...]] = ("llamacpp", "llama-cpp")
+    sequences_field: ClassVar[str | None] = "parallel"
     option_kinds: ClassVar[dict[str, str]] = {
         "parallel": "int", "kv_unified": "bool", "ubatch": "int", "batch": "int", "swa_full": "bool",
         "flash_attn": "switch", "mmap": "bool", "repack": "bool", "build": "build", "prompt_tokens": "int",
@@ -177,6 +180,79 @@ class MlxLmSpec(RuntimeSpec):
         return cls(**given)
 
 
+#: the llama.cpp cache types (``--cache-type-k/-v``) Ollama can pass through ``OLLAMA_KV_CACHE_TYPE``
+OLLAMA_KV_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
+
+
+@dataclass(frozen=True)
+class OllamaSpec(RuntimeSpec):
+    """Ollama's settings that change memory (Ollama v0.32.15, which serves every GGUF model from ``llama-server``;
+    :mod:`kvplan.engine.ollama_args` has each rule and its source line).
+
+    ``num_parallel`` is ``OLLAMA_NUM_PARALLEL`` (None: the scenario's ``sequences``; Ollama forces 1 for the
+    architectures of :data:`kvplan.engine.ollama_args.SINGLE_SLOT_ARCHITECTURES`), ``kv_cache_type``
+    ``OLLAMA_KV_CACHE_TYPE`` (None: not passed, llama.cpp's own type), ``flash_attention``
+    ``OLLAMA_FLASH_ATTENTION`` (None: unset, llama.cpp's ``auto`` on every device kvplan models), ``num_batch``
+    the ``num_batch`` option (512; passed as ``-b`` and ``-ub``; 0: not passed), ``use_mmap`` the ``use_mmap``
+    option (False: ``--load-mode none``). Under this runtime ``ctx`` is Ollama's ``num_ctx``: the tokens of each
+    sequence; llama.cpp's ``-c`` is ``num_ctx × parallel``.
+    """
+
+    num_parallel: int | None = None
+    kv_cache_type: str | None = None
+    flash_attention: bool | None = None
+    num_batch: int = 512
+    use_mmap: bool = True
+
+    name: ClassVar[str] = "ollama"
+    option_kinds: ClassVar[dict[str, str]] = {"num_parallel": "int", "kv_cache_type": "text",
+                                              "flash_attention": "bool", "num_batch": "int", "use_mmap": "bool"}
+    sequences_field: ClassVar[str | None] = "num_parallel"
+    #: of the llama.cpp builds kvplan follows, the one whose rules price Ollama's: Ollama v0.32.15 pins b10488,
+    #: which is after llama-server began reserving the logits of -np rows only (ggml-org/llama.cpp#23861, merged
+    #: 2026-05-30, and #23988, 2026-06-01; builds of 2026-05-22 were at 9272), the rule that tells b11434 from
+    #: 0c1e57098 here; b11434's rules are taken (b10488 itself not measured)
+    pricing_build: ClassVar[str] = DEFAULT_BUILD
+
+    @classmethod
+    def from_options(cls, **given) -> OllamaSpec:
+        _at_least(given, 1, "num_parallel")
+        _at_least(given, 0, "num_batch")
+        parallel = given.get("num_parallel")
+        if parallel is not None and parallel > LLAMA_MAX_SEQ:
+            raise FieldError("runtime.num_parallel", f"llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, "
+                             f"got {parallel}")
+        kv_type = given.get("kv_cache_type")
+        if kv_type is not None:
+            kv_type = kv_type.strip().lower()  # llm/server.go :: NewLlamaServer lowercases it
+            if kv_type == "":
+                kv_type = None  # set but empty: Ollama passes nothing
+            elif kv_type not in OLLAMA_KV_CACHE_TYPES:
+                raise FieldError("runtime.kv_cache_type", f"llama.cpp has no cache type {given['kv_cache_type']!r}; "
+                                 f"its types: {', '.join(OLLAMA_KV_CACHE_TYPES)}")
+        return cls(**{**given, "kv_cache_type": kv_type})
+
+    @property
+    def llamacpp(self) -> LlamaCppSpec:
+        """The llama.cpp options the ``llama-server`` command line Ollama starts amounts to: ``-b``/``-ub``
+        ``num_batch`` (when positive), ``--flash-attn``, the load mode, the pricing build; ``-np`` is the
+        scenario's sequences (resolved by :func:`resolve_sequences`). Ollama passes neither ``--kv-unified`` nor
+        ``--swa-full``."""
+        batch = {"batch": self.num_batch, "ubatch": self.num_batch} if self.num_batch else {}
+        flash = {None: "auto", True: "on", False: "off"}[self.flash_attention]
+        return LlamaCppSpec.from_options(flash_attn=flash, mmap=self.use_mmap, build=self.pricing_build, **batch)
+
+
+def llamacpp_spec_of(spec: RuntimeSpec | None) -> LlamaCppSpec | None:
+    """The llama.cpp options a runtime runs llama.cpp with: llama.cpp's own, Ollama's translated; None for a
+    runtime that is not llama.cpp underneath."""
+    if isinstance(spec, LlamaCppSpec):
+        return spec
+    if isinstance(spec, OllamaSpec):
+        return spec.llamacpp
+    return None
+
+
 @dataclass(frozen=True)
 class OrtGenAiSpec(RuntimeSpec):
     """ONNX Runtime GenAI's search options that size the KV cache (onnxruntime-genai v0.15.2).
@@ -237,11 +313,16 @@ class LiteRtLmSpec(RuntimeSpec):
 
 
 # every runtime kvplan prices exactly, in the order --help and the docs list them
-RUNTIME_SPECS: tuple[type[RuntimeSpec], ...] = (LlamaCppSpec, TransformersSpec, MlxLmSpec, OrtGenAiSpec,
-                                                LiteRtLmSpec)
+RUNTIME_SPECS: tuple[type[RuntimeSpec], ...] = (LlamaCppSpec, TransformersSpec, MlxLmSpec, OllamaSpec,
+                                                OrtGenAiSpec, LiteRtLmSpec)
 RUNTIME_NAMES = ("ideal", *(spec.name for spec in RUNTIME_SPECS))
 _BY_NAME = {alias: spec for spec in RUNTIME_SPECS for alias in (spec.name, *spec.aliases)}
 _OFF_BY_DEFAULT = {f.name: f.default is False for spec in RUNTIME_SPECS for f in fields(spec)}
+
+
+def runtime_class(name: str | None) -> type[RuntimeSpec] | None:
+    """The spec class a runtime name (or alias) names; None for ``ideal``, no name or an unknown one."""
+    return _BY_NAME.get((name or "").strip().lower())
 
 
 def is_given(key: str, value: object) -> bool:
@@ -387,18 +468,23 @@ def _option_value(kind: str, key: str, value: object) -> object:
     return _text(value, key)
 
 
-def resolve_sequences(spec: RuntimeSpec | None, sequences: int, pinned_prefix_tokens: int = 0
-                      ) -> tuple[RuntimeSpec | None, int]:
+def resolve_sequences(spec: RuntimeSpec | None, sequences: int, pinned_prefix_tokens: int = 0,
+                      architecture: str | None = None) -> tuple[RuntimeSpec | None, int]:
     """Reconcile the scenario's ``sequences`` with a runtime's own notion of them.
 
     llama.cpp: ``sequences`` is ``-np``; ``parallel`` names the same number, so the two
     must agree when both are given. A pinned prefix has no meaning there: llama.cpp
     allocates the whole ``-c`` up front and a shared prefix lives inside it.
+    Ollama: ``sequences`` is ``OLLAMA_NUM_PARALLEL`` (``num_parallel``), the same way; a model of an
+    ``architecture`` Ollama runs in one slot runs one sequence whatever was asked (``num_parallel`` keeps the
+    number asked, so the cache model can say so).
     """
     if isinstance(spec, LiteRtLmSpec) and pinned_prefix_tokens:
         raise FieldError("pinned_prefix_tokens", "LiteRT-LM runs one sequence in KV buffers allocated up front and a "
                          "shared prefix lives inside them; drop {pinned_prefix_tokens} with {runtime=litert-lm}",
                          mentions=("runtime",))
+    if isinstance(spec, OllamaSpec):
+        return _ollama_sequences(spec, sequences, pinned_prefix_tokens, architecture)
     if not isinstance(spec, LlamaCppSpec):
         return spec, sequences
     if pinned_prefix_tokens:
@@ -417,3 +503,23 @@ def resolve_sequences(spec: RuntimeSpec | None, sequences: int, pinned_prefix_to
     return spec, spec.parallel
 
 
+
+
+def _ollama_sequences(spec: OllamaSpec, sequences: int, pinned_prefix_tokens: int, architecture: str | None):
+    from dataclasses import replace
+
+    from kvplan.engine.ollama_args import runs_one_slot
+
+    if pinned_prefix_tokens:
+        raise FieldError("pinned_prefix_tokens", "Ollama's llama-server allocates the whole -c context up front and "
+                         "a shared prefix lives inside it; drop {pinned_prefix_tokens} with {runtime=ollama}",
+                         mentions=("runtime",))
+    if spec.num_parallel is None:
+        if sequences > LLAMA_MAX_SEQ:
+            raise FieldError("sequences", f"llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {sequences}")
+        spec = replace(spec, num_parallel=sequences)
+    elif sequences not in (1, spec.num_parallel):
+        raise FieldError("runtime.num_parallel", f"{{runtime.num_parallel}} {spec.num_parallel} and {{sequences}} "
+                         f"{sequences} disagree; under Ollama both are OLLAMA_NUM_PARALLEL, give one", lead=None,
+                         mentions=("sequences",))
+    return spec, 1 if runs_one_slot(architecture) else spec.num_parallel

@@ -20,6 +20,7 @@ from kvplan.engine.formats import format_from_name
 from kvplan.engine.llamacpp_process import BUILDS as LLAMACPP_BUILDS
 from kvplan.profiles.methods import ModelMethods, element_format
 from kvplan.profiles.policy import PolicySpec
+from kvplan.profiles.runtime import OLLAMA_KV_CACHE_TYPES, RUNTIME_SPECS
 from kvplan.profiles import fields as js
 from kvplan.units import (parse_count, parse_duration_s, parse_flop_per_s, parse_fraction,
                           parse_rate_bytes_per_s, parse_size_bytes, parse_tokens)
@@ -251,9 +252,7 @@ def _runtime(value: object) -> object:
     return runtime_value(file_runtime(value))
 
 
-_RUNTIME_NAME_SCHEMA = {"enum": ["ideal", "llama.cpp", "llamacpp", "llama-cpp", "transformers", "hf", "mlx-lm", "mlx",
-                                 "mlx_lm", "onnxruntime-genai", "ort-genai", "ortgenai", "onnxruntime_genai",
-                                 "litert-lm", "litertlm", "litert"]}
+_RUNTIME_NAME_SCHEMA = {"enum": ["ideal", *(n for spec in RUNTIME_SPECS for n in (spec.name, *spec.aliases))]}
 _RUNTIME_SCHEMA = {"anyOf": [
     _RUNTIME_NAME_SCHEMA,
     {"type": "object", "additionalProperties": False, "properties": {
@@ -274,6 +273,11 @@ _RUNTIME_SCHEMA = {"anyOf": [
         "max_kv_size": js.TOKENS_SCHEMA,
         "prefill_step_size": {"type": "integer", "minimum": 1},
         "quantized_kv_start": {"type": "integer", "minimum": 0},
+        "num_parallel": {"type": "integer", "minimum": 1, "maximum": 256},
+        "kv_cache_type": {"enum": list(OLLAMA_KV_CACHE_TYPES)},
+        "flash_attention": {"type": "boolean"},
+        "num_batch": {"type": "integer", "minimum": 0},
+        "use_mmap": {"type": "boolean"},
         "max_length": js.TOKENS_SCHEMA,
         "past_present_share_buffer": {"type": "boolean"},
         "max_num_tokens": js.TOKENS_SCHEMA,

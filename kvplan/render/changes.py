@@ -50,6 +50,13 @@ def describe_change(change: Change) -> str:
     prefix = change.evaluation.scenario.pinned_prefix_tokens
     if change.kind == "ctx" and prefix and v + prefix == change.evaluation.max_ctx_trained:
         return f"context {v:,} tokens (the trained length less the pinned prefix)"
+    runtime = getattr(change.evaluation.cache, "name", None)
+    if change.kind.startswith("runtime."):  # one of the runtime's own options
+        field = change.kind.removeprefix("runtime.")
+        shown = f"{v:,}" if isinstance(v, int) else v
+        return f"{runtime} {field} {shown}" + RUNTIME_OPTION_WORDS.get(field, "")
+    if change.kind == "sequences" and runtime == "ollama":
+        return f"{v} parallel slot{'s' if v != 1 else ''} (OLLAMA_NUM_PARALLEL)"
     return {
         "ctx": lambda: f"context {v:,} tokens",
         "kv_bits": lambda: f"KV cache at {v} bits",
@@ -58,6 +65,15 @@ def describe_change(change: Change) -> str:
         "sequences": lambda: f"{v} concurrent sequence{'s' if v != 1 else ''}",
         "sliding_window": lambda: f"sliding window of {v:,} tokens on every layer",
     }.get(change.kind, lambda: f"{change.kind} = {v}")()
+
+
+# what a runtime option suggested by fit does, after its name and value
+RUNTIME_OPTION_WORDS = {
+    "ubatch": " (-ub: a smaller compute buffer, slower prefill)",
+    "num_batch": " (-b/-ub: a smaller compute buffer, slower prefill)",
+    "kv_cache_type": " (OLLAMA_KV_CACHE_TYPE)",
+    "max_kv_size": " (a RotatingKVCache on every layer: the oldest tokens are dropped)",
+}
 
 
 def caveat_cell(change: Change) -> str:

@@ -22,7 +22,8 @@ def runtime_label(spec) -> str:
     """
     if spec is None:
         return "ideal"
-    from kvplan.profiles.runtime import LiteRtLmSpec, LlamaCppSpec, MlxLmSpec, OrtGenAiSpec, TransformersSpec
+    from kvplan.profiles.runtime import (LiteRtLmSpec, LlamaCppSpec, MlxLmSpec, OllamaSpec, OrtGenAiSpec,
+                                         TransformersSpec)
 
     parts = [spec.name]
     if isinstance(spec, LlamaCppSpec):
@@ -37,6 +38,16 @@ def runtime_label(spec) -> str:
             parts.append("swa-full")
         if spec.flash_attn != defaults.flash_attn:
             parts.append(f"-fa {spec.flash_attn}")
+    elif isinstance(spec, OllamaSpec):  # OLLAMA_NUM_PARALLEL left out as -np is: the sequences column says it
+        defaults = OllamaSpec()
+        if spec.kv_cache_type is not None:
+            parts.append(spec.kv_cache_type)
+        if spec.flash_attention is not None:
+            parts.append("fa on" if spec.flash_attention else "fa off")
+        if spec.num_batch != defaults.num_batch:
+            parts.append(f"num_batch {spec.num_batch}")
+        if not spec.use_mmap:
+            parts.append("no mmap")
     elif isinstance(spec, TransformersSpec):
         if spec.cache != TransformersSpec().cache:
             parts.append(spec.cache)

@@ -33,6 +33,20 @@ def mlx_command(options: dict) -> str:
     return " ".join(parts)
 
 
+def ollama_command(options: dict) -> str:
+    """The ``llama-server`` command line Ollama starts for this request (its memory-relevant arguments, in
+    Ollama's order: :func:`kvplan.render.ollama_command.llama_server_args`)."""
+    from types import SimpleNamespace
+
+    from kvplan.render.ollama_command import llama_server_args
+
+    a = options["llama_server"]
+    launch = SimpleNamespace(n_ctx_tokens=a["n_ctx"], parallel=a["parallel"], mmap=a["mmap"],
+                             cache_type=a["cache_type"], flash_attn=a["flash_attn"], embedding=False,
+                             batch_tokens=a["batch"])
+    return " ".join(("llama-server", "--model", "BLOB", *llama_server_args(launch)))
+
+
 def ortgenai_command(options: dict) -> str:
     """The genai_config.json ``search`` options whose cache the onnxruntime-genai model priced."""
     max_length = options["max_length"] if options["max_length"] is not None else "the context"
@@ -47,7 +61,8 @@ def litertlm_command(options: dict) -> str:
 
 
 # the runtime's own command line (or config) whose cache is priced, by runtime name: options in force → text
-COMMANDS = {"mlx-lm": mlx_command, "onnxruntime-genai": ortgenai_command, "litert-lm": litertlm_command}
+COMMANDS = {"mlx-lm": mlx_command, "ollama": ollama_command, "onnxruntime-genai": ortgenai_command,
+            "litert-lm": litertlm_command}
 
 # when a runtime's KV peak happens, by runtime name (the peak row and its table line); the rest peak right after
 # a one-shot prefill (transformers' views of the prompt tensors)
@@ -89,9 +104,9 @@ def runtime_json(ev: Evaluation) -> dict:
 
 
 def compute_buffer_label(ev: Evaluation) -> str:
-    s = ev.scenario
-    fa = "on" if s.runtime.flash_attn != "off" else "off"
-    return (f"llama.cpp compute buffer (worst-case micro-batch of {min(s.runtime.ubatch, s.runtime.batch):,} "
+    spec = ev.cache.spec  # llama.cpp's options, as given or as Ollama passes them
+    fa = "on" if spec.flash_attn != "off" else "off"
+    return (f"llama.cpp compute buffer (worst-case micro-batch of {min(spec.ubatch, spec.batch):,} "
             f"tokens, flash attention {fa})")
 
 

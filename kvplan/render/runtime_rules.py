@@ -58,6 +58,13 @@ _WORDS = {
     "swa_cells": _swa_cells,
     "beyond_training": lambda v: (f"n_ctx_seq {v['n_ctx_seq']:,} exceeds the training context {v['n_ctx_train']:,} "
                                   "(llama.cpp only warns)"),
+    # ollama (kvplan.caches.ollama)
+    "num_ctx_lowered": lambda v: (f"num_ctx {v['num_ctx']:,} lowered to the training context {v['n_ctx_train']:,} "
+                                  "(Ollama: requested context size too large for model)"),
+    "one_slot": lambda v: (f"Ollama runs {v['architecture']} in one slot: -np 1, not the {v['asked']} asked "
+                           "(OLLAMA_NUM_PARALLEL)"),
+    "ollama_ctx": lambda v: f"-c = num_ctx {v['num_ctx']:,} × {v['parallel']} parallel = {v['n_ctx']:,}",
+    "ollama_batch": lambda v: f"-b and -ub {v['num_batch']} (num_batch), not llama.cpp's 2048 / 512",
     # transformers (kvplan.caches.transformers)
     "cache_dtype": lambda v: f"cache dtype {v['dtype']}",
     "cache_class": lambda v: ("DynamicCache: full-attention layers hold every token" if v["cache"] == "dynamic"

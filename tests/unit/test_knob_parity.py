@@ -14,7 +14,7 @@ from kvplan.knob_table import BY_NAME, CACHE_KNOBS, GATE_KEYS, KINDS, KNOBS
 from tests.conftest import REF_7B, REF_PHONE
 
 # Options of `kvplan check` that are not knobs: what is planned and how the answer is shown.
-NOT_KNOBS = {"--device", "--model", "--ctx", "--format", "--units", "--profiles-dir", "--plot", "--plot-dir",
+NOT_KNOBS = {"--device", "--model", "--ctx", "--num-ctx", "--format", "--units", "--profiles-dir", "--plot", "--plot-dir",
              "--output", "--help"}
 # Scenario fields that are not knobs of the table: what is planned, and what the cache-format knobs become.
 SCENARIO_ONLY = {"device", "model", "ctx", "k_format", "v_format", "runtime_from_profile"}

@@ -75,7 +75,7 @@ def test_bytes_equal_llamacpp_for_the_same_args(kv_type):
                            flash_attention=True)
     plan = llamacpp_plan(launch)
     fmt = format_from_name(kv_type)
-    direct = llamacpp_cache(LlamaCppSpec(parallel=2, ubatch=512, batch=512, flash_attn="on", build="0c1e57098"),
+    direct = llamacpp_cache(LlamaCppSpec(parallel=2, ubatch=512, batch=512, flash_attn="on"),
                             model, fmt, fmt)
     assert ollama_cache(plan, model).kv_bytes(plan.ctx, plan.sequences) == direct.kv_bytes(8192, 2)
     if kv_type == "f16":
@@ -88,3 +88,35 @@ def test_monotone_in_num_ctx_and_linear_in_parallel_cells():
     for ctx in (256, 512, 4096, 8192):
         a, b = (ollama_launch(gpu_memory_bytes=0, num_ctx_tokens=ctx, num_parallel=n) for n in (1, 4))
         assert b.n_ctx_tokens == 4 * a.n_ctx_tokens == 4 * ctx
+
+
+def test_the_ollama_cache_over_arrays_equals_it_point_by_point():
+    """A sweep's arrays (num_ctx × slots) price as each point does: llama.cpp at -c min(num_ctx, 40960) × slots."""
+    import numpy as np
+
+    from kvplan.caches.ollama import ollama_cache
+    from kvplan.profiles.runtime import OllamaSpec
+
+    model = Catalog().model("qwen3-4b").profile  # trained to 40,960
+    cache = ollama_cache(OllamaSpec(), model)
+    direct = llamacpp_cache(OllamaSpec().llamacpp, model)
+    ctx = np.array([1, 255, 256, 4097, 40960, 65536])
+    for n in (1, 2, 4):
+        grid = cache.kv_bytes(ctx, np.full(ctx.shape, n))
+        assert list(grid) == [cache.kv_bytes(int(c), n) for c in ctx]
+        assert list(grid) == [direct.kv_bytes(min(int(c), 40960) * n, n) for c in ctx]
+    # num_ctx 256 with 4 slots: -c 1024 → 4 streams × pad(256) cells × 147,456 B = 150,994,944 B
+    assert cache.kv_bytes(256, 4) == 4 * 256 * 147_456 == 150_994_944
+
+
+def test_the_largest_num_ctx_is_the_largest_fitting_and_stops_at_training():
+    from kvplan.caches.ollama import ollama_cache
+    from kvplan.profiles.runtime import OllamaSpec
+
+    model = Catalog().model("qwen3-4b").profile
+    cache = ollama_cache(OllamaSpec(), model)
+    allowance = 1_000_000_000  # 1 GB: pad(c·2, 256) / 2 … cells of 147,456 B
+    for n in (1, 2):
+        best = cache.max_ctx(allowance, n)
+        assert cache.kv_bytes(best, n) <= allowance < cache.kv_bytes(best + 1, n)
+    assert cache.max_ctx(10**15, 1) == 40960  # lowered past the training context: the search stops there

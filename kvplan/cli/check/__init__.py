@@ -21,7 +21,8 @@ Exit code 0 when it fits (fit or tight), 1 when over, 2 on bad input."""
 def check(
     device: o.DeviceOpt,
     model: o.ModelOpt,
-    ctx: o.CtxOpt,
+    ctx: o.CheckCtxOpt = None,
+    num_ctx: o.NumCtxOpt = None,
     cache_knobs: Given = None,
     policy_knobs: Given = None,
     runtime_knobs: Given = None,
@@ -43,13 +44,17 @@ def check(
 
     check_plot_targets(plot, plot_dir)  # a bad plot path fails before any work
     output_format = _format_for_output(output_format, output)
-    ctx_tokens = o.parse_ctx(ctx)
     knobs = g.knobs_of(cache_knobs, policy_knobs, runtime_knobs)
+    ctx_tokens = o.check_ctx(ctx, num_ctx, getattr(knobs.runtime, "name", None))
     catalog = user_catalog(profiles_dir)
     dev, mod = catalog.device(device), catalog.model(model)
     for resolved in (dev, mod):
         if resolved.note:
             terminal.display_note(resolved.note)
+    if ctx_tokens is None:  # Ollama's own default num_ctx on this device
+        from kvplan.cli.check.ollama import default_num_ctx
+
+        ctx_tokens = default_num_ctx(dev.profile)
     if output or plot:  # neither may replace the profiles just read (--output phone.yaml -d phone.yaml)
         from kvplan.files.outfiles import check_outputs
 

@@ -24,6 +24,14 @@ ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model: built-in na
                                        "YAML path, or Hub id hf:ORG/NAME[@REV][:QUANT].")]
 CtxOpt = Annotated[str, typer.Option("--ctx", "-c", help="Context length in tokens per sequence: 8192, 8,192, "
                                      f"8k, 32K. {TOKENS_HELP}")]
+CheckCtxOpt = Annotated[str | None, typer.Option(
+    "--ctx", "-c", help="Context length in tokens per sequence: 8192, 8,192, 8k, 32K. Required, except under "
+    f"--runtime ollama, where it is Ollama's num_ctx and defaults as Ollama's does. {TOKENS_HELP}",
+    show_default=False)]
+NumCtxOpt = Annotated[str | None, typer.Option(
+    "--num-ctx", help="ollama: Ollama's num_ctx, the context of each sequence (the same as --ctx under --runtime "
+    "ollama; default OLLAMA_CONTEXT_LENGTH, else by GPU memory: 4096, 32768 from 23 GiB, 262144 from 47 GiB).",
+    show_default=False)]
 # typer's type for each kind of knob (kvplan.knob_table): the parsed kinds are taken as typed text and read by
 # parse_knob, so an error names the option and shows the value as typed
 _CLI_TYPES = {"count": int, "bits": int, "fractional_bits": float, "rate": float, "tokens": str, "size": str,
@@ -64,6 +72,23 @@ def parse_option(option: str, parse, text, **how):
         return parse(text, **how)
     except QuantityError as exc:
         raise UsageError(f"{option}: {exc}") from None
+
+
+def check_ctx(ctx: str | None, num_ctx: str | None, runtime: str | None) -> int | None:
+    """check's context: ``--ctx``, or under Ollama its ``--num-ctx`` (the same number; both must agree), or None
+    under Ollama with neither (its default, decided with the device)."""
+    from kvplan.errors import UsageError
+
+    if num_ctx is not None and runtime != "ollama":
+        raise UsageError("--num-ctx is Ollama's num_ctx; it needs --runtime ollama (else give --ctx)")
+    tokens = parse_ctx(ctx) if ctx is not None else None
+    num = parse_ctx(num_ctx, "--num-ctx") if num_ctx is not None else None
+    if tokens is not None and num is not None and tokens != num:
+        raise UsageError(f"--ctx {tokens:,} and --num-ctx {num:,} disagree; under --runtime ollama both are "
+                         "num_ctx, give one")
+    if tokens is None and num is None and runtime != "ollama":
+        raise UsageError("Missing option '--ctx' / '-c' (the context length in tokens per sequence)")
+    return tokens if tokens is not None else num
 
 
 def parse_ctx(text: str, option: str = "--ctx", noun: str = "a context") -> int:

@@ -81,6 +81,8 @@ def knobs_side_by_side(cache: Given, policy: Given, runtime: Given) -> tuple[lis
     return [replace(base, runtime=spec) for spec in ro.runtime_knobs(named, **options)], True
 
 
-def argv_of(policy: Given, runtime: Given) -> list[str]:
-    """The runtime and policy options as given, as command-line arguments (for a suggested command)."""
-    return ro.runtime_argv(**runtime.values) + po.policy_argv(*policy.values.values())
+def argv_of(policy: Given, runtime: Given, spec=None) -> list[str]:
+    """The runtime and policy options as command-line arguments (for a suggested command): the runtime as ``spec``
+    (the runtime a suggested change runs under, its options as changed) when given, else as given."""
+    runtime_part = ro.spec_argv(spec) if spec is not None else ro.runtime_argv(**runtime.values)
+    return runtime_part + po.policy_argv(*policy.values.values())

@@ -32,7 +32,7 @@ RepackOpt = Annotated[bool | None, typer.Option(
     show_default=False)]
 LlamacppBuildOpt = Annotated[str | None, typer.Option(
     "--llamacpp-build", help="llama.cpp: the build whose rules apply: b11434 (default; the compute buffer reserves "
-    "the logits of -np rows) or 0c1e57098 (older builds, and Ollama's: a whole micro-batch of logits).")]
+    "the logits of -np rows) or 0c1e57098 (builds before mid-2026: a whole micro-batch of logits).")]
 PromptTokensOpt = Annotated[str | None, typer.Option(
     "--prompt-tokens", help="llama.cpp: the longest prompt the process will see; the compute buffer is touched "
     f"only as far as its graph reaches (default: the whole context, the worst case). {TOKENS_HELP}")]
@@ -52,6 +52,20 @@ QuantizedKvStartOpt = Annotated[int | None, typer.Option(
     "--quantized-kv-start", help="mlx-lm: the cache offset from which --kv-bits quantizes it "
     "(--quantized-kv-start, default 5000).")]
 
+NumParallelOpt = Annotated[int | None, typer.Option(
+    "--num-parallel", help="ollama: parallel slots, OLLAMA_NUM_PARALLEL (default: that variable, else 1; "
+    "same number as --sequences); -c is --ctx (num_ctx) × this.")]
+KvCacheTypeOpt = Annotated[str | None, typer.Option(
+    "--kv-cache-type", help="ollama: the K and V cache type, OLLAMA_KV_CACHE_TYPE (f16, q8_0, q4_0 …; default: "
+    "that variable, else not passed: llama.cpp's f16).")]
+FlashAttentionOpt = Annotated[bool | None, typer.Option(
+    "--flash-attention/--no-flash-attention", help="ollama: OLLAMA_FLASH_ATTENTION (default: that variable, else "
+    "unset: llama-server --flash-attn auto).", show_default=False)]
+NumBatchOpt = Annotated[int | None, typer.Option(
+    "--num-batch", help="ollama: the num_batch option, passed as -b and -ub (default 512; 0: not passed).")]
+UseMmapOpt = Annotated[bool | None, typer.Option(
+    "--use-mmap/--no-use-mmap", help="ollama: the use_mmap option (default on; off: --load-mode none).",
+    show_default=False)]
 MaxLengthOpt = Annotated[str | None, typer.Option(
     "--max-length", help="onnxruntime-genai: search.max_length, the most tokens a sequence reaches (default: "
     f"--ctx); a shared buffer holds this many. {TOKENS_HELP}")]
@@ -70,6 +84,7 @@ LitertBackendOpt = Annotated[str | None, typer.Option(
     "--litert-backend", help="litert-lm: the executor backend, cpu (default; one KV buffer set) or gpu (input and "
     "output sets).")]
 
+
 # each runtime's options, in the order --help lists them: (parameter name, its declaration, its default);
 # the parameter name is the option's long name with dashes (``llamacpp_build`` is ``--llamacpp-build``)
 LLAMACPP_OPTIONS = (
@@ -81,11 +96,14 @@ PROCESS_OPTIONS = (
     ("prompt_tokens", PromptTokensOpt, None), ("judge", JudgeOpt, None))
 MLX_OPTIONS = (("max_kv_size", MaxKvSizeOpt, None), ("prefill_step_size", PrefillStepSizeOpt, None),
                ("quantized_kv_start", QuantizedKvStartOpt, None))
+OLLAMA_OPTIONS = (("num_parallel", NumParallelOpt, None), ("kv_cache_type", KvCacheTypeOpt, None),
+                  ("flash_attention", FlashAttentionOpt, None), ("num_batch", NumBatchOpt, None),
+                  ("use_mmap", UseMmapOpt, None))
 ORTGENAI_OPTIONS = (("max_length", MaxLengthOpt, None), ("past_present_share_buffer", PastPresentShareBufferOpt, None))
 LITERTLM_OPTIONS = (("max_num_tokens", MaxNumTokensOpt, None), ("kv_cache_tokens", KvCacheTokensOpt, None),
                     ("litert_backend", LitertBackendOpt, None))
-RUNTIME_OPTIONS = (LLAMACPP_OPTIONS + TRANSFORMERS_OPTIONS + PROCESS_OPTIONS + MLX_OPTIONS + ORTGENAI_OPTIONS
-                   + LITERTLM_OPTIONS)
+RUNTIME_OPTIONS = (LLAMACPP_OPTIONS + TRANSFORMERS_OPTIONS + PROCESS_OPTIONS + MLX_OPTIONS + OLLAMA_OPTIONS
+                   + ORTGENAI_OPTIONS + LITERTLM_OPTIONS)
 
 # a parameter whose spec field is named otherwise (the build is llama.cpp's, and says so on the command line)
 SPEC_FIELD = {"llamacpp_build": "build"}
@@ -125,7 +143,7 @@ def runtime_knob(runtime: str | None = None, **options):
         return None
     from kvplan.profiles.runtime import runtime_spec
 
-    spec = runtime_spec(runtime, **_spec_values(options))
+    spec = runtime_spec(runtime, **_with_environment(runtime, _spec_values(options)))
     return "ideal" if spec is None else spec
 
 
@@ -135,7 +153,24 @@ def runtime_knobs(runtime: str, **options) -> list:
     from kvplan.profiles.runtime import runtime_specs
 
     names = [n for n in (part.strip() for part in runtime.split(",")) if n]
-    return ["ideal" if spec is None else spec for spec in runtime_specs(names, **_spec_values(options))]
+    values = _spec_values(options)
+    for name in names:
+        values = _with_environment(name, values)
+    return ["ideal" if spec is None else spec for spec in runtime_specs(names, **values)]
+
+
+def _with_environment(runtime: str | None, values: dict) -> dict:
+    """Ollama's options that its server reads from the environment (``OLLAMA_NUM_PARALLEL`` …), where the option
+    is not given: kvplan prices what ``ollama serve`` started in this environment would run. A gate file's
+    runtime reads no environment (its figures stay the file's)."""
+    from kvplan.profiles.runtime import OllamaSpec, is_given, runtime_class
+
+    if runtime_class(runtime) is not OllamaSpec:
+        return values
+    from kvplan.files.env import ollama_environment
+
+    found = ollama_environment()
+    return {**values, **{k: v for k, v in found.items() if not is_given(k, values.get(k))}}
 
 
 def runtime_argv(runtime: str | None = None, **options) -> list[str]:
@@ -152,3 +187,19 @@ def runtime_argv(runtime: str | None = None, **options) -> list[str]:
         else:
             argv += [_flag(name), str(value)]
     return argv + flags
+
+
+def spec_argv(spec) -> list[str]:
+    """A runtime spec as command-line arguments that give it back (for a suggested ``kvplan check`` command):
+    ``--runtime NAME`` and each option that differs from the runtime's default, in :data:`RUNTIME_OPTIONS` order.
+    The field that is the sequence count (``-np``) is left out: the command's ``--sequences`` says it."""
+    from dataclasses import fields
+
+    defaults = type(spec)()
+    own = {f.name for f in fields(spec)} - {spec.sequences_field}
+    options = {}
+    for name, _, _ in RUNTIME_OPTIONS:
+        field = SPEC_FIELD.get(name, name)
+        if field in own and getattr(spec, field) != getattr(defaults, field):
+            options[name] = getattr(spec, field)
+    return runtime_argv(spec.name, **options)
