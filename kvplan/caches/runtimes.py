@@ -31,6 +31,7 @@ CACHE_MODELS = {
     "llama.cpp": "kvplan.caches.llamacpp:llamacpp_cache",
     "transformers": "kvplan.caches.transformers:transformers_cache",
     "mlx-lm": "kvplan.caches.mlx:mlx_cache",
+    "executorch": "kvplan.caches.executorch:executorch_cache",
 }
 
 

@@ -252,7 +252,7 @@ def _runtime(value: object) -> object:
 
 
 _RUNTIME_NAME_SCHEMA = {"enum": ["ideal", "llama.cpp", "llamacpp", "llama-cpp", "transformers", "hf", "mlx-lm", "mlx",
-                                 "mlx_lm"]}
+                                 "mlx_lm", "executorch", "et"]}
 _RUNTIME_SCHEMA = {"anyOf": [
     _RUNTIME_NAME_SCHEMA,
     {"type": "object", "additionalProperties": False, "properties": {
@@ -272,7 +272,10 @@ _RUNTIME_SCHEMA = {"anyOf": [
         "max_cache_len": js.TOKENS_SCHEMA,
         "max_kv_size": js.TOKENS_SCHEMA,
         "prefill_step_size": {"type": "integer", "minimum": 1},
-        "quantized_kv_start": {"type": "integer", "minimum": 0}}}]}
+        "quantized_kv_start": {"type": "integer", "minimum": 0},
+        "max_context_length": js.TOKENS_SCHEMA,
+        "dtype_override": {"enum": ["fp32", "fp16", "bf16"]},
+        "quantize_kv_cache": {"type": "boolean"}}}]}
 RuntimeField = Annotated[str | dict[str, str | int | bool], BeforeValidator(_runtime), WithJsonSchema(_RUNTIME_SCHEMA)]
 
 

@@ -22,7 +22,7 @@ def runtime_label(spec) -> str:
     """
     if spec is None:
         return "ideal"
-    from kvplan.profiles.runtime import LlamaCppSpec, MlxLmSpec, TransformersSpec
+    from kvplan.profiles.runtime import ExecuTorchSpec, LlamaCppSpec, MlxLmSpec, TransformersSpec
 
     parts = [spec.name]
     if isinstance(spec, LlamaCppSpec):
@@ -50,6 +50,13 @@ def runtime_label(spec) -> str:
             parts.append(f"prefill {spec.prefill_step_size}")
         if spec.quantized_kv_start != defaults.quantized_kv_start:
             parts.append(f"qstart {spec.quantized_kv_start}")
+    elif isinstance(spec, ExecuTorchSpec):
+        if spec.max_context_length is not None:
+            parts.append(f"ctx {spec.max_context_length}")
+        if spec.dtype_override != ExecuTorchSpec().dtype_override:
+            parts.append(spec.dtype_override)
+        if spec.quantize_kv_cache:
+            parts.append("int8-kv")
     return " ".join(parts)
 
 

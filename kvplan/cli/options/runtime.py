@@ -52,6 +52,16 @@ QuantizedKvStartOpt = Annotated[int | None, typer.Option(
     "--quantized-kv-start", help="mlx-lm: the cache offset from which --kv-bits quantizes it "
     "(--quantized-kv-start, default 5000).")]
 
+MaxContextLengthOpt = Annotated[str | None, typer.Option(
+    "--max-context-length", help="executorch: the export's --max_context_length, the cache slots of every layer "
+    f"allocated at load (default: --ctx; ExecuTorch's own default is 128). {TOKENS_HELP}")]
+EtDtypeOpt = Annotated[str | None, typer.Option(
+    "--et-dtype", help="executorch: the export's --dtype-override, fp32 (default), fp16 or bf16: the cache's "
+    "dtype.")]
+QuantizeKvCacheOpt = Annotated[bool, typer.Option(
+    "--quantize-kv-cache", help="executorch: the export's --quantize_kv_cache (int8 per token, with a scale and "
+    "a zero point per token and head).")]
+
 
 # each runtime's options, in the order --help lists them: (parameter name, its declaration, its default);
 # the parameter name is the option's long name with dashes (``llamacpp_build`` is ``--llamacpp-build``)
@@ -64,12 +74,15 @@ PROCESS_OPTIONS = (
     ("prompt_tokens", PromptTokensOpt, None), ("judge", JudgeOpt, None))
 MLX_OPTIONS = (("max_kv_size", MaxKvSizeOpt, None), ("prefill_step_size", PrefillStepSizeOpt, None),
                ("quantized_kv_start", QuantizedKvStartOpt, None))
-RUNTIME_OPTIONS = LLAMACPP_OPTIONS + TRANSFORMERS_OPTIONS + PROCESS_OPTIONS + MLX_OPTIONS
+EXECUTORCH_OPTIONS = (("max_context_length", MaxContextLengthOpt, None), ("et_dtype", EtDtypeOpt, None),
+                      ("quantize_kv_cache", QuantizeKvCacheOpt, False))
+RUNTIME_OPTIONS = LLAMACPP_OPTIONS + TRANSFORMERS_OPTIONS + PROCESS_OPTIONS + MLX_OPTIONS + EXECUTORCH_OPTIONS
 
 # a parameter whose spec field is named otherwise (the build is llama.cpp's, and says so on the command line)
-SPEC_FIELD = {"llamacpp_build": "build"}
+SPEC_FIELD = {"llamacpp_build": "build", "et_dtype": "dtype_override"}
 # options given in tokens (``32k``): parsed here, so a bad value names its flag; (what it is, in an error)
-TOKEN_OPTIONS = {"max_cache_len": "a cache length", "prompt_tokens": "a prompt", "max_kv_size": "a cache size"}
+TOKEN_OPTIONS = {"max_cache_len": "a cache length", "prompt_tokens": "a prompt", "max_kv_size": "a cache size",
+                 "max_context_length": "a context length"}
 
 
 def _flag(name: str) -> str:
