@@ -120,7 +120,7 @@ KNOBS: tuple[Knob, ...] = (
          "or 'none' for the plain cache even when the model profile has a kv_policy.", json_key="kv_policy",
          json_plain=False, argv=False),
     Knob("runtime", "--runtime", "runtime", "Whose allocation to compute: ideal (the contract's formula), "
-         "llama.cpp, transformers or mlx-lm (default: the model profile's runtime, else ideal). Under llama.cpp --ctx is "
+         "llama.cpp, transformers, mlx-lm or executorch (default: the model profile's runtime, else ideal). Under llama.cpp --ctx is "
          "-c, the TOTAL context shared by the --parallel sequences.", json_key="runtime", json_plain=False,
          argv=False),
 )

@@ -9,14 +9,14 @@ is loaded, the whole ``max_context_length`` whatever the prompt. The byte rules 
   ``rope.py`` (line 373) ``torch._check(start_pos < max_context_len)``. ``max_context_length`` None prices the
   export whose ``--max_context_length`` is the request's context.
 - a layer with a sliding window is a ring buffer of ``2 · window`` slots (``--local_global_attention``, its
-  list printed in the command; ``custom_kv_cache.py :: replace_kv_cache_with_ring_kv_cache``, lines 674-705);
+  list printed in the command; ``custom_kv_cache.py :: replace_kv_cache_with_ring_kv_cache``, lines 674-714);
   ExecuTorch's Llama model does not read a window from the checkpoint's config, so without that option every
   layer is a full one.
 - one sequence: ``model.py`` (line 118) ``max_batch_size=1`` (:func:`kvplan.profiles.runtime.resolve_sequences`).
 - the cache dtype is ``--dtype-override`` (``export_llama_lib.py`` line 1908 casts the model, buffers included),
   or int8 with per-token float32 scales and int8 zero points under ``--quantize_kv_cache``, which exports only
   with fp32: with fp16/bf16 the cast turns the scales buffers to that dtype while
-  ``QuantizedKVCache._quantize_and_update`` (lines 103-151) writes float32 scales through ``llama.update_cache``,
+  ``QuantizedKVCache._quantize_and_update`` (lines 103-161) writes float32 scales through ``llama.update_cache``,
   whose dtype check fails the export (measured, ``tests/data/runtimes/executorch_cache.json``); refused.
 """
 

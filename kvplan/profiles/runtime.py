@@ -279,7 +279,8 @@ def parse_runtime(value: object) -> RuntimeSpec | None:
 
     Keys are the spec's field names (``parallel``, ``kv_unified``, ``ubatch``, ``batch``,
     ``swa_full``, ``flash_attn``, ``mmap``, ``repack``, ``build``, ``prompt_tokens``, ``judge``, ``cache``,
-    ``max_cache_len``, ``max_kv_size``, ``prefill_step_size``, ``quantized_kv_start``, and each newer
+    ``max_cache_len``, ``max_kv_size``, ``prefill_step_size``, ``quantized_kv_start``, ``max_context_length``,
+    ``dtype_override``, ``quantize_kv_cache``, and each newer
     runtime's own: every field of a spec in :data:`RUNTIME_SPECS`).
     """
     if value is None or isinstance(value, str):

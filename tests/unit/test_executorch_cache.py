@@ -121,3 +121,13 @@ def test_spec_options():
         runtime_spec("executorch", max_context_length=0)
     with pytest.raises(FieldError):  # another runtime's option
         runtime_spec("transformers", quantize_kv_cache=True)
+
+
+def test_file_runtime_mapping():
+    from kvplan.profiles.runtime import parse_runtime, runtime_value
+
+    spec = parse_runtime({"name": "executorch", "max_context_length": "4k", "quantize_kv_cache": True})
+    assert spec == ExecuTorchSpec(max_context_length=4_096, quantize_kv_cache=True)  # 4k = 4,096 tokens
+    assert parse_runtime(runtime_value(spec)) == spec
+    with pytest.raises(FieldError):
+        parse_runtime({"name": "executorch", "quantize_kv_cache": "yes"})
