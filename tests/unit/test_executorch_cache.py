@@ -131,3 +131,11 @@ def test_file_runtime_mapping():
     assert parse_runtime(runtime_value(spec)) == spec
     with pytest.raises(FieldError):
         parse_runtime({"name": "executorch", "quantize_kv_cache": "yes"})
+
+
+def test_runtime_label():
+    from kvplan.render.labels import runtime_label
+
+    assert runtime_label(ExecuTorchSpec()) == "executorch"
+    assert runtime_label(ExecuTorchSpec(max_context_length=4_096, dtype_override="bf16")) == "executorch ctx 4096 bf16"
+    assert runtime_label(ExecuTorchSpec(quantize_kv_cache=True)) == "executorch int8-kv"
