@@ -15,7 +15,7 @@ cache shape depends on them). Heads, KV heads and head_dim are Llama-3.2-1B's (3
 Run (a few minutes on 2 cores)::
 
     python3 -m venv /tmp/etvenv && /tmp/etvenv/bin/pip install executorch==1.4.1
-    /tmp/etvenv/bin/python tests/harness/executorch_cache.py --export --out tests/data/runtimes/executorch_cache.json
+    /tmp/etvenv/bin/python tests/harness/executorch_cache.py --export --pte --out tests/data/runtimes/executorch_cache.json
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def cache_buffers(model) -> list[dict]:
     return out
 
 
-def exported_cache_bytes(model) -> dict:
+def exported_cache_bytes(model, pte: bool = False) -> dict:
     """``torch.export`` the model as the export does (non-strict, the example inputs of ``model.py``) and sum the
     cache buffers the exported program keeps as state; the error's first line when the export fails."""
     import torch
@@ -73,13 +73,22 @@ def exported_cache_bytes(model) -> dict:
         ep = torch.export.export(model, (tokens, attn_options), strict=False)
     except Exception as exc:  # noqa: BLE001 - the failure is the measurement
         return {"export_error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+    result = {}
+    if pte:  # lower to an ExecuTorch program: the planned (non-constant) memory its method allocates at load
+        from executorch.exir import EdgeCompileConfig, to_edge
+
+        try:
+            program = to_edge(ep, compile_config=EdgeCompileConfig(_check_ir_validity=False)).to_executorch()
+            result["pte_planned_bytes"] = sum(program.executorch_program.execution_plan[0].non_const_buffer_sizes)
+        except Exception as exc:  # noqa: BLE001 - recorded: this plain lowering is not the export's own
+            result["pte_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
     state = {**ep.state_dict, **ep.constants}
     # one tensor may sit under two names (the quantized SDPA keeps a reference to its layer's cache): by storage
     tensors = {}
     for name in ep.graph_signature.buffers:
         if ".kv_cache." in name:
             tensors.setdefault(state[name].untyped_storage().data_ptr(), state[name])
-    return {"exported_cache_buffers": len(tensors),
+    return {**result, "exported_cache_buffers": len(tensors),
             "exported_cache_bytes": sum(t.numel() * t.element_size() for t in tensors.values())}
 
 
@@ -87,6 +96,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--export", action="store_true", help="also torch.export each model (slower)")
+    parser.add_argument("--pte", action="store_true", help="with --export, also lower it to an ExecuTorch program "
+                        "(to_edge, to_executorch: portable ops, no delegate) and record its planned memory")
     opts = parser.parse_args()
     import torch
 
@@ -100,7 +111,7 @@ def main() -> None:
                "cache_bytes": sum(b["nbytes"] for b in buffers), "buffers": buffers}
         if opts.export:
             with torch.no_grad():
-                row.update(exported_cache_bytes(model))
+                row.update(exported_cache_bytes(model, opts.pte))
         row["seconds"] = round(time.time() - start, 1)
         print(m, dtype, quantize, windows, row["cache_bytes"], row.get("exported_cache_bytes", row.get("export_error")), row["seconds"], flush=True)
         rows.append(row)

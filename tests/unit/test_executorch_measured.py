@@ -64,3 +64,24 @@ def test_quantized_exports_only_in_fp32(row):
         window = row["local_global_attention"][0] if row["local_global_attention"] else None
         c = executorch_cache(spec, model, sliding_window=window)
         assert c.kv_bytes(row["max_context_length"]) == row["exported_cache_bytes"] // row["layers_used"] * 16
+
+
+def _pairs():
+    """Rows that differ only in max_context_length (128 and 1,000) and were lowered to a program."""
+    by = {}
+    for row in ROWS:
+        if "pte_planned_bytes" in row:
+            key = (row["dtype_override"], row["quantize_kv_cache"], str(row["local_global_attention"]))
+            by.setdefault(key, {})[row["max_context_length"]] = row
+    return [(v[128], v[1000]) for v in by.values() if len(v) == 2]
+
+
+@pytest.mark.parametrize("short, long", _pairs(), ids=lambda r: _id(r))
+def test_program_plans_the_whole_cache_at_load(short, long):
+    # the lowered program's planned memory grows by exactly the cache's growth from 128 to 1,000 slots
+    # (fp32, no window: 2 layers · 2 · 8 · 64 · 4 B · 872 slots = 7,143,424 B; a [40] ring: 0)
+    assert long["pte_planned_bytes"] - short["pte_planned_bytes"] == long["cache_bytes"] - short["cache_bytes"]
+
+
+def test_plain_rows_were_lowered():
+    assert len(_pairs()) == 9  # 3 dtypes × 3 window patterns, plain cache
