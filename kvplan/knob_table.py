@@ -120,7 +120,7 @@ KNOBS: tuple[Knob, ...] = (
          "or 'none' for the plain cache even when the model profile has a kv_policy.", json_key="kv_policy",
          json_plain=False, argv=False),
     Knob("runtime", "--runtime", "runtime", "Whose allocation to compute: ideal (the contract's formula), "
-         "llama.cpp, transformers, mlx-lm, ollama, onnxruntime-genai or litert-lm (default: the model profile's "
+         "llama.cpp, transformers, mlx-lm, ollama, onnxruntime-genai, litert-lm or executorch (default: the model profile's "
          "runtime, else ideal). Under llama.cpp --ctx is -c, the TOTAL context shared by the --parallel sequences.",
          json_key="runtime", json_plain=False, argv=False),
 )

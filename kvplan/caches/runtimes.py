@@ -34,6 +34,7 @@ CACHE_MODELS = {
     "mlx-lm": "kvplan.caches.mlx:mlx_cache",
     "onnxruntime-genai": "kvplan.caches.ortgenai:ortgenai_cache",
     "litert-lm": "kvplan.caches.litertlm:litertlm_cache",
+    "executorch": "kvplan.caches.executorch:executorch_cache",
 }
 
 

@@ -313,8 +313,42 @@ class LiteRtLmSpec(RuntimeSpec):
 
 
 # every runtime kvplan prices exactly, in the order --help and the docs list them
+
+ET_DTYPES = ("fp32", "fp16", "bf16")  # export_llama_lib.py --dtype-override choices (ExecuTorch v1.4.1, line 397)
+
+
+@dataclass(frozen=True)
+class ExecuTorchSpec(RuntimeSpec):
+    """ExecuTorch's Llama export options that size the program's KV cache (ExecuTorch v1.4.1,
+    ``examples/models/llama/export_llama_lib.py``).
+
+    ``max_context_length`` is ``--max_context_length`` (``export.max_context_length``; None: the context itself,
+    spelled out in the command kvplan prints, as ExecuTorch's own default is 128), ``dtype_override``
+    ``--dtype-override`` (fp32, fp16 or bf16; fp32 by default), ``quantize_kv_cache`` ``--quantize_kv_cache``
+    (the int8 per-token cache).
+    """
+
+    max_context_length: int | None = None
+    dtype_override: str = "fp32"
+    quantize_kv_cache: bool = False
+
+    name: ClassVar[str] = "executorch"
+    aliases: ClassVar[tuple[str, ...]] = ("et",)
+    option_kinds: ClassVar[dict[str, str]] = {"max_context_length": "tokens", "dtype_override": "text",
+                                              "quantize_kv_cache": "bool"}
+
+    @classmethod
+    def from_options(cls, **given) -> ExecuTorchSpec:
+        _at_least(given, 1, "max_context_length")
+        dtype = given.get("dtype_override")
+        name = (dtype or "fp32").strip().lower()
+        if name not in ET_DTYPES:
+            raise FieldError("runtime.dtype_override", f"expected fp32, fp16 or bf16, got {dtype!r}")
+        return cls(**{**given, "dtype_override": name})
+
+# every runtime kvplan prices exactly, in the order --help and the docs list them
 RUNTIME_SPECS: tuple[type[RuntimeSpec], ...] = (LlamaCppSpec, TransformersSpec, MlxLmSpec, OllamaSpec,
-                                                OrtGenAiSpec, LiteRtLmSpec)
+                                                OrtGenAiSpec, LiteRtLmSpec, ExecuTorchSpec)
 RUNTIME_NAMES = ("ideal", *(spec.name for spec in RUNTIME_SPECS))
 _BY_NAME = {alias: spec for spec in RUNTIME_SPECS for alias in (spec.name, *spec.aliases)}
 _OFF_BY_DEFAULT = {f.name: f.default is False for spec in RUNTIME_SPECS for f in fields(spec)}
@@ -387,7 +421,8 @@ def parse_runtime(value: object) -> RuntimeSpec | None:
 
     Keys are the spec's field names (``parallel``, ``kv_unified``, ``ubatch``, ``batch``,
     ``swa_full``, ``flash_attn``, ``mmap``, ``repack``, ``build``, ``prompt_tokens``, ``judge``, ``cache``,
-    ``max_cache_len``, ``max_kv_size``, ``prefill_step_size``, ``quantized_kv_start``, and each newer
+    ``max_cache_len``, ``max_kv_size``, ``prefill_step_size``, ``quantized_kv_start``, ``max_context_length``,
+    ``dtype_override``, ``quantize_kv_cache``, and each newer
     runtime's own: every field of a spec in :data:`RUNTIME_SPECS`).
     """
     if value is None or isinstance(value, str):
@@ -485,6 +520,8 @@ def resolve_sequences(spec: RuntimeSpec | None, sequences: int, pinned_prefix_to
                          mentions=("runtime",))
     if isinstance(spec, OllamaSpec):
         return _ollama_sequences(spec, sequences, pinned_prefix_tokens, architecture)
+    if isinstance(spec, ExecuTorchSpec):
+        return _executorch_sequences(spec, sequences, pinned_prefix_tokens)
     if not isinstance(spec, LlamaCppSpec):
         return spec, sequences
     if pinned_prefix_tokens:
@@ -523,3 +560,18 @@ def _ollama_sequences(spec: OllamaSpec, sequences: int, pinned_prefix_tokens: in
                          f"{sequences} disagree; under Ollama both are OLLAMA_NUM_PARALLEL, give one", lead=None,
                          mentions=("sequences",))
     return spec, 1 if runs_one_slot(architecture) else spec.num_parallel
+
+
+def _executorch_sequences(spec: ExecuTorchSpec, sequences: int, pinned_prefix_tokens: int
+                          ) -> tuple[ExecuTorchSpec, int]:
+    """ExecuTorch's Llama export is one sequence: ``examples/models/llama/model.py`` (v1.4.1, line 118) builds
+    ``ModelArgs(max_batch_size=1)``, and the program holds one cache of ``max_context_length`` slots from load,
+    which a shared prefix lives inside."""
+    if sequences != 1:
+        raise FieldError("sequences", f"ExecuTorch's Llama export has max_batch_size 1 (one sequence per program), "
+                         f"got {sequences}", mentions=("runtime",))
+    if pinned_prefix_tokens:
+        raise FieldError("pinned_prefix_tokens", "ExecuTorch's program allocates its whole cache at load and a "
+                         "prefix lives inside it; drop {pinned_prefix_tokens} with {runtime=executorch}",
+                         mentions=("runtime",))
+    return spec, sequences

@@ -282,7 +282,11 @@ _RUNTIME_SCHEMA = {"anyOf": [
         "past_present_share_buffer": {"type": "boolean"},
         "max_num_tokens": js.TOKENS_SCHEMA,
         "kv_cache_tokens": js.TOKENS_SCHEMA,
-        "litert_backend": {"enum": ["cpu", "gpu"]}}}]}
+        "litert_backend": {"enum": ["cpu", "gpu"]},
+
+        "max_context_length": js.TOKENS_SCHEMA,
+        "dtype_override": {"enum": ["fp32", "fp16", "bf16"]},
+        "quantize_kv_cache": {"type": "boolean"}}}]}
 RuntimeField = Annotated[str | dict[str, str | int | bool], BeforeValidator(_runtime), WithJsonSchema(_RUNTIME_SCHEMA)]
 
 

@@ -22,8 +22,8 @@ def runtime_label(spec) -> str:
     """
     if spec is None:
         return "ideal"
-    from kvplan.profiles.runtime import (LiteRtLmSpec, LlamaCppSpec, MlxLmSpec, OllamaSpec, OrtGenAiSpec,
-                                         TransformersSpec)
+    from kvplan.profiles.runtime import (ExecuTorchSpec, LiteRtLmSpec, LlamaCppSpec, MlxLmSpec, OllamaSpec,
+                                         OrtGenAiSpec, TransformersSpec)
 
     parts = [spec.name]
     if isinstance(spec, LlamaCppSpec):
@@ -73,6 +73,13 @@ def runtime_label(spec) -> str:
             parts.append(f"kv {spec.kv_cache_tokens}")
         if spec.litert_backend != LiteRtLmSpec().litert_backend:
             parts.append(spec.litert_backend)
+    elif isinstance(spec, ExecuTorchSpec):
+        if spec.max_context_length is not None:
+            parts.append(f"ctx {spec.max_context_length}")
+        if spec.dtype_override != ExecuTorchSpec().dtype_override:
+            parts.append(spec.dtype_override)
+        if spec.quantize_kv_cache:
+            parts.append("int8-kv")
     return " ".join(parts)
 
 

@@ -60,9 +60,29 @@ def litertlm_command(options: dict) -> str:
     return f"litert_lm_main --model_path MODEL --backend {options['backend']}"
 
 
+ET_DEFAULT_MAX_SEQ_LENGTH = 128  # ExecuTorch v1.4.1 export.max_seq_length default, refused above max_context_length
+
+
+def executorch_command(options: dict) -> str:
+    """The ``export_llm`` command line (ExecuTorch v1.4.1, ``extension/llm/export/export_llm.py``, the README's
+    way to export Llama) whose program's cache the executorch model priced; options as in force."""
+    m = options["max_context_length"]
+    parts = ["python -m extension.llm.export.export_llm +base.model_class=MODEL_CLASS +base.checkpoint=CHECKPOINT "
+             "+base.params=PARAMS model.use_kv_cache=True model.use_sdpa_with_kv_cache=True",
+             f"model.dtype_override={options['dtype_override']}"]
+    if options["quantize_kv_cache"]:
+        parts.append("model.quantize_kv_cache=True")
+    if options["local_global_attention"] is not None:
+        parts.append("'model.local_global_attention=[" + ",".join(map(str, options["local_global_attention"])) + "]'")
+    parts.append(f"export.max_context_length={m}")
+    if m < ET_DEFAULT_MAX_SEQ_LENGTH:
+        parts.append(f"export.max_seq_length={m}")
+    return " ".join(parts)
+
+
 # the runtime's own command line (or config) whose cache is priced, by runtime name: options in force → text
 COMMANDS = {"mlx-lm": mlx_command, "ollama": ollama_command, "onnxruntime-genai": ortgenai_command,
-            "litert-lm": litertlm_command}
+            "litert-lm": litertlm_command, "executorch": executorch_command}
 
 # when a runtime's KV peak happens, by runtime name (the peak row and its table line); the rest peak right after
 # a one-shot prefill (transformers' views of the prompt tensors)

@@ -111,6 +111,16 @@ _WORDS = {
                                      "with)" if v["exporter_default"] else " (the export's, as asked)")),
     "litert_window_not_capped": lambda v: (f"sliding window {v['window']:,} not applied to the KV inputs: every "
                                            "layer holds the exported length"),
+    # ExecuTorch (kvplan.caches.executorch)
+    "et_dtype": lambda v: ("cache in int8 per token (--quantize_kv_cache)" if v["quantized"]
+                           else f"cache dtype {v['dtype']} (--dtype-override)"),
+    "et_quantized": lambda v: (f"QuantizedKVCache (--quantize_kv_cache): per token and head {v['head_dim']} int8 "
+                               f"values + a {v['scale_dtype']} scale + an int8 zero point = {v['bytes_per_head']} B, "
+                               "K and V each"),
+    "et_ring": lambda v: (f"{v['layers']} layers windowed ({v['window']:,} tokens, --local_global_attention): ring "
+                          f"buffers of 2 × {v['window']:,} = {v['slots']:,} slots + int64 cache positions"),
+    "et_static": lambda v: (f"static cache: {v['slots']:,} slots on each of {v['layers']} full layers, allocated when "
+                            "the program loads" + ("" if v["given"] else " (max_context_length: the context)")),
 }
 
 KINDS = frozenset(_WORDS)

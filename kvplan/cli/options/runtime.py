@@ -83,6 +83,15 @@ KvCacheTokensOpt = Annotated[str | None, typer.Option(
 LitertBackendOpt = Annotated[str | None, typer.Option(
     "--litert-backend", help="litert-lm: the executor backend, cpu (default; one KV buffer set) or gpu (input and "
     "output sets).")]
+MaxContextLengthOpt = Annotated[str | None, typer.Option(
+    "--max-context-length", help="executorch: the export's --max_context_length, the cache slots of every layer "
+    f"allocated at load (default: --ctx; ExecuTorch's own default is 128). {TOKENS_HELP}")]
+EtDtypeOpt = Annotated[str | None, typer.Option(
+    "--et-dtype", help="executorch: the export's --dtype-override, fp32 (default), fp16 or bf16: the cache's "
+    "dtype.")]
+QuantizeKvCacheOpt = Annotated[bool, typer.Option(
+    "--quantize-kv-cache", help="executorch: the export's --quantize_kv_cache (int8 per token, with a scale and "
+    "a zero point per token and head).")]
 
 
 # each runtime's options, in the order --help lists them: (parameter name, its declaration, its default);
@@ -102,14 +111,17 @@ OLLAMA_OPTIONS = (("num_parallel", NumParallelOpt, None), ("kv_cache_type", KvCa
 ORTGENAI_OPTIONS = (("max_length", MaxLengthOpt, None), ("past_present_share_buffer", PastPresentShareBufferOpt, None))
 LITERTLM_OPTIONS = (("max_num_tokens", MaxNumTokensOpt, None), ("kv_cache_tokens", KvCacheTokensOpt, None),
                     ("litert_backend", LitertBackendOpt, None))
+EXECUTORCH_OPTIONS = (("max_context_length", MaxContextLengthOpt, None), ("et_dtype", EtDtypeOpt, None),
+                      ("quantize_kv_cache", QuantizeKvCacheOpt, False))
 RUNTIME_OPTIONS = (LLAMACPP_OPTIONS + TRANSFORMERS_OPTIONS + PROCESS_OPTIONS + MLX_OPTIONS + OLLAMA_OPTIONS
-                   + ORTGENAI_OPTIONS + LITERTLM_OPTIONS)
+                   + ORTGENAI_OPTIONS + LITERTLM_OPTIONS + EXECUTORCH_OPTIONS)
 
 # a parameter whose spec field is named otherwise (the build is llama.cpp's, and says so on the command line)
-SPEC_FIELD = {"llamacpp_build": "build"}
+SPEC_FIELD = {"llamacpp_build": "build", "et_dtype": "dtype_override"}
 # options given in tokens (``32k``): parsed here, so a bad value names its flag; (what it is, in an error)
 TOKEN_OPTIONS = {"max_cache_len": "a cache length", "prompt_tokens": "a prompt", "max_kv_size": "a cache size",
-                 "max_length": "a length", "max_num_tokens": "a length", "kv_cache_tokens": "a cache length"}
+                 "max_length": "a length", "max_num_tokens": "a length", "kv_cache_tokens": "a cache length",
+                 "max_context_length": "a context length"}
 
 
 def _flag(name: str) -> str:
