@@ -34,6 +34,7 @@ FLAGS = {
     "runtime.max_kv_size": "--max-kv-size",
     "runtime.prefill_step_size": "--prefill-step-size",
     "runtime.quantized_kv_start": "--quantized-kv-start",
+    "runtime.prompt_cache_size": "--prompt-cache-size",
     "kv_policy.recent_window": "--kv-recent-window",
     "kv_policy.history.ratio": "--kv-history-ratio",
     "kv_policy.history.bits": "--kv-history-bits",
