@@ -99,3 +99,11 @@ def test_llama_cpp_warns_when_weights_and_kv_pass_the_working_set(run):
     past = [w for w in _warnings(run, *args, "--no-mmap", "--gpu-limit", "1606374911B")
             if w.startswith("llama.cpp on Metal")]
     assert past and "llama.cpp prints no warning for it" in past[0]
+
+
+def test_sweep_takes_the_limit_and_reports_the_warning_of_its_largest_point(run):
+    # as in check: 1,807,423,488 B of mlx-4bit weights against 2,008,247,320 B (1,723 and 1,915 MiB)
+    result = run("sweep", "-d", "macbook-air-m2-16gb", "-m", "llama-3.2-3b", "--ctx", "4k,8k", "--runtime", "mlx-lm",
+                 "--weight-type", "mlx-4bit", "--gpu-limit", "2008247320B")
+    assert result.exit_code in (0, 1), result.stderr
+    assert "requires 1723 MB which is close to the maximum recommended size of 1915 MB" in result.stdout + result.stderr
