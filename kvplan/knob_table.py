@@ -109,6 +109,9 @@ KNOBS: tuple[Knob, ...] = (
     Knob("os_reserve_bytes", "--os-reserve", "size", "Override the device's OS reserve, with its unit: '3 GB', "
          "'2.5 GiB' (a bare 3 is refused).", gate_aliases=("os_reserve",), json_key="memory.os_reserve_bytes",
          json_plain=False),
+    Knob("gpu_working_set_bytes", "--gpu-limit", "size", "Override the device's GPU working set (Metal's "
+         "recommendedMaxWorkingSetSize), with its unit: '10922.67 MiB'; used for MLX-LM's and llama.cpp's warnings "
+         "near or past it.", json_key="memory.gpu_working_set_bytes", json_plain=False),
     Knob("margin_fraction", "--margin", "fraction", "Headroom under which a fit is 'tight': a fraction of the "
          "budget (0.1) or a percentage (10%); a bare number above 1 is refused.", default=DEFAULT_MARGIN_FRACTION,
          typed_default="10%", gate_aliases=("margin",), json_key="margin_fraction"),

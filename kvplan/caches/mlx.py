@@ -34,6 +34,7 @@ from kvplan.engine.mlx_cache import (
     kv_cache_capacities,
     kv_cache_grow,
     kv_capacity_after_chunks,
+    prompt_cache_bytes,
     rotating_after_chunks,
     rotating_cache_sizes,
     rotating_in_place,
@@ -219,8 +220,21 @@ class MlxCache:
         return self._over(self._steady_one, ctx, sequences)
 
     def kv_peak_bytes(self, ctx, sequences=1):
-        """The most the cache objects hold after any model call of that prompt's prefill [bytes]."""
-        return self._over(self._peak_one, ctx, sequences)
+        """The most the cache objects hold after any model call of that prompt's prefill [bytes], with, under
+        ``mlx_lm.server``, the prompt cache's earlier caches (:meth:`prompt_cache_bytes`)."""
+        return self._over(self._peak_one, ctx, sequences) + self.prompt_cache_bytes(ctx)
+
+    def _stored_one(self, ctx: int) -> int:
+        return prompt_cache_bytes(self.spec.prompt_cache_size or 0, self._steady_one(ctx))
+
+    def prompt_cache_bytes(self, ctx, sequences=1):
+        """``mlx_lm.server``'s stored caches beside the live ones [bytes]: ``--prompt-cache-size`` earlier prompts'
+        caches, each priced as one sequence's cache after a prompt of ``ctx`` tokens (0 for ``mlx_lm.generate``).
+        They stay between requests, so they are no transient of the peak; no decode step reads them. One stored
+        cache per request whatever the live batch, so ``sequences`` does not scale them."""
+        if not self.spec.prompt_cache_size:
+            return ctx * 0  # 0, or zeros of the contexts' shape
+        return self._over(self._stored_one, ctx, 1)
 
     def kv_bytes_read_over_generation(self, n_tokens, sequences=1):
         """Bytes attention reads over ``n_tokens`` decode steps: every step reads the offset's tokens of each
@@ -251,14 +265,18 @@ class MlxCache:
         from kvplan import engine
 
         per_sequence = engine.kv_allowance_bytes(allowance_bytes, sequences)
-        if self._peak_one(1) > per_sequence:
+
+        def fits(ctx: int) -> bool:  # the live peak of every sequence, and the server's stored caches
+            return self._peak_one(ctx) * sequences + self._stored_one(ctx) <= allowance_bytes
+
+        if not fits(1):
             return engine.NO_CONTEXT_FITS
         capped = self.quantize_fails  # refused from quantized_kv_start
         hi = int(min(ctx_limit, 1 << 26))
         if self.unbounded:
             # every layer rotates: past max_size + two chunks the peak no longer grows
             steady = max(m for m, _ in self.rotating) + 2 * self.spec.prefill_step_size + 2
-            if self._peak_one(steady) <= per_sequence:
+            if fits(steady):
                 if capped:
                     return min(hi, self.spec.quantized_kv_start - 1)
                 return math.inf if ctx_limit == math.inf else hi
@@ -268,12 +286,12 @@ class MlxCache:
             hi = min(hi, int(per_sequence // cheapest) + 1)
         if capped:
             hi = min(hi, self.spec.quantized_kv_start - 1)
-        if self._peak_one(hi) <= per_sequence:
+        if fits(hi):
             return hi
         lo = 1  # fits; hi does not. The peak grows with the prompt, up to its step padding
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if self._peak_one(mid) <= per_sequence:
+            if fits(mid):
                 lo = mid
             else:
                 hi = mid
@@ -298,14 +316,20 @@ class MlxCache:
             rules.append(rule("mlx_quantized", bits=self.kv_bits, group=self.kv_group_size,
                               start=self.spec.quantized_kv_start, applies=quantized,
                               dtype=MLX_DTYPES[self.dtype.name]))
+        stored = self.spec.prompt_cache_size
+        held = int(self.prompt_cache_bytes(ctx)) if stored is not None else None
+        if stored is not None:
+            rules.append(rule("mlx_prompt_cache", caches=stored, cache_bytes=int(self._steady_one(ctx)),
+                              held_bytes=held))
         return {
             "name": self.name,
             "rules": rules,
             "options": {"max_kv_size": self.spec.max_kv_size, "prefill_step_size": p,
                         "kv_bits": self.kv_bits, "kv_group_size": self.kv_group_size,
-                        "quantized_kv_start": self.spec.quantized_kv_start, "batch": sequences},
+                        "quantized_kv_start": self.spec.quantized_kv_start, "batch": sequences,
+                        "prompt_cache_size": stored},
             "cells": {"kv_cache_capacity": capacity if self.kv_layers else None, "offset": offset,
-                      "rotating": rotating, "quantized": quantized},
+                      "rotating": rotating, "quantized": quantized, "prompt_cache_bytes": held},
             "dtype": MLX_DTYPES[self.dtype.name],
             "version": MLX_LM_VERSION,
         }

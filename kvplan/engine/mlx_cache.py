@@ -239,3 +239,27 @@ def rotating_in_place(offset_tokens: int, slots_tokens: int, max_size_tokens: in
     if slots_tokens == 0 or (offset_tokens >= slots_tokens and slots_tokens < max_size_tokens):
         slots_tokens += min(step_tokens, max_size_tokens - offset_tokens)
     return min(slots_tokens, max_size_tokens)
+
+
+def prompt_cache_bytes(stored_caches: int, cache_bytes: int) -> int:
+    """Bytes ``mlx_lm.server``'s prompt cache holds beside the live cache when it is full of earlier prompts'
+    caches as large as the live one.
+
+    ``LRUPromptCache.insert_cache`` (mlx-lm 0.32.2, ``mlx_lm/models/cache.py``) stores each finished request's
+    cache objects themselves and pops the least recently used entry once it holds more than ``max_size``
+    (``--prompt-cache-size``); a request works on a ``copy.deepcopy`` of the entry it starts from
+    (``fetch_nearest_cache``), so while it runs the server holds ``max_size`` stored caches plus the live one.
+
+    Parameters
+    ----------
+    stored_caches : int [count]
+        ``--prompt-cache-size`` (``max_size``).
+    cache_bytes : int [bytes]
+        One stored cache: the ``nbytes`` of one sequence's cache objects.
+
+    Returns
+    -------
+    int [bytes]
+        ``stored_caches · cache_bytes``.
+    """
+    return stored_caches * cache_bytes

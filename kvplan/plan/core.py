@@ -122,10 +122,12 @@ class Memory(Figures):  # Figures, not a dataclass: nothing compiled at import (
     """What a configuration holds at each point [bytes]; ``verdict_code`` indexes :data:`kvplan.engine.VERDICTS`."""
 
     __slots__ = _fields = ("kv_bytes", "kv_peak_bytes", "buffers_bytes", "total_bytes", "headroom_bytes",
-                           "verdict_code")
+                           "verdict_code", "prompt_cache_bytes")
 
     kv_bytes: object  # steady cache of all sequences
     kv_peak_bytes: object  # the most the cache holds at any moment (what the total counts)
+    prompt_cache_bytes: object  # of the peak, what a runtime keeps between requests (mlx_lm.server), else 0
+    _defaults = {"prompt_cache_bytes": 0}
     buffers_bytes: object  # runtime buffers (llama.cpp compute + output)
     total_bytes: object  # weights + kv peak + pinned prefix + overhead + buffers + process (the resident peak)
     headroom_bytes: object  # budget − what the verdict judges (the total, or its non-reclaimable part)
@@ -152,7 +154,9 @@ def memory_at(b: Basis, ctx, sequences) -> Memory:
         import numpy as np
 
         code = np.asarray(code, dtype=np.int8)
-    return Memory(kv, kv_peak, buffers, total, headroom, code)
+    held = getattr(cache, "prompt_cache_bytes", None)
+    held = _cache_over(held, ctx, sequences) if held is not None else 0
+    return Memory(kv, kv_peak, buffers, total, headroom, code, held)
 
 
 # --- decode -----------------------------------------------------------------------------------
@@ -200,7 +204,9 @@ def streamed_at(b: Basis, memory: Memory, decode: Decode) -> Streamed:
     device = b.scenario.device
     budget = b.budget_bytes
     overflow = engine.overflow_bytes(memory.total_bytes, budget)
-    transient = (memory.kv_peak_bytes - memory.kv_bytes) if getattr(b.cache, "peak_is_transient", False) else 0
+    # the peak's transient part is gone by the first decode step; mlx_lm.server's stored prompt caches stay
+    transient = ((memory.kv_peak_bytes - memory.kv_bytes - memory.prompt_cache_bytes)
+                 if getattr(b.cache, "peak_is_transient", False) else 0)
     steady = engine.overflow_bytes(memory.total_bytes - transient, budget)
     effective = device.memory_bandwidth * device.bandwidth_efficiency
     latency_s = device.decode_latency

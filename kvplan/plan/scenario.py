@@ -32,6 +32,7 @@ class Scenario:
     v_format: ElementFormat | None = None
     sliding_window: int | None = None
     os_reserve_bytes: int | None = None
+    gpu_working_set_bytes: int | None = None  # Metal's recommended working set, over the device's own
     margin_fraction: float = engine.DEFAULT_MARGIN_FRACTION
     target_tokens_per_s: float | None = None
     kv_policy: object | None = None  # a compression policy (kvplan.profiles.policy), None: plain cache
@@ -93,6 +94,8 @@ class Scenario:
             _check_count("os_reserve_bytes", self.os_reserve_bytes, minimum=0)
             if self.os_reserve_bytes >= self.device.ram:
                 raise FieldError("os_reserve_bytes", f"must be less than the device's RAM ({self.device.ram:,} bytes)")
+        if self.gpu_working_set_bytes is not None:
+            _check_count("gpu_working_set_bytes", self.gpu_working_set_bytes, minimum=1)
         if self.target_tokens_per_s is not None and not (isinstance(self.target_tokens_per_s, (int, float))
                                                          and 0 < self.target_tokens_per_s < math.inf):
             raise FieldError("target_tokens_per_s", f"must be a positive, finite rate, got {self.target_tokens_per_s!r}")
@@ -101,6 +104,13 @@ class Scenario:
     def os_reserve_in_force_bytes(self) -> int:
         """The OS reserve this configuration uses: its override, else the device's [bytes]."""
         return self.device.os_reserve if self.os_reserve_bytes is None else self.os_reserve_bytes
+
+    @property
+    def gpu_working_set_in_force_bytes(self) -> int | None:
+        """The GPU working set this configuration uses: its override, else the device's (None: unknown) [bytes]."""
+        if self.gpu_working_set_bytes is not None:
+            return self.gpu_working_set_bytes
+        return getattr(self.device, "gpu_working_set", None)
 
     @property
     def budget_bytes(self) -> int:

@@ -85,6 +85,9 @@ DEVICE_FIELD_DOCS = {
     "cpu_features": "the CPU's SIMD features that decide which weights llama.cpp's CPU backend repacks: avx2, "
                     "avx512, neon-i8mm, neon-dotprod or none (default: neon-i8mm on android; none on ios and "
                     "macos, where llama.cpp runs on Metal, which repacks nothing; avx2 elsewhere)",
+    "gpu_working_set": "Apple GPU: Metal's recommendedMaxWorkingSetSize as llama.cpp or MLX report it [bytes] "
+                       "(MLX-LM warns when the weights pass 90 % of it; ggml when its Metal buffers pass it); "
+                       "omit when unknown",
 }
 
 MODEL_FIELD_DOCS = {

@@ -162,21 +162,31 @@ class MlxLmSpec(RuntimeSpec):
     ``prefill_step_size`` ``--prefill-step-size`` (2048), ``quantized_kv_start`` ``--quantized-kv-start``
     (5000: the offset from which ``--kv-bits`` quantizes the cache). ``--kv-bits`` and ``--kv-group-size``
     are the scenario's cache format (the ``kv_bits`` / ``kv_group_size`` knobs, group 64 by default).
+
+    ``prompt_cache_size`` is ``mlx_lm.server --prompt-cache-size`` (the server's default is 10): the server keeps
+    up to that many earlier prompts' caches beside the live one (``LRUPromptCache``); None prices
+    ``mlx_lm.generate``, which keeps none.
     """
 
     max_kv_size: int | None = None
     prefill_step_size: int = 2048
     quantized_kv_start: int = 5000
+    prompt_cache_size: int | None = None
 
     name: ClassVar[str] = "mlx-lm"
     aliases: ClassVar[tuple[str, ...]] = ("mlx", "mlx_lm")
     option_kinds: ClassVar[dict[str, str]] = {"max_kv_size": "tokens", "prefill_step_size": "int",
-                                              "quantized_kv_start": "int"}
+                                              "quantized_kv_start": "int", "prompt_cache_size": "int"}
 
     @classmethod
     def from_options(cls, **given) -> MlxLmSpec:
         _at_least(given, 1, "max_kv_size", "prefill_step_size")
-        _at_least(given, 0, "quantized_kv_start")
+        _at_least(given, 0, "quantized_kv_start", "prompt_cache_size")  # 0: a server that keeps no earlier cache
+        if given.get("prompt_cache_size") is not None and given.get("max_kv_size") is not None:
+            # mlx_lm/server.py (0.32.2) has no --max-kv-size: its stream_generate call passes none
+            raise FieldError(("runtime.max_kv_size", "runtime.prompt_cache_size"), "mlx_lm.server has no "
+                             "rotating cache option (only mlx_lm.generate takes the first); give one of them",
+                             lead=" with ")
         return cls(**given)
 
 
@@ -421,7 +431,7 @@ def parse_runtime(value: object) -> RuntimeSpec | None:
 
     Keys are the spec's field names (``parallel``, ``kv_unified``, ``ubatch``, ``batch``,
     ``swa_full``, ``flash_attn``, ``mmap``, ``repack``, ``build``, ``prompt_tokens``, ``judge``, ``cache``,
-    ``max_cache_len``, ``max_kv_size``, ``prefill_step_size``, ``quantized_kv_start``, ``max_context_length``,
+    ``max_cache_len``, ``max_kv_size``, ``prefill_step_size``, ``quantized_kv_start``, ``prompt_cache_size``, ``max_context_length``,
     ``dtype_override``, ``quantize_kv_cache``, and each newer
     runtime's own: every field of a spec in :data:`RUNTIME_SPECS`).
     """

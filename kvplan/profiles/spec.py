@@ -149,6 +149,8 @@ class Device(_Profile):
     decode_latency: DurationS = Field(0.0, description=js.DEVICE_FIELD_DOCS["decode_latency"])
     runtime_overhead: SizeBytes = 0
     cpu_features: Literal["avx2", "avx512", "neon-i8mm", "neon-dotprod", "none"] | None = None
+    # Metal's recommendedMaxWorkingSetSize: MLX-LM wires it and warns near it, ggml warns past it (None: unknown)
+    gpu_working_set: PositiveSizeBytes | None = Field(None, description=js.DEVICE_FIELD_DOCS["gpu_working_set"])
 
     @field_validator("os_reserve")
     @classmethod

@@ -112,6 +112,7 @@ def memory_json(ev: Evaluation) -> dict:
     return {
         "ram_bytes": s.device.ram,
         "os_reserve_bytes": s.os_reserve_in_force_bytes,
+        "gpu_working_set_bytes": s.gpu_working_set_in_force_bytes,  # null: unknown (not an Apple GPU's profile)
         "budget_bytes": ev.budget_bytes,
         "weights_bytes": ev.weights_bytes,
         "weights_read_bytes": ev.weights_read_bytes,
@@ -207,11 +208,15 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
         layers = ev.cache.state_layers
         row(f"state of {layers} state layer{'s' if layers > 1 else ''} ({fmt.bytes_(state_one, units)} per sequence"
             f" × {s.sequences}, constant in the context)", state)
-    if ev.kv_peak_bytes > ev.kv_bytes:
+    caches, held = runtime_render.prompt_cache_of(ev)  # mlx_lm.server's earlier caches: in the peak, not transient
+    if held:
+        row(runtime_render.prompt_cache_label(caches), held)
+    if ev.kv_peak_bytes - held > ev.kv_bytes:
         peak = fmt.bytes_(ev.kv_peak_bytes, units)
         row(runtime_render.peak_label(ev, peak)
             if runtime_render.runtime_cache(ev)
-            else f"+ KV tokens awaiting eviction (peak between passes, {peak} in all)", ev.kv_peak_bytes - ev.kv_bytes)
+            else f"+ KV tokens awaiting eviction (peak between passes, {peak} in all)",
+            ev.kv_peak_bytes - ev.kv_bytes - held)
     if s.pinned_prefix_tokens:
         row(f"pinned prefix ({fmt.n_tokens(s.pinned_prefix_tokens)})", ev.pinned_prefix_bytes)
     if ev.compute_buffer_bytes:

@@ -61,6 +61,8 @@ def runtime_label(spec) -> str:
             parts.append(f"prefill {spec.prefill_step_size}")
         if spec.quantized_kv_start != defaults.quantized_kv_start:
             parts.append(f"qstart {spec.quantized_kv_start}")
+        if spec.prompt_cache_size is not None:
+            parts.append(f"server, {spec.prompt_cache_size} cached prompts")
     elif isinstance(spec, OrtGenAiSpec):
         if spec.past_present_share_buffer:
             parts.append("shared")

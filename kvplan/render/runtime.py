@@ -17,9 +17,12 @@ def runtime_cache(ev: Evaluation):
 
 
 def mlx_command(options: dict) -> str:
-    """The ``mlx_lm.generate`` command line whose cache the mlx-lm model priced (its options as in force; the
-    defaults — prefill 2048, group 64, start 5000, from ``mlx_lm/generate.py`` — left out)."""
-    parts = ["mlx_lm.generate --model MODEL --prompt -"]
+    """The ``mlx_lm.generate`` (or, with a prompt cache, ``mlx_lm.server``) command line whose cache the mlx-lm
+    model priced (its options as in force; the defaults — prefill 2048, group 64, start 5000, from
+    ``mlx_lm/generate.py`` — left out; the server's --prompt-cache-size always written, as kvplan prices it)."""
+    server = options.get("prompt_cache_size") is not None
+    parts = [f"mlx_lm.server --model MODEL --prompt-cache-size {options['prompt_cache_size']}" if server
+             else "mlx_lm.generate --model MODEL --prompt -"]
     if options["max_kv_size"] is not None:
         parts.append(f"--max-kv-size {options['max_kv_size']}")
     if options["prefill_step_size"] != 2048:
@@ -135,6 +138,21 @@ def output_buffer_label(ev: Evaluation) -> str:
     return f"llama.cpp output buffer (logits of {n} sequence{'s' if n != 1 else ''})"
 
 
+def prompt_cache_of(ev: Evaluation) -> tuple[int, int]:
+    """(earlier caches kept, their bytes) of ``mlx_lm.server``'s prompt cache, part of the KV peak; (0, 0)
+    elsewhere."""
+    held = getattr(ev.cache, "prompt_cache_bytes", None)
+    caches = getattr(getattr(ev.cache, "spec", None), "prompt_cache_size", None)
+    if held is None or not caches:
+        return 0, 0
+    return caches, int(held(ev.scenario.ctx))
+
+
+def prompt_cache_label(caches: int) -> str:
+    return (f"+ mlx_lm.server prompt cache: {caches} earlier prompts' caches, each priced at this context "
+            "(--prompt-cache-size)")
+
+
 def peak_label(ev: Evaluation, peak: str) -> str:
     """The memory table's row for a runtime cache's transient peak above its steady size."""
     return PEAK_WORDS.get(getattr(ev.cache, "name", None), ONE_SHOT_PEAK)[0].format(peak=peak)
@@ -169,6 +187,10 @@ def runtime_table(ev: Evaluation, units: str = "si") -> Table | None:
     if "command" in d:  # the runtime's own command line whose cache this prices
         t.add(f"command priced ({d['name']} {d['version']})", d["command"])
     t.add("KV allocated (steady state)", f"{fmt.exact_bytes(ev.kv_bytes)} ({fmt.bytes_(ev.kv_bytes, units)})")
+    caches, held = prompt_cache_of(ev)
+    if held:
+        t.add(f"prompt cache ({caches} earlier prompts' caches; in the KV peak)",
+              f"{fmt.exact_bytes(held)} ({fmt.bytes_(held, units)})")
     if ev.kv_peak_bytes != ev.kv_bytes:
         t.add(PEAK_WORDS.get(d["name"], ONE_SHOT_PEAK)[1],
               f"{fmt.exact_bytes(ev.kv_peak_bytes)} ({fmt.bytes_(ev.kv_peak_bytes, units)})")

@@ -87,6 +87,9 @@ _WORDS = {
     "mlx_rotating_peak": lambda v: (f"RotatingKVCache({v['max_size']:,}) holds {v['peak']:,} tokens after a prefill "
                                     f"chunk of {v['chunk']:,} (max_size + chunk − 1 at most), {v['steady']:,} after "
                                     "the prompt"),
+    "mlx_prompt_cache": lambda v: (f"mlx_lm.server's prompt cache (LRUPromptCache) keeps up to {v['caches']} earlier "
+                                   f"prompts' caches beside the live one: {v['caches']} × {v['cache_bytes']:,} B = "
+                                   f"{v['held_bytes']:,} B if each is as long as this one (--prompt-cache-size)"),
     "mlx_quantized": lambda v: (f"QuantizedKVCache {v['bits']}-bit, group {v['group']}, scales and biases "
                                 f"{v['dtype']}, from offset {v['start']:,}"
                                 + ("" if v["applies"] else ": not reached, the cache stays " + v["dtype"])),

@@ -53,6 +53,23 @@ def _window_override(v) -> str:
     return f"sliding_window {v['window']:,} puts every layer behind one window: {'; '.join(parts)} (quality untested)"
 
 
+def _mlx_wired_limit(v) -> str:
+    return (f"MLX-LM will print its warning: the weights ({_size(v['weights_bytes'])}) pass "
+            f"{v['fraction']:.0%} of the GPU working set ({_size(v['working_set_bytes'])}): \"Generating with a model "
+            f"that requires {v['model_mb']} MB which is close to the maximum recommended size of {v['max_mb']} MB. "
+            "This can be slow.\" (mlx_lm wired_limit; MB there are MiB)")
+
+
+def _metal_working_set(v) -> str:
+    said = ("ggml warns \"current allocated size is greater than the recommended max working set size\" as it maps "
+            "the weights" if v["ggml_warns"] else
+            "llama.cpp prints no warning for it (ggml checks only the mapped weight buffers, which stay under it)")
+    return (f"llama.cpp on Metal: the weights and the KV cache ({_size(v['metal_bytes'])}, every layer on the GPU; "
+            f"the Metal compute buffer not counted) pass the GPU working set ({_size(v['working_set_bytes'])}); "
+            f"{said}. Its --fit (on by default) fits unset options to that working set less what is allocated, "
+            "which kvplan does not model")
+
+
 _WORDS = {
     # a device's figures (kvplan.plan.warnings.implausible_device)
     "device_ram": lambda v: f"device {v['device']}: ram {v['ram_bytes']:,} B is under 256 MB — is a unit missing?",
@@ -77,6 +94,8 @@ _WORDS = {
     # where the ideal formula and the runtimes part (kvplan.plan.warnings)
     "window_ignored": _window_ignored,
     "window_override": _window_override,
+    "mlx_wired_limit": _mlx_wired_limit,
+    "metal_working_set": _metal_working_set,
     "buffers_unpriced": lambda v: ("llama.cpp's compute and output buffers are not counted in the total: "
                                    + reason_text(v["reason"])),
     # a model profile on its own (kvplan.plan.profile_warnings)

@@ -18,7 +18,7 @@ FILES = [(kind, path) for kind in KINDS for path in sorted(builtin_dir(kind).glo
 IDS = [f"{kind}:{path.stem}" for kind, path in FILES]
 assert len(FILES) >= 32, "built-in profiles not found: these tests would check nothing"
 DEVICE_FIGURES = ("ram", "os_reserve", "memory_bandwidth", "flash_read", "flash_write", "bandwidth_efficiency",
-                  "compute", "runtime_overhead")
+                  "compute", "runtime_overhead", "gpu_working_set")
 
 
 def _raw(path: Path) -> dict:

@@ -74,6 +74,24 @@ WARNINGS = [
     (warning("buffers_unpriced", reason=reason("missing_shape_fields", fields=("vocab_size",))),
      "llama.cpp's compute and output buffers are not counted in the total: the model profile lacks vocab_size, "
      "which llama.cpp's compute buffer depends on"),
+    # 6,000,000,000 B // 2^20 = 5,722 MiB; 5,726,630,052 B // 2^20 = 5,461 MiB (the 8 GB M2's working set)
+    (warning("mlx_wired_limit", weights_bytes=6_000_000_000, working_set_bytes=5_726_630_052, model_mb=5722,
+             max_mb=5461, fraction=0.9),
+     "MLX-LM will print its warning: the weights (6.00 GB) pass 90% of the GPU working set (5.73 GB): \"Generating "
+     "with a model that requires 5722 MB which is close to the maximum recommended size of 5461 MB. This can be "
+     "slow.\" (mlx_lm wired_limit; MB there are MiB)"),
+    (warning("metal_working_set", metal_bytes=7_000_000_000, weights_bytes=3_000_000_000, kv_bytes=4_000_000_000,
+             working_set_bytes=5_726_630_052, ggml_warns=False),
+     "llama.cpp on Metal: the weights and the KV cache (7.00 GB, every layer on the GPU; the Metal compute buffer "
+     "not counted) pass the GPU working set (5.73 GB); llama.cpp prints no warning for it (ggml checks only the "
+     "mapped weight buffers, which stay under it). Its --fit (on by default) fits unset options to that working set "
+     "less what is allocated, which kvplan does not model"),
+    (warning("metal_working_set", metal_bytes=7_000_000_000, weights_bytes=6_000_000_000, kv_bytes=1_000_000_000,
+             working_set_bytes=5_726_630_052, ggml_warns=True),
+     "llama.cpp on Metal: the weights and the KV cache (7.00 GB, every layer on the GPU; the Metal compute buffer "
+     "not counted) pass the GPU working set (5.73 GB); ggml warns \"current allocated size is greater than the "
+     "recommended max working set size\" as it maps the weights. Its --fit (on by default) fits unset options to "
+     "that working set less what is allocated, which kvplan does not model"),
     (warning("model_window_ignored", model="mistral-7b-v0.1", window=4096, reason=MISTRAL),
      "model mistral-7b-v0.1: llama.cpp ignores its 4,096-token sliding window (Mistral is converted to GGUF as "
      "architecture llama, which has no window) and caches the whole context on every layer; the runtime llama.cpp "

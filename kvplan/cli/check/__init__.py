@@ -54,7 +54,7 @@ def check(
     if ctx_tokens is None:  # Ollama's own default num_ctx on this device
         from kvplan.cli.check.ollama import default_num_ctx
 
-        ctx_tokens = default_num_ctx(dev.profile)
+        ctx_tokens = default_num_ctx(dev.profile, knobs.gpu_working_set_bytes)
     if output or plot:  # neither may replace the profiles just read (--output phone.yaml -d phone.yaml)
         from kvplan.files.outfiles import check_outputs
 

@@ -47,6 +47,7 @@ FLAGS = {
     "runtime.max_context_length": "--max-context-length",
     "runtime.dtype_override": "--et-dtype",
     "runtime.quantize_kv_cache": "--quantize-kv-cache",
+    "runtime.prompt_cache_size": "--prompt-cache-size",
     "kv_policy.recent_window": "--kv-recent-window",
     "kv_policy.history.ratio": "--kv-history-ratio",
     "kv_policy.history.bits": "--kv-history-bits",

@@ -51,6 +51,9 @@ PrefillStepSizeOpt = Annotated[int | None, typer.Option(
 QuantizedKvStartOpt = Annotated[int | None, typer.Option(
     "--quantized-kv-start", help="mlx-lm: the cache offset from which --kv-bits quantizes it "
     "(--quantized-kv-start, default 5000).")]
+PromptCacheSizeOpt = Annotated[int | None, typer.Option(
+    "--prompt-cache-size", help="mlx-lm: price mlx_lm.server, which keeps up to this many earlier prompts' caches "
+    "beside the live one (its --prompt-cache-size, default 10), each as long as --ctx.")]
 
 NumParallelOpt = Annotated[int | None, typer.Option(
     "--num-parallel", help="ollama: parallel slots, OLLAMA_NUM_PARALLEL (default: that variable, else 1; "
@@ -104,7 +107,7 @@ PROCESS_OPTIONS = (
     ("mmap", MmapOpt, None), ("repack", RepackOpt, None), ("llamacpp_build", LlamacppBuildOpt, None),
     ("prompt_tokens", PromptTokensOpt, None), ("judge", JudgeOpt, None))
 MLX_OPTIONS = (("max_kv_size", MaxKvSizeOpt, None), ("prefill_step_size", PrefillStepSizeOpt, None),
-               ("quantized_kv_start", QuantizedKvStartOpt, None))
+               ("quantized_kv_start", QuantizedKvStartOpt, None), ("prompt_cache_size", PromptCacheSizeOpt, None))
 OLLAMA_OPTIONS = (("num_parallel", NumParallelOpt, None), ("kv_cache_type", KvCacheTypeOpt, None),
                   ("flash_attention", FlashAttentionOpt, None), ("num_batch", NumBatchOpt, None),
                   ("use_mmap", UseMmapOpt, None))
