@@ -87,7 +87,8 @@ def check_ctx(ctx: str | None, num_ctx: str | None, runtime: str | None) -> int 
         raise UsageError(f"--ctx {tokens:,} and --num-ctx {num:,} disagree; under --runtime ollama both are "
                          "num_ctx, give one")
     if tokens is None and num is None and runtime != "ollama":
-        raise UsageError("Missing option '--ctx' / '-c' (the context length in tokens per sequence)")
+        # worded as typer's own missing-option error (only Ollama has a default, so typer cannot require it)
+        raise UsageError("Missing option '--ctx' / '-c'. (see 'kvplan check --help')")
     return tokens if tokens is not None else num
 
 
