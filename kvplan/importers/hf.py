@@ -393,7 +393,8 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         ("mla", mla, "multi-head latent attention"),
         ("state", hybrid.state if hybrid is not None else None, "state layers: see sources.state"),
         *_moe_fields(moe, model_type),
-        *weight_fields(weight_bits, weight_type),
+        *(_released_weights(config, model_type) if weight_bits is None and weight_type is None
+          else weight_fields(weight_bits, weight_type)),
         ("kv_bits", 16, "fp16 KV cache"),
         ("sources", {"config": f"{source} (config.json, imported by kvplan)", "params": params_note,
                      "sliding_window": window_note,
@@ -402,6 +403,16 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     header = [f"Model profile imported by 'kvplan import hf' from {where}.",
               "Check every figure against the model card, then run 'kvplan profiles validate'."]
     return finish(fields, header, label, notes, keys=_source_keys(c, model_type, moe, head_note), place=place)
+
+
+def _released_weights(config: dict, model_type: str) -> list[tuple[str, object, str]]:
+    """The weight rows of a profile given no weight width or format: gpt-oss's checkpoint is MXFP4 (its
+    ``quantization_config``), which llama.cpp's converter keeps (weight_type ``mxfp4``); else kvplan's default."""
+    quant = config.get("quantization_config")
+    if model_type == "gpt_oss" and isinstance(quant, dict) and quant.get("quant_method") == "mxfp4":
+        return [("weight_type", "mxfp4", "config quantization_config.quant_method mxfp4: the experts' MXFP4 blocks, "
+                 "kept as they are by llama.cpp's converter")]
+    return weight_fields(None, None)
 
 
 def _source_keys(c: dict, model_type: str, moe: MoeLayout | None, head_note: str) -> dict[str, str]:

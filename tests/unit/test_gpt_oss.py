@@ -172,3 +172,12 @@ def test_mxfp4_converter_gguf_needs_gpt_oss():
         price_gguf(llama, "mxfp4")
     # llama-quantize's MXFP4_MOE on a dense model: no 3-D stack, so every matrix is Q8_0
     assert {t.dtype for t in price_gguf(llama, "mxfp4_moe").tensors if len(t.shape) == 2} == {"q8_0"}
+
+
+def test_the_mxfp4_checkpoint_is_imported_as_weight_type_mxfp4(imported):
+    # config quantization_config.quant_method "mxfp4": llama.cpp's converter keeps those blocks
+    assert (imported.weight_type, imported.weights) == ("mxfp4", None)
+    without = {k: v for k, v in CONFIG.items() if k != "quantization_config"}  # a dequantized (bf16) copy
+    assert profile_from_hf_config(without, name="x").model.weight_type is None
+    # a width given on the command line wins over the checkpoint's format
+    assert profile_from_hf_config(CONFIG, name="x", weight_bits=8).model.weight_type is None
