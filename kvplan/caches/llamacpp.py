@@ -56,8 +56,9 @@ from kvplan.profiles.memo import PerModel
 PAD_CELLS = 256  # GGML_PAD(…, 256) in llama_context and llama_kv_cache_iswa
 _CELLS = ("ctx", "sequences", "runtime")  # what sets the cells per sequence (-c over -np)
 LLAMACPP_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
-# Architectures (HF model_type) whose llama.cpp loader marks sliding-window layers.
-SWA_ARCHITECTURES = frozenset({"gemma2", "gemma3", "gemma3_text", "gpt_oss"})
+# Architectures (HF model_type, or the GGUF's general.architecture where it differs) whose llama.cpp loader marks
+# sliding-window layers.
+SWA_ARCHITECTURES = frozenset({"gemma2", "gemma3", "gemma3_text", "gpt_oss", "gpt-oss"})
 MLA_ARCHITECTURES = frozenset({"deepseek_v2", "deepseek_v3"})
 LOGIT_BYTES = 4  # float32
 
