@@ -18,7 +18,9 @@ Rules, each from llama.cpp's own source (file :: function):
   the windowed layers get ``pad(min(kv_size, n_swa · (unified ? n_seq_max : 1) + n_ubatch), 256)``
   cells, or ``kv_size`` with ``--swa-full``. Only architectures whose loader sets a window
   have windowed layers (``src/llama-model.cpp`` :: ``llama_model::load_hparams``: gemma2
-  ``set_swa_pattern(2)``, gemma3 ``set_swa_pattern(6)``); Mistral v0.1 is converted as
+  ``set_swa_pattern(2)``, gemma3 ``set_swa_pattern(6)``, gpt-oss ``LLM_ARCH_OPENAI_MOE``: ``n_swa`` from the
+  GGUF's ``sliding_window``, ``LLAMA_SWA_TYPE_STANDARD``, ``set_swa_pattern(2)``, so the even layers, as its
+  config's ``layer_types``; ggml-org/llama.cpp 00342301d); Mistral v0.1 is converted as
   ``llama`` (no window) and Phi-3's window is disabled on purpose (ggml-org/llama.cpp#13676).
 - A quantized V cache needs flash attention (``llama_init_from_model`` refuses it otherwise).
 - An MLA model (``llama_hparams::is_mla``) takes one cache type: ``src/llama-context.cpp`` ::
@@ -54,8 +56,9 @@ from kvplan.profiles.memo import PerModel
 PAD_CELLS = 256  # GGML_PAD(…, 256) in llama_context and llama_kv_cache_iswa
 _CELLS = ("ctx", "sequences", "runtime")  # what sets the cells per sequence (-c over -np)
 LLAMACPP_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
-# Architectures (HF model_type) whose llama.cpp loader marks sliding-window layers.
-SWA_ARCHITECTURES = frozenset({"gemma2", "gemma3", "gemma3_text"})
+# Architectures (HF model_type, or the GGUF's general.architecture where it differs) whose llama.cpp loader marks
+# sliding-window layers.
+SWA_ARCHITECTURES = frozenset({"gemma2", "gemma3", "gemma3_text", "gpt_oss", "gpt-oss"})
 MLA_ARCHITECTURES = frozenset({"deepseek_v2", "deepseek_v3"})
 LOGIT_BYTES = 4  # float32
 

@@ -26,8 +26,19 @@ them, which is ``weights_map`` order (block number, then name; see
 attn_v-like tensor (none for deepseek2, whose ``attn_k_b``/``attn_v_b`` fall in no category)
 and, for dense models, one ffn_down, so the counter equals the block number; for MoE models
 llama.cpp parses the block number from the name. Both are ``tensor.layer`` here.
+MXFP4 (ggml ``block_mxfp4``: one E8M0 scale byte + 16 bytes of 4-bit values per 32 values, 4.25 bits):
+
+* ``mxfp4_moe`` is llama-quantize's ``MXFP4_MOE`` (ggml-org/llama.cpp 007dbbf3, ``src/llama-quant.cpp``
+  ``llama_tensor_get_type_impl``): ``output.weight`` (and a tied ``token_embd``) Q8_0; every other
+  quantizable tensor MXFP4 when it is a 3-D stack (``ne[2] > 1``: the experts), else Q8_0.
+* ``mxfp4`` is the GGUF ``convert_hf_to_gguf.py`` writes from gpt-oss's own checkpoint
+  (ggml-org/llama.cpp 2bbcf7fc, ``conversion/gpt_oss.py`` ``GptOssModel``: ``dequant_model`` is skipped
+  and ``generate_extra_tensors`` / ``repack_mxfp4`` copy the checkpoint's MXFP4 expert blocks as
+  ``GGML_TYPE_MXFP4``); every other tensor as the converter writes it (F32 or the source float type).
+  Only gpt-oss has such a checkpoint, so other architectures are refused.
+
 Not modelled: imatrix-dependent choices (no imatrix assumed), ``--pure``, per-tensor overrides,
-the IQ1/IQ2/IQ3/TQ/MXFP4 file types, Falcon's own rules.
+the IQ1/IQ2/IQ3/TQ file types, Falcon's own rules.
 """
 
 from __future__ import annotations
@@ -43,7 +54,7 @@ FILE_TYPES: dict[str, str] = {
     "q5_k_m": "q5_K", "q5_k_s": "q5_K", "q5_1": "q5_1", "q5_0": "q5_0",
     "q4_k_m": "q4_K", "q4_k_s": "q4_K", "q4_1": "q4_1", "q4_0": "q4_0",
     "q3_k_l": "q3_K", "q3_k_m": "q3_K", "q3_k_s": "q3_K", "q2_k": "q2_K",
-    "iq4_xs": "iq4_xs", "iq4_nl": "iq4_nl",
+    "iq4_xs": "iq4_xs", "iq4_nl": "iq4_nl", "mxfp4_moe": "mxfp4", "mxfp4": "mxfp4",
 }
 
 # tensor_type_fallback: the 32-value type a 256-value type falls back to.
@@ -157,6 +168,9 @@ def _attn_output_type(ftype: str, new: str, s: ModelShape) -> str:
 def _mixture_type(t: Tensor, ftype: str, new: str, s: ModelShape) -> str:
     """llama_tensor_get_type_impl for the modelled file types (no imatrix)."""
     cat = _category(t.name)
+    if ftype == "mxfp4_moe":  # MoE tensors -> MXFP4, other tensors (the output too) -> Q8_0
+        is_output = cat == "output" or (cat == "token_embd" and not has_output_tensor(s))
+        return "mxfp4" if not is_output and len(t.shape) > 2 and t.shape[2] > 1 else "q8_0"
     if cat == "output" or (cat == "token_embd" and not has_output_tensor(s)):
         if t.shape[0] % ggml_type(new).block_values:
             return "q8_0"
@@ -201,6 +215,14 @@ def gguf_type_for(tensor: Tensor, ftype: str, shape: ModelShape, source_type: st
     key = ftype.lower()
     if key not in FILE_TYPES:
         raise ValueError(f"unknown GGUF file type {ftype!r}; known: {', '.join(FILE_TYPES)}")
+    if key == "mxfp4":  # the converter's GGUF of gpt-oss: its expert blocks copied as they are
+        if shape.arch != "gpt-oss":
+            raise ValueError(f"the mxfp4 GGUF is the one convert_hf_to_gguf.py writes from gpt-oss's MXFP4 "
+                             f"checkpoint; architecture {shape.architecture!r} has none (mxfp4_moe quantizes any "
+                             "MoE's experts)")
+        if tensor.kind == "experts":
+            return "mxfp4"
+        return "f32" if tensor.float32_in_gguf else source_type
     if not _allows_quantization(tensor):
         return "f32" if tensor.float32_in_gguf else source_type
     base = FILE_TYPES[key]

@@ -18,12 +18,18 @@ by llama-cpp-python 0.3.36):
 * deepseek2: MLA (``attn_kv_a_mqa``, ``attn_kv_a_norm``, ``kv_b`` split into 3-D
   ``attn_k_b`` / ``attn_v_b`` by conversion/deepseek.py), a dense FFN in the first
   ``leading_dense_layers`` and routed + shared experts after (3-D ``*_exps``).
+* gpt-oss (``LLM_ARCH_OPENAI_MOE``; ggml-org/llama.cpp 00342301d, ``src/llama-model.cpp``
+  ``llama_model::load_tensors``): q/k/v/o biases, ``attn_sinks`` [n_head] (one learned logit per
+  head: a weight, nothing cached), ``post_attention_norm`` as the FFN's input norm (no
+  ``ffn_norm``), a router with a bias, and expert stacks with biases (``ffn_*_exps.bias``
+  [ff or hidden, n_expert]) on every layer.
 
 Tied embeddings: no ``output.weight`` is written (the checkpoint has no ``lm_head``).
-1-D tensors, norms and the MoE router (``ffn_gate_inp``) are written as F32 by the
-converter (conversion/base.py ``prepare_tensors``); everything else in the model's
-float type. ``layout="hf"`` gives the checkpoint's own tensors instead (no rope tensors,
-MLA ``attn_kv_b`` unsplit, the config's full vocabulary) for formats quantized from it.
+1-D tensors, norms, biases (names not ending in ``.weight``, gpt-oss's 2-D expert biases too) and
+the MoE router (``ffn_gate_inp``) are written as F32 by the converter (conversion/base.py
+``prepare_tensors``); everything else in the model's float type. ``layout="hf"`` gives the
+checkpoint's own tensors instead (no rope tensors, MLA ``attn_kv_b`` unsplit, the config's full
+vocabulary) for formats quantized from it.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from dataclasses import dataclass
 GGUF_ARCH = {
     "llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma2": "gemma2",
     "gemma3": "gemma3", "gemma3_text": "gemma3", "phi3": "phi3", "deepseek_v2": "deepseek2", "deepseek2": "deepseek2",
+    "gpt_oss": "gpt-oss", "gpt-oss": "gpt-oss",
 }
 
 
@@ -102,7 +109,7 @@ class Tensor:
 
     name: str
     shape: tuple[int, ...]
-    kind: str  # embedding, output, linear, experts, norm, bias, router, rope
+    kind: str  # embedding, output, linear, experts, norm, bias, router, rope, sinks
     layer: int = -1
 
     @property
@@ -116,7 +123,8 @@ class Tensor:
     @property
     def float32_in_gguf(self) -> bool:
         """True for what the converter always writes as F32: 1-D tensors, norms, routers."""
-        return len(self.shape) < 2 or self.kind in ("norm", "router") or self.name.endswith("_norm.weight")
+        return (len(self.shape) < 2 or self.kind in ("norm", "router", "bias")
+                or self.name.endswith("_norm.weight"))
 
 
 def _blk(i: int, short: str, shape: tuple[int, ...], kind: str) -> Tensor:
@@ -144,6 +152,13 @@ def _attention(s: ModelShape, i: int, layout: str) -> list[Tensor]:
         else:
             out.append(_blk(i, "attn_kv_b.weight", (s.kv_lora_rank, s.heads * (nope + d_v)), "linear"))
         return out + [_blk(i, "attn_output.weight", (s.heads * d_v, h), "linear")]
+    if s.arch == "gpt-oss":
+        return [_blk(i, "attn_q.weight", (h, q), "linear"), _blk(i, "attn_k.weight", (h, k), "linear"),
+                _blk(i, "attn_v.weight", (h, v), "linear"), _blk(i, "attn_output.weight", (s.heads * d_v, h), "linear"),
+                _blk(i, "attn_q.bias", (q,), "bias"), _blk(i, "attn_k.bias", (k,), "bias"),
+                _blk(i, "attn_v.bias", (v,), "bias"), _blk(i, "attn_output.bias", (h,), "bias"),
+                _blk(i, "attn_sinks.weight", (s.heads,), "sinks"),
+                _blk(i, "post_attention_norm.weight", (h,), "norm")]
     if s.arch == "phi3":
         out = [_blk(i, "attn_qkv.weight", (h, q + k + v), "linear")]
     else:
@@ -161,6 +176,14 @@ def _attention(s: ModelShape, i: int, layout: str) -> list[Tensor]:
 
 def _ffn(s: ModelShape, i: int) -> list[Tensor]:
     h = s.hidden
+    if s.arch == "gpt-oss":  # no ffn_norm (post_attention_norm is the FFN's input norm); biases everywhere
+        e, ff = s.n_expert, s.expert_intermediate
+        return [_blk(i, "ffn_gate_inp.weight", (h, e), "router"), _blk(i, "ffn_gate_inp.bias", (e,), "bias"),
+                _blk(i, "ffn_gate_exps.weight", (h, ff, e), "experts"),
+                _blk(i, "ffn_down_exps.weight", (ff, h, e), "experts"),
+                _blk(i, "ffn_up_exps.weight", (h, ff, e), "experts"),
+                _blk(i, "ffn_gate_exps.bias", (ff, e), "bias"), _blk(i, "ffn_down_exps.bias", (h, e), "bias"),
+                _blk(i, "ffn_up_exps.bias", (ff, e), "bias")]
     out = [_blk(i, "ffn_norm.weight", (h,), "norm")]
     if s.flag("post_norms"):
         out.append(_blk(i, "post_ffw_norm.weight", (h,), "norm"))

@@ -43,7 +43,8 @@ from kvplan.importers.gguf_header import header_metadata, read_local_header
 from kvplan.importers.gguf_state import STATE_ARCHS
 from kvplan.profiles.spec import layer_count_problem
 
-_BUILTIN_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4}  # llama.cpp set_swa_pattern(n)
+# llama.cpp set_swa_pattern(n) (gpt-oss: LLM_ARCH_OPENAI_MOE, ggml-org/llama.cpp 00342301d load_hparams)
+_BUILTIN_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4, "gpt-oss": 2}
 
 
 def _read_file(path: str | Path) -> tuple[dict, list[tuple], list[str]]:
@@ -134,7 +135,7 @@ def _damage(problem: str, size: int) -> str:
 LLAMA_FTYPES: dict[int, str] = {
     0: "f32", 1: "f16", 2: "q4_0", 3: "q4_1", 7: "q8_0", 8: "q5_0", 9: "q5_1", 10: "q2_k", 11: "q3_k_s",
     12: "q3_k_m", 13: "q3_k_l", 14: "q4_k_s", 15: "q4_k_m", 16: "q5_k_s", 17: "q5_k_m", 18: "q6_k",
-    25: "iq4_nl", 30: "iq4_xs", 32: "bf16",
+    25: "iq4_nl", 30: "iq4_xs", 32: "bf16", 38: "mxfp4_moe",  # 38: LLAMA_FTYPE_MOSTLY_MXFP4_MOE (gguf-py 0.19.0)
 }
 _FTYPE_GUESSED = 1024  # LLAMA_FTYPE_GUESSED: a flag llama.cpp sets on a type it inferred, never a type itself
 

@@ -30,7 +30,8 @@ from kvplan.errors import FieldText, ProfileError
 from kvplan.files import jsonio
 from kvplan.importers.common import (MOE_PARAMS_GIVEN, PARAMS_GIVEN, ImportedProfile, check_given_params, finish,
                                      flag, slug, swa_pattern_layers, weight_fields, whole_count, window_pattern)
-from kvplan.importers.hf_arch import MoeLayout, expert_count, moe_layout, positive_count, refuse_unpriceable
+from kvplan.importers.hf_arch import (EXPERT_WIDTH_IS_INTERMEDIATE, MoeLayout, expert_count, moe_layout, positive_count,
+                                     refuse_unpriceable)
 from kvplan.importers.hf_state import STATE_MODEL_TYPES, hybrid_layout, hybrid_params, lfm2_mlp_width
 from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
 from kvplan.profiles.spec import layer_count_problem
@@ -52,6 +53,9 @@ _DEFAULTS: dict[str, dict] = {
     "deepseek_v2": {"tie_word_embeddings": False},
     "deepseek_v3": {"tie_word_embeddings": False},
     "mixtral": {"tie_word_embeddings": False},
+    # transformers' GptOssConfig (models/gpt_oss/configuration_gpt_oss.py)
+    "gpt_oss": {"tie_word_embeddings": False, "attention_bias": True, "head_dim": 64, "sliding_window": 128,
+                "num_local_experts": 128, "num_experts_per_tok": 4},
     "qwen2_moe": {"tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
                   "max_window_layers": 28, "decoder_sparse_step": 1, "mlp_only_layers": []},
     "qwen3_moe": {"tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
@@ -65,6 +69,8 @@ _DEFAULTS: dict[str, dict] = {
 _FOUR_NORMS = {"gemma2", "gemma3_text", "gemma3"}  # input, post-attention, pre- and post-feedforward norms
 _QK_NORM = {"qwen3", "qwen3_moe", "gemma3_text", "gemma3"}  # per-head RMSNorm on queries and keys
 _QKV_BIAS = {"qwen2", "qwen2_moe"}  # bias on q, k, v (not o)
+# a learned sink logit per attention head and layer (GptOssAttention.sinks): weights, nothing in the cache
+_ATTENTION_SINKS = {"gpt_oss"}
 
 
 # Every config key kvplan reads as a count, with the least value it may take (kvplan.importers.common.whole_count
@@ -221,6 +227,8 @@ def local_layers(c: dict, model_type: str, layers: int, max_context: int | None)
         return list(range(first, layers)), f"use_sliding_window on layers ≥ max_window_layers ({first})"
     if model_type == "gemma2":
         return list(range(0, layers, 2)), "Gemma 2: even layers local, odd layers global"
+    if model_type == "gpt_oss":  # GptOssConfig's default layer_types: sliding when (i + 1) % 2
+        return list(range(0, layers, 2)), "gpt-oss (no layer_types): even layers sliding, odd layers full"
     pattern = c.get("sliding_window_pattern", c.get("_sliding_window_pattern"))
     if isinstance(pattern, int) and not isinstance(pattern, bool):
         return swa_pattern_layers(pattern, layers), (f"sliding_window_pattern {pattern}: layer i global "
@@ -252,7 +260,10 @@ def derived_params(c: dict, model_type: str, layers: int, heads: int, kv_heads: 
             attn += heads * head_dim + kv_heads * head_dim + kv_heads * v_head_dim + hidden
         if model_type in _QK_NORM:
             attn += 2 * head_dim
-        attn_text = f"attention {attn:,} (q {heads}×{head_dim}, k/v {kv_heads}×{head_dim}, o)"
+        sinks = f", sinks {heads}" if model_type in _ATTENTION_SINKS else ""
+        if sinks:
+            attn += heads
+        attn_text = f"attention {attn:,} (q {heads}×{head_dim}, k/v {kv_heads}×{head_dim}, o{sinks})"
     norms = (4 if model_type in _FOUR_NORMS else 2) * hidden
     dense_mlp = 3 * hidden * inter + (2 * inter + hidden if c.get("mlp_bias") else 0)
     if moe is not None:
@@ -260,13 +271,15 @@ def derived_params(c: dict, model_type: str, layers: int, heads: int, kv_heads: 
         width = moe.expert_intermediate_size
         moe_layers = layers - moe.dense_layers
         always = experts * hidden + moe.extra_per_layer  # router (and gate or bias terms): every token uses them
-        moe_mlp = (experts + shared) * 3 * hidden * width + always
+        expert = 3 * hidden * width + moe.per_expert_extra  # one expert's parameters
+        moe_mlp = (experts + shared) * expert + always
         mlp_total = moe_layers * moe_mlp + moe.dense_layers * dense_mlp
         extra = f" + {moe.extra_what}" if moe.extra_what else ""
+        biases = f" (+ {moe.per_expert_what})" if moe.per_expert_what else ""
         mlp_text = (f"{moe.dense_layers} dense MLP layers × {dense_mlp:,} + {moe_layers} MoE layers × "
-                    f"({experts} routed + {shared} shared) experts × 3×{hidden}×{width} + router "
+                    f"({experts} routed + {shared} shared) experts × 3×{hidden}×{width}{biases} + router "
                     f"{experts}×{hidden}{extra} = {moe_mlp:,}")
-        active_moe_mlp = (per_token + shared) * 3 * hidden * width + always
+        active_moe_mlp = (per_token + shared) * expert + always
         active_mlp_total = moe_layers * active_moe_mlp + moe.dense_layers * dense_mlp
         mlp_text += (f"; active per token: ({per_token} routed (num_experts_per_tok) + {shared} shared) experts "
                      f"+ router{extra} = {active_moe_mlp:,} per MoE layer")
@@ -380,7 +393,8 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         ("mla", mla, "multi-head latent attention"),
         ("state", hybrid.state if hybrid is not None else None, "state layers: see sources.state"),
         *_moe_fields(moe, model_type),
-        *weight_fields(weight_bits, weight_type),
+        *(_released_weights(config, model_type) if weight_bits is None and weight_type is None
+          else weight_fields(weight_bits, weight_type)),
         ("kv_bits", 16, "fp16 KV cache"),
         ("sources", {"config": f"{source} (config.json, imported by kvplan)", "params": params_note,
                      "sliding_window": window_note,
@@ -389,6 +403,16 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     header = [f"Model profile imported by 'kvplan import hf' from {where}.",
               "Check every figure against the model card, then run 'kvplan profiles validate'."]
     return finish(fields, header, label, notes, keys=_source_keys(c, model_type, moe, head_note), place=place)
+
+
+def _released_weights(config: dict, model_type: str) -> list[tuple[str, object, str]]:
+    """The weight rows of a profile given no weight width or format: gpt-oss's checkpoint is MXFP4 (its
+    ``quantization_config``), which llama.cpp's converter keeps (weight_type ``mxfp4``); else kvplan's default."""
+    quant = config.get("quantization_config")
+    if model_type == "gpt_oss" and isinstance(quant, dict) and quant.get("quant_method") == "mxfp4":
+        return [("weight_type", "mxfp4", "config quantization_config.quant_method mxfp4: the experts' MXFP4 blocks, "
+                 "kept as they are by llama.cpp's converter")]
+    return weight_fields(None, None)
 
 
 def _source_keys(c: dict, model_type: str, moe: MoeLayout | None, head_note: str) -> dict[str, str]:
@@ -403,7 +427,7 @@ def _source_keys(c: dict, model_type: str, moe: MoeLayout | None, head_note: str
     if moe is not None:
         found = expert_count(c)
         keys.update({"experts": found[0] if found else "experts", "experts_per_token": "num_experts_per_tok",
-                     "expert_intermediate_size": "intermediate_size" if model_type == "mixtral"
+                     "expert_intermediate_size": "intermediate_size" if model_type in EXPERT_WIDTH_IS_INTERMEDIATE
                      else "moe_intermediate_size"})
     return keys
 
@@ -424,7 +448,7 @@ def _checked_shape(c: dict, model_type: str, label: str, *, derive_params: bool,
     moe = moe_layout(c, model_type, layers or 0, label, missing)
     if derive_params:
         positive_count(c, "vocab_size", missing)
-        if moe is None or moe.dense_layers or model_type == "mixtral":
+        if moe is None or moe.dense_layers or model_type in EXPERT_WIDTH_IS_INTERMEDIATE:
             positive_count(c, "intermediate_size", missing)
     if any(k not in skip for k in missing):
         kind = f"model_type {model_type!r}" if model_type else "no model_type"
@@ -441,8 +465,9 @@ def _moe_fields(moe: MoeLayout | None, model_type: str) -> list[tuple[str, objec
     expert tensors of a weight format and llama.cpp's compute buffer (other MoE layouts are not modelled there)."""
     if moe is None:
         return []
-    width_key = "intermediate_size" if model_type == "mixtral" else "moe_intermediate_size"
-    dense_key = {"mixtral": "none: every layer has experts", "qwen2_moe": "decoder_sparse_step, mlp_only_layers",
+    width_key = "intermediate_size" if model_type in EXPERT_WIDTH_IS_INTERMEDIATE else "moe_intermediate_size"
+    dense_key = {"mixtral": "none: every layer has experts", "gpt_oss": "none: every layer has experts",
+                 "qwen2_moe": "decoder_sparse_step, mlp_only_layers",
                  "qwen3_moe": "decoder_sparse_step, mlp_only_layers"}.get(model_type, "first_k_dense_replace")
     return [("experts", moe.experts, "routed experts per MoE layer"),
             ("experts_per_token", moe.experts_per_token, "num_experts_per_tok"),

@@ -61,8 +61,11 @@ def refuse_unpriceable(configs: list[dict], model_types: list[str], label: str) 
 
 
 # Mixtures of experts whose layout kvplan knows: routed experts of one width on the MoE layers, shared
-# experts of that width (DeepSeek), or a shared expert a multiple of it with a sigmoid gate (Qwen2-MoE).
-PRICED_MOE = ("deepseek_v2", "deepseek_v3", "mixtral", "qwen2_moe", "qwen3_moe")
+# experts of that width (DeepSeek), or a shared expert a multiple of it with a sigmoid gate (Qwen2-MoE);
+# gpt-oss's experts (intermediate_size wide, as Mixtral's) carry biases and its router a bias.
+PRICED_MOE = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "qwen2_moe", "qwen3_moe")
+# model_types whose expert width is the config's intermediate_size (no moe_intermediate_size key)
+EXPERT_WIDTH_IS_INTERMEDIATE = ("gpt_oss", "mixtral")
 _EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
 _PER_TOKEN_KEY = "num_experts_per_tok"
 
@@ -78,6 +81,8 @@ class MoeLayout:
     dense_layers: int  # leading layers with a dense MLP
     extra_per_layer: int = 0  # parameters of a MoE layer beyond experts and router, all used by every token
     extra_what: str = ""  # what they are, for sources.params
+    per_expert_extra: int = 0  # parameters of each expert beyond its 3·H·I matrices (gpt-oss: its biases)
+    per_expert_what: str = ""
 
 
 def expert_count(c: dict) -> tuple[str, int] | None:
@@ -103,7 +108,7 @@ def moe_layout(c: dict, model_type: str, layers: int, label: str, missing: list[
                             "the profile by hand with experts, experts_per_token, expert_intermediate_size, "
                             "shared_experts and dense_layers (docs/profiles.md)"])
     per_token = positive_count(c, _PER_TOKEN_KEY, missing)
-    width_key = "intermediate_size" if model_type == "mixtral" else "moe_intermediate_size"
+    width_key = "intermediate_size" if model_type in EXPERT_WIDTH_IS_INTERMEDIATE else "moe_intermediate_size"
     width = positive_count(c, width_key, missing)
     shared, extra, extra_what = int(c.get("n_shared_experts") or 0), 0, ""
     if model_type == "qwen2_moe":
@@ -117,6 +122,15 @@ def moe_layout(c: dict, model_type: str, layers: int, label: str, missing: list[
             extra_what = f"shared-expert gate {extra:,}"
     if model_type == "deepseek_v3" and c.get("topk_method") == "noaux_tc":
         extra, extra_what = experts, f"e_score_correction_bias {experts}"  # one term per routed expert
+    per_expert, per_expert_what = 0, ""
+    if model_type == "gpt_oss":
+        # transformers' GptOssTopKRouter has a bias of E terms; each GptOssExperts expert a gate_up_proj_bias of
+        # 2·I and a down_proj_bias of H (models/gpt_oss/modeling_gpt_oss.py)
+        extra, extra_what = experts, f"router bias {experts}"
+        hidden = _whole_or_zero(c.get("hidden_size"))
+        if width and hidden:
+            per_expert = 2 * width + hidden
+            per_expert_what = f"expert biases 2×{width} + {hidden} = {per_expert:,}"
     if per_token and per_token > experts:
         raise ProfileError([f"{label}: {_PER_TOKEN_KEY} {per_token} is more than {key} {experts}"])
     moe = _moe_layers(c, model_type, layers)
@@ -126,7 +140,8 @@ def moe_layout(c: dict, model_type: str, layers: int, label: str, missing: list[
         raise ProfileError([f"{label}: experts on layers {shown} only ({_layout_keys(c)}): kvplan's profile "
                             "fields express leading dense layers (dense_layers) followed by MoE layers, not "
                             "this layout"])
-    return MoeLayout(experts, per_token or 0, width or 0, shared, dense, extra, extra_what)
+    return MoeLayout(experts, per_token or 0, width or 0, shared, dense, extra, extra_what, per_expert,
+                     per_expert_what)
 
 
 def _whole_or_zero(value) -> int:

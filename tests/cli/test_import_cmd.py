@@ -115,8 +115,11 @@ def test_a_folder_without_config_json_is_one_line(run, tmp_path):
 def test_import_hf_writes_four_bit_weights_by_default_as_every_builtin(run, run_json, tmp_path):
     data = yaml.safe_load(run("import", "hf", CONFIG).stdout)
     assert data["weight_bits"] == 4 and "weight_type" not in data
-    builtin = (Path(__file__).resolve().parents[2] / "model_profiles").glob("*.yaml")
-    assert {yaml.safe_load(p.read_text())["weight_bits"] for p in builtin} == {4}
+    folder = Path(__file__).resolve().parents[2] / "model_profiles"
+    builtin = [yaml.safe_load(p.read_text()) for p in folder.glob("*.yaml")]
+    assert {p["weight_bits"] for p in builtin if "weight_type" not in p} == {4}
+    # a model released in one weight format names it instead: gpt-oss's MXFP4 experts
+    assert {p["name"]: p["weight_type"] for p in builtin if "weight_type" in p} == {"gpt-oss-20b": "mxfp4"}
 
 
 def test_import_hf_weight_type_is_written_and_priced(run, run_json, tmp_path):

@@ -131,3 +131,9 @@ def test_an_unknown_tensor_type_is_one_line(run, tmp_path):
     assert result.exit_code == 2
     assert result.stderr.startswith(f"kvplan: error: {bad}: not a readable GGUF file: a tensor has storage type "
                                     "id 999") and result.stderr.count("\n") == 1
+
+
+def test_mxfp4_moe_file_type_is_named(run, tmp_path):
+    # general.file_type 38 = LLAMA_FTYPE_MOSTLY_MXFP4_MOE (gguf-py LlamaFileType.MOSTLY_MXFP4_MOE)
+    data = yaml.safe_load(run("import", "gguf", write_tiny_q4_k_m(tmp_path / "m.gguf", file_type=38)).stdout)
+    assert data["weight_type"] == "mxfp4_moe"

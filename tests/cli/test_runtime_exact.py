@@ -45,6 +45,8 @@ def _llamacpp_windowed(p, i):
         return i % 2 == 0
     if arch in ("gemma3", "gemma3_text"):
         return i % 6 < 5
+    if arch == "gpt_oss":  # LLM_ARCH_OPENAI_MOE: set_swa_pattern(2)
+        return i % 2 == 0
     return False  # llama (mistral), phi3, qwen2, …: no window in llama.cpp
 
 

@@ -114,6 +114,10 @@ def test_window_without_pattern_uses_the_architecture_rule(tmp_path):
     assert gemma3.sliding_window_pattern == "5:1"
     mistral = profile_from_gguf_file(write_gguf(tmp_path / "m.gguf", "llama", window=4096)).model
     assert mistral.sliding_window_pattern == "all"
+    # gpt-oss's GGUF names no pattern: llama.cpp's loader sets set_swa_pattern(2), the even layers
+    gpt_oss = profile_from_gguf_file(write_gguf(tmp_path / "o.gguf", "gpt-oss", window=128)).model
+    assert (gpt_oss.architecture, gpt_oss.sliding_window, gpt_oss.sliding_window_pattern) == \
+        ("gpt-oss", 128, "alternating")
 
 
 def test_mla(tmp_path):
