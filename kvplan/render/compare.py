@@ -143,8 +143,9 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
         if note and note not in t.notes:
             t.notes.append(note)
     if peak_column:
-        t.notes.append("total = weights + KV peak + pinned prefix + runtime overhead (the peak: right after a "
-                       "one-shot prefill, or before an eviction)")
+        from kvplan.render.runtime import PEAK_NOTE
+
+        t.notes.append(PEAK_NOTE)
     if buffers_column:
         t.notes.append("buffers: llama.cpp's compute and output buffers, counted in the total")
     t.notes.extend(rates.warning_notes(rates.warnings_of(cells)))

@@ -95,6 +95,10 @@ PEAK_WORDS = {
     "onnxruntime-genai": ("+ the past tensors beside the present ones, held from the first decode step on (peak "
                           "{peak} in all)", "KV held at every decode step (past + present)"),
 }
+#: the tables' note on the KV peak column, whichever runtimes their rows are under
+PEAK_NOTE = ("total = weights + KV peak + pinned prefix + runtime overhead (the peak: the most the cache holds at any "
+             "moment, as its runtime reaches it: right after a one-shot prefill, during a chunked prefill, at a step "
+             "that holds past and present, or before an eviction; check's runtime table says which)")
 ONE_SHOT_PEAK = ("+ KV at the peak right after prefill (views of the prompt tensors; peak {peak} in all)",
                  "KV peak (right after a one-shot prefill)")
 

@@ -348,8 +348,9 @@ def table(cols: SweepColumns, indices, omitted_after: int | None, omitted: int, 
         t.notes.append(f"… {omitted:,} rows omitted between the first and last {len(indices) // 2:,} "
                        f"(--all shows every row)")
     if "kv_peak_bytes" in names:
-        t.notes.append("total = weights + KV peak + pinned prefix + runtime overhead (the peak: right after a "
-                       "one-shot prefill, or before an eviction)")
+        from kvplan.render.runtime import PEAK_NOTE
+
+        t.notes.append(PEAK_NOTE)
     if "buffers_bytes" in names:
         t.notes.append("buffers: llama.cpp's compute and output buffers, counted in the total")
     if "process_bytes" in names:

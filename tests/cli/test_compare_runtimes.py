@@ -64,3 +64,21 @@ def test_the_matrix_labels_model_and_runtime(run):
     assert result.exit_code == 0, result.stderr
     assert "devices × models · runtimes" in result.stdout
     assert "llama-3.2-3b · llama.cpp" in result.stdout and "llama-3.2-3b · mlx-lm" in result.stdout
+
+
+def test_every_runtime_side_by_side_for_one_model(run):
+    """The issue's done-when: the runtimes of a laptop and a phone side by side, one row each, for qwen3-4b at 4k."""
+    names = ["ideal", "llama.cpp", "ollama", "mlx-lm", "transformers", "executorch", "onnxruntime-genai", "litert-lm"]
+    result = run("compare", "--device", "macbook-air-m2-16gb", "--model", "qwen3-4b", "--ctx", "4k",
+                 "--runtime", ",".join(names), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)["rows"]
+    assert [r["runtime"] for r in rows] == names
+    by = {r["runtime"]: r for r in rows}
+    # f16: 36 layers · 2 · 8 KV heads · 128 · 2 B = 147,456 B a token × 4,096 = 603,979,776 B
+    for name in ("ideal", "llama.cpp", "ollama", "mlx-lm", "transformers", "onnxruntime-genai"):
+        assert by[name]["kv_bytes"] == 603_979_776, name
+    # ExecuTorch's and LiteRT-LM's exports hold the cache in float32 unless told otherwise: twice the bytes
+    assert by["executorch"]["kv_bytes"] == by["litert-lm"]["kv_bytes"] == 2 * 603_979_776
+    # ONNX Runtime GenAI without a shared buffer: past (4,095 rows) and present (4,096) at once at the last step
+    assert by["onnxruntime-genai"]["kv_peak_bytes"] == (4095 + 4096) * 147_456
