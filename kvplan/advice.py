@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kvplan.errors import KvplanError
-from kvplan.engine.formats import format_from_bits, format_from_name
+from kvplan.engine.formats import format_from_bits
 from kvplan.plan import Evaluation, evaluate
 from kvplan.plan.results import Advice, Change  # noqa: F401  (advice's results, read by render)
 
@@ -33,13 +33,19 @@ CAVEATS = (CTX_BEYOND_TRAINED, WINDOW_NOT_TRAINED)
 
 
 # A runtime's own options that shrink what it allocates, tried from the least to the most given up: (runtime name,
-# spec field, values). llama.cpp's compute buffer scales with the micro-batch (Ollama's num_batch is both -b and
-# -ub); MLX-LM's --max-kv-size puts a rotating cache on every layer; Ollama's KV cache type is its own option.
+# spec field, how a value is tried, values). llama.cpp's compute buffer scales with the micro-batch (Ollama's
+# num_batch is both -b and -ub); MLX-LM's --max-kv-size puts a rotating cache on every layer; Ollama's KV cache type
+# and ExecuTorch's export dtype and int8 cache are their own options; ONNX Runtime GenAI's shared buffer removes the
+# step that holds past and present. "smaller": below the value in force; "narrower": (value, bits) below the cache's
+# bits in force; "window": below the context; "switch": a value other than the one in force.
 RUNTIME_STEPS = (
-    ("llama.cpp", "ubatch", (256, 128)),
-    ("ollama", "num_batch", (256, 128)),
-    ("ollama", "kv_cache_type", ("q8_0", "q4_0")),
-    ("mlx-lm", "max_kv_size", WINDOW_STEPS),
+    ("llama.cpp", "ubatch", "smaller", (256, 128)),
+    ("ollama", "num_batch", "smaller", (256, 128)),
+    ("ollama", "kv_cache_type", "narrower", (("q8_0", 8), ("q4_0", 4))),
+    ("mlx-lm", "max_kv_size", "window", WINDOW_STEPS),
+    ("onnxruntime-genai", "past_present_share_buffer", "switch", (True,)),
+    ("executorch", "dtype_override", "narrower", (("fp16", 16),)),
+    ("executorch", "quantize_kv_cache", "switch", (True,)),
 )
 _SHRINKS_THE_WINDOW = {"max_kv_size"}  # drops the oldest tokens: the model's attention changes
 
@@ -135,15 +141,17 @@ def runtime_option_changes(ev: Evaluation, current_kv_bits: int) -> list[Change]
 
     s, out = ev.scenario, []
     name = getattr(s.runtime, "name", None)
-    for runtime, field, values in RUNTIME_STEPS:
+    for runtime, field, how, values in RUNTIME_STEPS:
         if runtime != name:
             continue
         current = getattr(s.runtime, field)
-        for value in values:
-            if isinstance(value, str):  # a cache type: only one narrower than the cache in force
-                if format_from_name(value).bits >= current_kv_bits:
-                    continue
-            elif current is not None and value >= current or value >= s.ctx and field in _SHRINKS_THE_WINDOW:
+        for step in values:
+            value = step[0] if how == "narrower" else step
+            if how == "narrower" and step[1] >= current_kv_bits or how == "switch" and value == current:
+                continue
+            if how == "smaller" and current is not None and value >= current:
+                continue
+            if how == "window" and value >= s.ctx:
                 continue
             try:
                 trial = evaluate(s.with_changes(runtime=replace(s.runtime, **{field: value})))

@@ -53,7 +53,7 @@ def describe_change(change: Change) -> str:
     runtime = getattr(change.evaluation.cache, "name", None)
     if change.kind.startswith("runtime."):  # one of the runtime's own options
         field = change.kind.removeprefix("runtime.")
-        shown = f"{v:,}" if isinstance(v, int) else v
+        shown = "on" if v is True else "off" if v is False else f"{v:,}" if isinstance(v, int) else v
         return f"{runtime} {field} {shown}" + RUNTIME_OPTION_WORDS.get(field, "")
     if change.kind == "sequences" and runtime == "ollama":
         return f"{v} parallel slot{'s' if v != 1 else ''} (OLLAMA_NUM_PARALLEL)"
@@ -73,6 +73,9 @@ RUNTIME_OPTION_WORDS = {
     "num_batch": " (-b/-ub: a smaller compute buffer, slower prefill)",
     "kv_cache_type": " (OLLAMA_KV_CACHE_TYPE)",
     "max_kv_size": " (a RotatingKVCache on every layer: the oldest tokens are dropped)",
+    "past_present_share_buffer": " (one buffer of max_length for past and present: no step holds both)",
+    "dtype_override": " (--dtype-override: the cache in half the bytes of fp32)",
+    "quantize_kv_cache": " (--quantize_kv_cache: an int8 cache with per-token scales)",
 }
 
 

@@ -61,3 +61,26 @@ def test_mlx_max_kv_size_with_its_caveat(run):
     assert rotating["value"] == 8192 and "window_not_trained" in rotating["caveats"]
     assert rotating["check_command"][-2:] == ["--max-kv-size", "8192"]
     _reproduces(run, rotating)
+
+
+def test_executorch_half_or_int8_cache(run):
+    # llama-3.2-3b at 32k under ExecuTorch's fp32 default: 28 layers · 2 · 8 heads · 128 · 4 B = 229,376 B a token
+    # × 32,768 = 7,516,192,768 B: over pixel8's 6 GB budget; fp16 halves it, int8 (69 B per head of 64 … here
+    # 128 values + fp32 scale + int8 zero point = 133 B per head) more
+    changes = _changes(run, "--device", "pixel8", "--model", "llama-3.2-3b", "--ctx", "32k", "--runtime", "executorch")
+    half = changes["runtime.dtype_override"]
+    assert half["value"] == "fp16" and half["check_command"][-2:] == ["--et-dtype", "fp16"]
+    assert _reproduces(run, half)["memory"]["kv_bytes"] == 28 * 2 * 8 * 128 * 2 * 32768
+    int8 = changes["runtime.quantize_kv_cache"]
+    assert int8["value"] is True and int8["check_command"][-1] == "--quantize-kv-cache"
+    assert _reproduces(run, int8)["memory"]["kv_bytes"] == 28 * 2 * 8 * (128 + 4 + 1) * 32768
+
+
+def test_onnxruntime_genai_shared_buffer(run):
+    # without a shared buffer the last step holds past (L − 1 rows) and present (L): (2L − 1) · 114,688 B at 24k
+    changes = _changes(run, "--device", "pixel8", "--model", "llama-3.2-3b", "--ctx", "24k", "--runtime",
+                       "onnxruntime-genai")
+    shared = changes["runtime.past_present_share_buffer"]
+    assert shared["check_command"][-1] == "--past-present-share-buffer"
+    d = _reproduces(run, shared)
+    assert d["memory"]["kv_peak_bytes"] == d["memory"]["kv_bytes"] == 24576 * 114_688
