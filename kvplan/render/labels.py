@@ -14,74 +14,37 @@ from __future__ import annotations
 NO_POLICY = "none"
 
 
-def runtime_label(spec) -> str:
-    """``ideal`` for the contract's formula, else the runtime and the options that differ from its defaults.
+# how a row's label words each runtime's options, by runtime name: (spec field, its words), each said only when the
+# value differs from the runtime's default. -np (llama.cpp's parallel, Ollama's num_parallel) is left out: every row
+# that carries the label also has a ``sequences`` column, so the label stays one value over a sweep of sequences.
+LABEL_WORDS = {
+    "llama.cpp": (("kv_unified", lambda v: "unified"), ("ubatch", "-ub {}".format), ("batch", "-b {}".format),
+                  ("swa_full", lambda v: "swa-full"), ("flash_attn", "-fa {}".format)),
+    "ollama": (("kv_cache_type", str), ("flash_attention", lambda v: "fa on" if v else "fa off"),
+               ("num_batch", "num_batch {}".format), ("use_mmap", lambda v: "no mmap")),
+    "transformers": (("cache", str), ("max_cache_len", str)),
+    "mlx-lm": (("max_kv_size", "max-kv {}".format), ("prefill_step_size", "prefill {}".format),
+               ("quantized_kv_start", "qstart {}".format),
+               ("prompt_cache_size", "server, {} cached prompts".format)),
+    "onnxruntime-genai": (("past_present_share_buffer", lambda v: "shared"), ("max_length", "max-length {}".format)),
+    "litert-lm": (("max_num_tokens", "max-num-tokens {}".format), ("kv_cache_tokens", "kv {}".format),
+                  ("litert_backend", str)),
+    "executorch": (("max_context_length", "ctx {}".format), ("dtype_override", str),
+                   ("quantize_kv_cache", lambda v: "int8-kv")),
+}
 
-    llama.cpp's ``-np`` is left out: every row that carries this label also has a ``sequences`` column (and a
-    table its "N sequences"), which is ``-np``, so the label stays one value over a sweep of sequences.
-    """
+
+def runtime_label(spec) -> str:
+    """``ideal`` for the contract's formula, else the runtime and the options that differ from its defaults
+    (:data:`LABEL_WORDS`)."""
     if spec is None:
         return "ideal"
-    from kvplan.profiles.runtime import (ExecuTorchSpec, LiteRtLmSpec, LlamaCppSpec, MlxLmSpec, OllamaSpec,
-                                         OrtGenAiSpec, TransformersSpec)
-
+    defaults = type(spec)()
     parts = [spec.name]
-    if isinstance(spec, LlamaCppSpec):
-        defaults = LlamaCppSpec()
-        if spec.kv_unified:
-            parts.append("unified")
-        if spec.ubatch != defaults.ubatch:
-            parts.append(f"-ub {spec.ubatch}")
-        if spec.batch != defaults.batch:
-            parts.append(f"-b {spec.batch}")
-        if spec.swa_full:
-            parts.append("swa-full")
-        if spec.flash_attn != defaults.flash_attn:
-            parts.append(f"-fa {spec.flash_attn}")
-    elif isinstance(spec, OllamaSpec):  # OLLAMA_NUM_PARALLEL left out as -np is: the sequences column says it
-        defaults = OllamaSpec()
-        if spec.kv_cache_type is not None:
-            parts.append(spec.kv_cache_type)
-        if spec.flash_attention is not None:
-            parts.append("fa on" if spec.flash_attention else "fa off")
-        if spec.num_batch != defaults.num_batch:
-            parts.append(f"num_batch {spec.num_batch}")
-        if not spec.use_mmap:
-            parts.append("no mmap")
-    elif isinstance(spec, TransformersSpec):
-        if spec.cache != TransformersSpec().cache:
-            parts.append(spec.cache)
-        if spec.max_cache_len is not None:
-            parts.append(str(spec.max_cache_len))
-    elif isinstance(spec, MlxLmSpec):
-        defaults = MlxLmSpec()
-        if spec.max_kv_size is not None:
-            parts.append(f"max-kv {spec.max_kv_size}")
-        if spec.prefill_step_size != defaults.prefill_step_size:
-            parts.append(f"prefill {spec.prefill_step_size}")
-        if spec.quantized_kv_start != defaults.quantized_kv_start:
-            parts.append(f"qstart {spec.quantized_kv_start}")
-        if spec.prompt_cache_size is not None:
-            parts.append(f"server, {spec.prompt_cache_size} cached prompts")
-    elif isinstance(spec, OrtGenAiSpec):
-        if spec.past_present_share_buffer:
-            parts.append("shared")
-        if spec.max_length is not None:
-            parts.append(f"max-length {spec.max_length}")
-    elif isinstance(spec, LiteRtLmSpec):
-        if spec.max_num_tokens != LiteRtLmSpec().max_num_tokens:
-            parts.append(f"max-num-tokens {spec.max_num_tokens}")
-        if spec.kv_cache_tokens is not None:
-            parts.append(f"kv {spec.kv_cache_tokens}")
-        if spec.litert_backend != LiteRtLmSpec().litert_backend:
-            parts.append(spec.litert_backend)
-    elif isinstance(spec, ExecuTorchSpec):
-        if spec.max_context_length is not None:
-            parts.append(f"ctx {spec.max_context_length}")
-        if spec.dtype_override != ExecuTorchSpec().dtype_override:
-            parts.append(spec.dtype_override)
-        if spec.quantize_kv_cache:
-            parts.append("int8-kv")
+    for field, words in LABEL_WORDS.get(spec.name, ()):
+        value = getattr(spec, field)
+        if value != getattr(defaults, field):
+            parts.append(words(value))
     return " ".join(parts)
 
 
