@@ -534,42 +534,42 @@ def resolve_sequences(spec: RuntimeSpec | None, sequences: int, pinned_prefix_to
         return _executorch_sequences(spec, sequences, pinned_prefix_tokens)
     if not isinstance(spec, LlamaCppSpec):
         return spec, sequences
+    return _slot_sequences(spec, sequences, pinned_prefix_tokens, "llama.cpp", "llama.cpp", "-np")
+
+
+
+
+def _slot_sequences(spec: RuntimeSpec, sequences: int, pinned_prefix_tokens: int, allocator: str, runtime: str,
+                    option: str) -> tuple[RuntimeSpec, int]:
+    """llama.cpp's parallel sequences, as llama.cpp's ``-np`` or Ollama's ``OLLAMA_NUM_PARALLEL`` name them: the
+    spec's :attr:`~RuntimeSpec.sequences_field` and the scenario's ``sequences`` are one number (``allocator``:
+    what allocates the context, ``runtime`` and ``option``: how the error names them)."""
+    from dataclasses import replace
+
+    field = spec.sequences_field
     if pinned_prefix_tokens:
-        raise FieldError("pinned_prefix_tokens", "llama.cpp allocates the whole -c context up front and a shared "
-                         "prefix lives inside it; drop {pinned_prefix_tokens} with {runtime=llama.cpp}",
+        raise FieldError("pinned_prefix_tokens", f"{allocator} allocates the whole -c context up front and a shared "
+                         f"prefix lives inside it; drop {{pinned_prefix_tokens}} with {{runtime={spec.name}}}",
                          mentions=("runtime",))
-    if spec.parallel is None:
+    given = getattr(spec, field)
+    if given is None:
         if sequences > LLAMA_MAX_SEQ:
             raise FieldError("sequences", f"llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {sequences}")
-        from dataclasses import replace
-
-        return replace(spec, parallel=sequences), sequences
-    if sequences not in (1, spec.parallel):
-        raise FieldError("runtime.parallel", f"{{runtime.parallel}} {spec.parallel} and {{sequences}} {sequences} "
-                         "disagree; under llama.cpp both are -np, give one", lead=None, mentions=("sequences",))
-    return spec, spec.parallel
-
-
+        return replace(spec, **{field: sequences}), sequences
+    if sequences not in (1, given):
+        raise FieldError(f"runtime.{field}", f"{{runtime.{field}}} {given} and {{sequences}} {sequences} disagree; "
+                         f"under {runtime} both are {option}, give one", lead=None, mentions=("sequences",))
+    return spec, given
 
 
 def _ollama_sequences(spec: OllamaSpec, sequences: int, pinned_prefix_tokens: int, architecture: str | None):
-    from dataclasses import replace
-
+    """:func:`_slot_sequences`, then one sequence for the families Ollama runs in one slot (``num_parallel`` keeps
+    the number asked)."""
     from kvplan.engine.ollama_args import runs_one_slot
 
-    if pinned_prefix_tokens:
-        raise FieldError("pinned_prefix_tokens", "Ollama's llama-server allocates the whole -c context up front and "
-                         "a shared prefix lives inside it; drop {pinned_prefix_tokens} with {runtime=ollama}",
-                         mentions=("runtime",))
-    if spec.num_parallel is None:
-        if sequences > LLAMA_MAX_SEQ:
-            raise FieldError("sequences", f"llama.cpp allows at most {LLAMA_MAX_SEQ} sequences, got {sequences}")
-        spec = replace(spec, num_parallel=sequences)
-    elif sequences not in (1, spec.num_parallel):
-        raise FieldError("runtime.num_parallel", f"{{runtime.num_parallel}} {spec.num_parallel} and {{sequences}} "
-                         f"{sequences} disagree; under Ollama both are OLLAMA_NUM_PARALLEL, give one", lead=None,
-                         mentions=("sequences",))
-    return spec, 1 if runs_one_slot(architecture) else spec.num_parallel
+    spec, parallel = _slot_sequences(spec, sequences, pinned_prefix_tokens, "Ollama's llama-server", "Ollama",
+                                     "OLLAMA_NUM_PARALLEL")
+    return spec, 1 if runs_one_slot(architecture) else parallel
 
 
 def _executorch_sequences(spec: ExecuTorchSpec, sequences: int, pinned_prefix_tokens: int
