@@ -54,6 +54,14 @@ class OllamaCache(LlamaCppCache):
     architecture: str | None = None  # the profile's, for the one-slot families
 
     name = "ollama"
+    # the search stops at the training context, and says so only where it binds (kvplan.plan.core.max_ctx_limited_by)
+    limit_binds_at_cap_only = True
+
+    @property
+    def ctx_limit(self) -> tuple[int, str] | None:
+        """``(n_ctx_train, "n_ctx_train")``: past the training context Ollama lowers ``num_ctx``, so no larger one
+        is ever allocated [tokens]."""
+        return (self.n_ctx_train, "n_ctx_train") if self.n_ctx_train else None
 
     def llamacpp_ctx(self, ctx, sequences=1):
         """llama.cpp's ``-c`` for ``num_ctx`` ``ctx``: lowered to the training context (``llm/server.go`` ::

@@ -169,3 +169,13 @@ def test_model_from_the_local_ollama_store(tmp_path):
                       env={"OLLAMA_MODELS": str(store)})
     assert missing.exit_code == 2 and "no Ollama manifest for 'nothere'" in missing.output
     del gguf
+
+
+def test_the_largest_num_ctx_stops_at_the_training_context_and_says_why():
+    # 16 GB Air: 11,456,825,262 B budget leaves room for ~62k cells of qwen3-4b, but Ollama lowers num_ctx to 40,960
+    d = _json("--model", "qwen3-4b", "--runtime", "ollama")
+    assert (d["max_ctx"], d["max_ctx_limited_by"]) == (40960, "n_ctx_train")
+    r = run_cli("check", "--device", "pixel8", "--model", "qwen3-4b", "--runtime", "ollama", "--ctx", "8k",
+                "-f", "json")
+    d = json.loads(r.stdout)
+    assert d["max_ctx_limited_by"] == "memory" and d["max_ctx"] < 40960  # the phone's budget binds first
