@@ -8,7 +8,9 @@ tests/harness/make_hybrid_gguf.py): every row, exact to the byte.
 * synthetic-qwen3_5_text: imported from tests/data/hf_configs_other/synthetic-qwen3_5_text.json (a Qwen3.5-style
   Gated DeltaNet hybrid: 6 linear-attention layers of 16 key and 16 value heads × 128, kernel 4, 2 attention layers);
 * synthetic-nemotron_h: imported from tests/data/hf_configs_other/synthetic-nemotron_h.json (pattern "M-M*-M-M":
-  4 Mamba2 layers of 32 heads × 64, 8 groups, d_state 128, 3 MLP-only layers, 1 attention layer).
+  4 Mamba2 layers of 32 heads × 64, 8 groups, d_state 128, 3 MLP-only layers, 1 attention layer);
+* qwen3.5-2b, granite-4.0-h-1b, nemotron-nano-9b-v2: the built-in profiles of the real models (measured in
+  session 7 on the same build).
 """
 
 from __future__ import annotations
@@ -34,12 +36,20 @@ MIB = 2**20
 #   + s: 128 × (16 · 128) × 4 = 1,048,576 B) = 6 × 1,122,304 = 6,733,824 B
 # synthetic nemotron_h: 4 Mamba2 layers × (r: 3 × (2,048 + 2 · 8 · 128) × 4 = 49,152 B + s: 128 × 2,048 × 4
 #   = 1,048,576 B) = 4 × 1,097,728 = 4,390,912 B (the MLP-only layers keep nothing)
+# qwen3.5-2b (built-in, session 7): 18 Gated DeltaNet layers × (r: 3 × (2 · 16 · 128 + 16 · 128) × 4 = 73,728 B
+#   + s: 128 × 2,048 × 4 = 1,048,576 B) = 18 × 1,122,304 = 20,201,472 B
+# granite-4.0-h-1b: 36 Mamba2 layers × (r: 3 × (3,072 + 2 · 1 · 128) × 4 = 39,936 B + s: 128 × 3,072 × 4
+#   = 1,572,864 B) = 36 × 1,612,800 = 58,060,800 B
+# nemotron-nano-9b-v2: 27 Mamba2 layers of 128 heads × 80 = 10,240 × (r: 3 × (10,240 + 2 · 8 · 128) × 4 = 147,456 B
+#   + s: 128 × 10,240 × 4 = 5,242,880 B) = 27 × 5,390,336 = 145,539,072 B
 STATE_PER_CELL = {"lfm2-1.2b": 163_840, "synthetic-granitemoehybrid": 14_515_200, "synthetic-qwen3_5_text": 6_733_824,
-                  "synthetic-nemotron_h": 4_390_912}
+                  "synthetic-nemotron_h": 4_390_912, "qwen3.5-2b": 20_201_472, "granite-4.0-h-1b": 58_060_800,
+                  "nemotron-nano-9b-v2": 145_539_072}
+BUILT_IN = ("lfm2-1.2b", "qwen3.5-2b", "granite-4.0-h-1b", "nemotron-nano-9b-v2")
 
 
 def _profile(name):
-    if name == "lfm2-1.2b":
+    if name in BUILT_IN:
         return Catalog().model(name).profile
     return profile_from_hf_file(DATA / "hf_configs_other" / f"{name}.json").model
 
