@@ -64,6 +64,7 @@ ARCH_OF_MODEL_TYPE = {
     "gemma3": "gemma3",
     "phi3": "phi3",
     "deepseek_v2": "deepseek2",
+    "gpt_oss": "gpt-oss",    # LLM_ARCH_OPENAI_MOE (src/llama-arch.cpp), GptOssModel in the converter
 }
 
 # Gemma 3: the converter drops token_embd rows beyond the tokenizer.model size
@@ -130,7 +131,7 @@ class Spec:
             self.k(f"{a}.rope.freq_base", float(theta), "f32")
 
     def build(self):
-        getattr(self, "build_" + self.arch)()
+        getattr(self, "build_" + self.arch.replace("-", "_"))()
         return self
 
     # -- architectures ------------------------------------------------------
@@ -249,6 +250,39 @@ class Spec:
             self.t(f"blk.{i}.ffn_norm.weight", [E])
             self.t(f"blk.{i}.ffn_up.weight", [E, 2 * F])                  # fused gate_up_proj
             self.t(f"blk.{i}.ffn_down.weight", [F, E])
+        self._head()
+
+    def build_gpt_oss(self):
+        """llama_model_openai_moe::load_arch_hparams / load_arch_tensors (src/models/openai-moe.cpp, build 11434):
+        biases on q/k/v/o, attn_sinks [n_head], post_attention_norm, a router with bias and 3-D expert tensors with
+        biases; the window pattern is load_swa_pattern(ml, 2) unless the file names one (none written here). The
+        experts are F16 here (the real file keeps MXFP4): the weights' type does not size the cache."""
+        c, a = self.cfg, self.arch
+        self.base_kv()
+        n_exp, n_used = int(c["num_local_experts"]), int(c["num_experts_per_tok"])
+        self.k(f"{a}.rope.dimension_count", self.head_dim, "u32")
+        self.k(f"{a}.attention.key_length", self.head_dim, "u32")
+        self.k(f"{a}.attention.value_length", self.head_dim, "u32")
+        self.k(f"{a}.attention.sliding_window", int(c["sliding_window"]), "u32")
+        self.k(f"{a}.expert_count", n_exp, "u32")
+        self.k(f"{a}.expert_used_count", n_used, "u32")
+        self.k(f"{a}.expert_feed_forward_length", self.n_ff, "u32")
+        self._embd()
+        E, F, H, Hk, D = self.n_embd, self.n_ff, self.n_head, self.n_head_kv, self.head_dim
+        for i in range(self.n_layer):
+            self.t(f"blk.{i}.attn_norm.weight", [E])
+            self.t(f"blk.{i}.post_attention_norm.weight", [E])
+            self._attn(i, bias=True)
+            self.t(f"blk.{i}.attn_output.bias", [E])
+            self.t(f"blk.{i}.attn_sinks.weight", [H], F32)
+            self.t(f"blk.{i}.ffn_gate_inp.weight", [E, n_exp])
+            self.t(f"blk.{i}.ffn_gate_inp.bias", [n_exp])
+            self.t(f"blk.{i}.ffn_gate_exps.weight", [E, F, n_exp])
+            self.t(f"blk.{i}.ffn_up_exps.weight", [E, F, n_exp])
+            self.t(f"blk.{i}.ffn_down_exps.weight", [F, E, n_exp])
+            self.t(f"blk.{i}.ffn_gate_exps.bias", [F, n_exp])
+            self.t(f"blk.{i}.ffn_up_exps.bias", [F, n_exp])
+            self.t(f"blk.{i}.ffn_down_exps.bias", [E, n_exp])
         self._head()
 
     def build_deepseek2(self):
