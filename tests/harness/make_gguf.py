@@ -64,7 +64,9 @@ ARCH_OF_MODEL_TYPE = {
     "gemma3": "gemma3",
     "phi3": "phi3",
     "deepseek_v2": "deepseek2",
-    "gpt_oss": "gpt-oss",    # LLM_ARCH_OPENAI_MOE (src/llama-arch.cpp), GptOssModel in the converter
+    "gpt_oss": "gpt-oss",
+    "qwen3_moe": "qwen3moe",
+    "smollm3": "smollm3",    # LLM_ARCH_OPENAI_MOE (src/llama-arch.cpp), GptOssModel in the converter
 }
 
 # Gemma 3: the converter drops token_embd rows beyond the tokenizer.model size
@@ -251,6 +253,35 @@ class Spec:
             self.t(f"blk.{i}.ffn_up.weight", [E, 2 * F])                  # fused gate_up_proj
             self.t(f"blk.{i}.ffn_down.weight", [F, E])
         self._head()
+
+    def build_qwen3moe(self):
+        """llama_model_qwen3moe::load_arch_tensors (src/models/qwen3moe.cpp, build 11434): qwen3's attention with q/k
+        norms, a router and 3-D expert tensors of expert_feed_forward_length (experts F16 here)."""
+        c, a = self.cfg, self.arch
+        self.base_kv()
+        n_exp, n_used, F = int(c["num_experts"]), int(c["num_experts_per_tok"]), int(c["moe_intermediate_size"])
+        self.k(f"{a}.rope.dimension_count", self.head_dim, "u32")
+        self.k(f"{a}.attention.key_length", self.head_dim, "u32")
+        self.k(f"{a}.attention.value_length", self.head_dim, "u32")
+        self.k(f"{a}.expert_count", n_exp, "u32")
+        self.k(f"{a}.expert_used_count", n_used, "u32")
+        self.k(f"{a}.expert_feed_forward_length", F, "u32")
+        self._embd()
+        E = self.n_embd
+        for i in range(self.n_layer):
+            self.t(f"blk.{i}.attn_norm.weight", [E])
+            self._attn(i, qk_norm=True)
+            self.t(f"blk.{i}.ffn_norm.weight", [E])
+            self.t(f"blk.{i}.ffn_gate_inp.weight", [E, n_exp])
+            self.t(f"blk.{i}.ffn_gate_exps.weight", [E, F, n_exp])
+            self.t(f"blk.{i}.ffn_up_exps.weight", [E, F, n_exp])
+            self.t(f"blk.{i}.ffn_down_exps.weight", [F, E, n_exp])
+        self._head()
+
+    def build_smollm3(self):
+        """llama_model_smollm3 (src/models/smollm3.cpp): llama's tensors; every 4th layer without RoPE is the
+        loader's own rule (n_no_rope_layer_step), the cache the same on every layer."""
+        self._llama_like()
 
     def build_gpt_oss(self):
         """llama_model_openai_moe::load_arch_hparams / load_arch_tensors (src/models/openai-moe.cpp, build 11434):
