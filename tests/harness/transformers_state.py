@@ -36,6 +36,8 @@ def config_of(profile: dict) -> dict:
     state = profile["state"]
     layers = profile["layers"]
     arch = profile["architecture"]
+    if arch == "qwen3_5":  # the multimodal checkpoint's profile prices its text model: write that model's config
+        arch = "qwen3_5_text"
     common = {"hidden_size": profile["hidden_size"], "num_hidden_layers": layers,
               "num_attention_heads": profile["attention_heads"], "num_key_value_heads": profile["kv_heads"],
               "max_position_embeddings": profile.get("max_context", 4096), **SHRUNK}

@@ -26,9 +26,11 @@ def _model(name):
     return profile_from_hf_config(doc["config"], name="measured").model
 
 
-def test_three_models_two_lengths_several_dtypes():
-    assert {f.name.split("_state")[0] for f in FILES} == {"lfm2-1.2b", "synthetic-gdn", "synthetic-mamba2"}
-    assert len(CASES) >= 12
+def test_five_models_two_lengths_several_dtypes():
+    # the real qwen3.5-2b (Gated DeltaNet) and granite-4.0-h-1b (Mamba2) profiles beside LFM2 and two synthetic ones
+    assert {f.name.split("_state")[0] for f in FILES} == {"lfm2-1.2b", "synthetic-gdn", "synthetic-mamba2",
+                                                          "qwen3.5-2b", "granite-4.0-h-1b"}
+    assert len(CASES) >= 20
 
 
 @pytest.mark.parametrize("name, run", CASES, ids=lambda x: x if isinstance(x, str) else f"{x['dtype']}-{x['tokens']}")
