@@ -40,7 +40,8 @@ from dataclasses import dataclass
 GGUF_ARCH = {
     "llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma2": "gemma2",
     "gemma3": "gemma3", "gemma3_text": "gemma3", "phi3": "phi3", "deepseek_v2": "deepseek2", "deepseek2": "deepseek2",
-    "gpt_oss": "gpt-oss", "gpt-oss": "gpt-oss",
+    "gpt_oss": "gpt-oss", "gpt-oss": "gpt-oss", "qwen3_moe": "qwen3moe", "qwen3moe": "qwen3moe",
+    "smollm3": "smollm3",
 }
 
 
@@ -98,7 +99,7 @@ class ModelShape:
 
 _ARCH_FLAGS = {
     "qkv_bias": lambda a: a == "qwen2",
-    "qk_norm": lambda a: a in ("qwen3", "gemma3"),
+    "qk_norm": lambda a: a in ("qwen3", "qwen3moe", "gemma3"),
     "post_norms": lambda a: a in ("gemma2", "gemma3"),
 }
 

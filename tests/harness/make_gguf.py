@@ -272,7 +272,7 @@ class Spec:
             self.t(f"blk.{i}.attn_norm.weight", [E])
             self._attn(i, qk_norm=True)
             self.t(f"blk.{i}.ffn_norm.weight", [E])
-            self.t(f"blk.{i}.ffn_gate_inp.weight", [E, n_exp])
+            self.t(f"blk.{i}.ffn_gate_inp.weight", [E, n_exp], F32)  # router kept F32 by the converter
             self.t(f"blk.{i}.ffn_gate_exps.weight", [E, F, n_exp])
             self.t(f"blk.{i}.ffn_up_exps.weight", [E, F, n_exp])
             self.t(f"blk.{i}.ffn_down_exps.weight", [F, E, n_exp])
@@ -306,7 +306,7 @@ class Spec:
             self._attn(i, bias=True)
             self.t(f"blk.{i}.attn_output.bias", [E])
             self.t(f"blk.{i}.attn_sinks.weight", [H], F32)
-            self.t(f"blk.{i}.ffn_gate_inp.weight", [E, n_exp])
+            self.t(f"blk.{i}.ffn_gate_inp.weight", [E, n_exp], F32)  # router kept F32 by the converter
             self.t(f"blk.{i}.ffn_gate_inp.bias", [n_exp])
             self.t(f"blk.{i}.ffn_gate_exps.weight", [E, F, n_exp])
             self.t(f"blk.{i}.ffn_up_exps.weight", [E, F, n_exp])

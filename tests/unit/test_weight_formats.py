@@ -33,6 +33,10 @@ EXTRA_FIELDS = {
     "gemma-3-4b": {"gguf_vocab": 262144},  # converter trims token_embd to the tokenizer's 262,144 entries
     "deepseek-v2-lite": {"rope_scaling": "yarn", "n_expert": 64, "n_expert_used": 6, "expert_intermediate": 1408,
                          "n_shared_experts": 2, "leading_dense_layers": 1, "q_lora_rank": 0},
+    # session 7's ground truth (llama.cpp build 11434): the MoE counts of the configs, phi-4-mini's longrope factors
+    "gpt-oss-20b": {"rope_scaling": "yarn", "n_expert": 32, "n_expert_used": 4, "expert_intermediate": 2880},
+    "qwen3-30b-a3b": {"n_expert": 128, "n_expert_used": 8, "expert_intermediate": 768},
+    "phi-4-mini": {"rope_scaling": "longrope"},
 }
 
 
