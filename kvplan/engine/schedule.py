@@ -260,9 +260,10 @@ def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention
     """
     for first, last, layer in schedule.spans():
         if not isinstance(layer, Attention):
-            what = {"shared_kv": f"reads layer {getattr(layer, 'source_layer', '?')}'s KV cache",
+            one = first == last
+            what = {"shared_kv": f"{'reads' if one else 'read'} layer {getattr(layer, 'source_layer', '?')}'s KV cache",
                     "state": "keeps a fixed-size state per sequence"}.get(layer.kind, "is not an attention layer")
-            span = f"layer {first}" if first == last else f"layers {first}–{last}"
+            span = f"layer {first}" if one else f"layers {first}–{last}"
             raise FieldError("model", f"{span} {what} ({layer.kind}); the {cache} cache model prices only "
                              "attention layers, so this model cannot be priced yet")
     return schedule.runs  # type: ignore[return-value]
