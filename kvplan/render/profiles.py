@@ -147,7 +147,8 @@ def schedule_json(model) -> list[dict]:
     """The model's schedule as ``profiles show --format json`` writes it: one entry per run of identical layers,
     its 0-based ``first_layer``/``last_layer``, ``layers`` (how many), ``kind`` and the kind's own figures
     (attention: ``kv_heads``, ``k_head_dim``, ``v_head_dim``, ``window_tokens``, ``latent_rank``; state: ``mixer``,
-    ``conv_channels``, ``conv_kernel_tokens``, ``recurrent_values``)."""
+    ``conv_channels``, ``conv_kernel_tokens``, ``recurrent_values``; shared KV: ``source_layer``,
+    ``window_tokens``)."""
     return [{"first_layer": first, "last_layer": last, "layers": last - first + 1, "kind": layer.kind,
              **layer.as_dict()} for first, last, layer in model.schedule.spans()]
 
@@ -178,6 +179,10 @@ def schedule_table(model) -> Table:
             recurrent = f" + recurrent {layer.recurrent_values:,} values" if layer.recurrent_values else ""
             t.add(span, f"state ({layer.mixer}): conv {layer.conv_channels:,} channels × {layer.conv_kernel_tokens} "
                         f"taps{recurrent} per sequence", "", "", "")
+            continue
+        if layer.kind == "shared_kv":  # no cache of its own: it attends through its source's
+            window = "global" if layer.window_tokens is None else f"{layer.window_tokens:,} tokens"
+            t.add(span, f"shared KV (reads layer {layer.source_layer}'s cache, holds none)", "", "", window)
             continue
         if layer.kind != "attention":  # kinds with no figures of their own (feed-forward only)
             t.add(span, layer.kind, "", "", "")
