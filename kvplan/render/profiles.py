@@ -143,6 +143,10 @@ def _base(value) -> str:
     return str(value)
 
 
+# fields only Gemma 3n sets; a profile that leaves them at their default shows no key or row for them
+_GEMMA3N_FIELDS = ("shared_kv_layers", "hidden_size_per_layer_input", "vocab_size_per_layer_input")
+
+
 def schedule_json(model) -> list[dict]:
     """The model's schedule as ``profiles show --format json`` writes it: one entry per run of identical layers,
     its 0-based ``first_layer``/``last_layer``, ``layers`` (how many), ``kind`` and the kind's own figures
@@ -162,6 +166,9 @@ def show_json(kind: str, profile, path: Path, origin: str, figures: dict, warnin
         del fields["state"]
     elif isinstance(fields.get("state"), dict):  # the fields of its own mixer only
         fields["state"] = {k: v for k, v in fields["state"].items() if v is not None}
+    for key in _GEMMA3N_FIELDS:  # only Gemma 3n has shared-KV layers and per-layer embeddings
+        if key in fields and not fields[key]:
+            del fields[key]
     sources = fields.pop("sources")
     derived = {k: v for k, v in _json_keys(figures).items() if k not in fields or fields[k] != v}
     schedule = {"schedule": schedule_json(profile)} if kind == "model" else {}
@@ -206,6 +213,8 @@ def show_tables(kind: str, profile, path: Path, origin: str, figures: dict, unit
     for name, how in spec:
         value = getattr(profile, name)
         if name not in profile.model_fields_set and value == defaults[name].default and value is None:
+            continue
+        if name in _GEMMA3N_FIELDS and not value:  # the Gemma 3n fields, unset: no row for other models
             continue
         source = "see sources" if name in profile.sources else ("(default)" if name not in profile.model_fields_set
                                                                else "")
