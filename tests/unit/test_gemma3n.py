@@ -178,3 +178,40 @@ def test_profile_refuses_half_of_the_per_layer_embedding_fields():
 def test_a_per_layer_width_list_needs_one_entry_per_layer():
     with pytest.raises(Exception, match="needs 11 entries"):
         _profile(intermediate_size=[8192] * 10)
+
+
+def test_import_gguf_reads_the_gemma3n_keys(tmp_path):
+    # the keys conversion/gemma.py Gemma3NModel writes (a tiny file: 6 layers, "4:1" as a per-layer pattern, 2 shared)
+    gguf = pytest.importorskip("gguf")
+    np = pytest.importorskip("numpy")
+    from kvplan.importers.gguf import profile_from_gguf_file
+
+    path = tmp_path / "tiny-gemma3n.gguf"
+    w = gguf.GGUFWriter(str(path), "gemma3n")
+    w.add_name("tiny gemma3n")
+    w.add_block_count(6)
+    w.add_head_count(4)
+    w.add_head_count_kv(2)
+    w.add_key_length(64)
+    w.add_value_length(64)
+    w.add_embedding_length(256)
+    w.add_feed_forward_length([512, 512, 1024, 1024, 512, 512])
+    w.add_context_length(32768)
+    w.add_sliding_window(512)
+    w.add_sliding_window_pattern([True, True, True, True, False, True])
+    w.add_uint32("gemma3n.attention.shared_kv_layers", 1)
+    w.add_uint32("gemma3n.embedding_length_per_layer_input", 8)
+    w.add_vocab_size(1000)
+    for name, shape in [("token_embd.weight", (1000, 256)), ("per_layer_token_embd.weight", (1000, 6 * 8)),
+                        ("blk.0.attn_output.weight", (6 * 4 * 64, 256))]:  # numpy order: rows first
+        w.add_tensor(name, np.zeros(shape, dtype=np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    m = profile_from_gguf_file(path).model
+    assert (m.shared_kv_layers, m.hidden_size_per_layer_input, m.vocab_size_per_layer_input) == (1, 8, 1000)
+    assert m.intermediate_size == [512, 512, 1024, 1024, 512, 512]  # the MatFormer widths, kept per layer
+    assert (m.sliding_window, m.sliding_window_pattern) == (512, "4:1")
+    # layer 5 (sliding) shares layer 3's cache (the last sliding layer before it)
+    assert m.schedule.layer(5) == SharedKV(3, 512)
