@@ -9,9 +9,8 @@ even (sliding, load_swa_pattern(ml, 2)) layers get pad(min(n_ctx_seq, 128 · (un
 cells. A cell of either is 12 layers · 2 (K, V) · 8 KV heads · 64 values: 24,576 B in f16, 13,056 B in q8_0
 (64 values = 2 blocks of 34 B = 68 B a row).
 
-gemma-3n-e2b and gemma-3n-e4b (make_gguf.py's gemma3n builder: the tensors llama_model_gemma3n::load_arch_tensors loads;
-measured with the libllama of /work/llama-build/build-rpc, the same build-11434 source with GGML_RPC on and no RPC
-server, the CPU backend): layers from n_layer_kv_from_start 20 on reuse layer 18 (sliding) or 19 (full) and have no
+gemma-3n-e2b and gemma-3n-e4b (make_gguf.py's gemma3n builder: the tensors llama_model_gemma3n::load_arch_tensors
+loads): layers from n_layer_kv_from_start 20 on reuse layer 18 (sliding) or 19 (full) and have no
 tensor; of layers 0–19 the 4 full ones get the whole context, the 16 sliding ones pad(min(n_ctx_seq, 512 · (unified ?
 np : 1) + n_ubatch), 256) cells. A cell of the full cache is 4 · 2 · 2 · 256 · 2 B = 8,192 B in f16, of the sliding
 cache 16 · 2,048 = 32,768 B; in q8_0 a 512-value row is 16 blocks of 34 B = 544 B.
