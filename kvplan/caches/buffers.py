@@ -83,6 +83,9 @@ def unpriced_because(model) -> Reason | None:
         return reason("missing_shape_fields", fields=missing)
     if getattr(model, "state", None) is not None:  # a hybrid's graph (conv / SSM ops) is not replayed
         return reason("state_graph_unmodelled", architecture=model.architecture or None)
+    if getattr(model, "shared_kv_layers", 0) or getattr(model, "hidden_size_per_layer_input", None):
+        # Gemma 3n's graph (AltUp streams, per-layer embeddings, shared-KV layers) is not replayed
+        return reason("gemma3n_graph_unmodelled", architecture=model.architecture or None)
     experts = getattr(model, "experts", None)
     if experts and lb.graph_of(_ProfileView(model)) != "mla":  # only DeepSeek's MoE graph is replayed
         return reason("experts_graph_unmodelled", architecture=model.architecture or None)

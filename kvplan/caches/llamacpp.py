@@ -22,6 +22,13 @@ Rules, each from llama.cpp's own source (file :: function):
   GGUF's ``sliding_window``, ``LLAMA_SWA_TYPE_STANDARD``, ``set_swa_pattern(2)``, so the even layers, as its
   config's ``layer_types``; ggml-org/llama.cpp 00342301d); Mistral v0.1 is converted as
   ``llama`` (no window) and Phi-3's window is disabled on purpose (ggml-org/llama.cpp#13676).
+- Shared KV (Gemma 3n; build 11434, ``src/llama-model.cpp`` :: ``llama_model::create_memory``): for
+  ``LLM_ARCH_GEMMA3N`` the cache's ``reuse`` callback maps every layer ``il ≥ n_layer_kv_from_start`` to layer
+  ``n_layer_kv_from_start − (is_swa(il) ? 2 : 1)``, and ``llama_kv_cache::llama_kv_cache`` allocates no tensor for
+  a reused layer (``src/llama-hparams.cpp`` :: ``llama_hparams::has_kv``: ``il < n_layer_kv_from_start``).
+  ``n_layer_kv_from_start`` is 20 for gemma3n whatever the GGUF's ``shared_kv_layers`` says
+  (``src/models/gemma3n.cpp`` :: ``load_arch_hparams``), which is ``num_hidden_layers − num_kv_shared_layers`` for
+  both E2B (30 − 10) and E4B (35 − 15).
 - A quantized V cache needs flash attention (``llama_init_from_model`` refuses it otherwise).
 - An MLA model (``llama_hparams::is_mla``) takes one cache type: ``src/llama-context.cpp`` ::
   ``llama_init_from_model`` refuses ``type_k != type_v`` ("model does not support different K
@@ -47,7 +54,7 @@ from dataclasses import dataclass
 from kvplan import engine
 from kvplan.errors import FieldError
 from kvplan.engine.formats import ElementFormat
-from kvplan.engine.schedule import State, attention_only, split_runs
+from kvplan.engine.schedule import State, attention_only, shared_kv_layers, split_runs
 from kvplan.profiles.runtime import LLAMA_MAX_SEQ, LlamaCppSpec
 from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
 from kvplan.caches.facts import Reason, Rule, reason, rule
@@ -58,7 +65,11 @@ _CELLS = ("ctx", "sequences", "runtime")  # what sets the cells per sequence (-c
 LLAMACPP_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 # Architectures (HF model_type, or the GGUF's general.architecture where it differs) whose llama.cpp loader marks
 # sliding-window layers.
-SWA_ARCHITECTURES = frozenset({"gemma2", "gemma3", "gemma3_text", "gpt_oss", "gpt-oss"})
+SWA_ARCHITECTURES = frozenset({"gemma2", "gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "gpt_oss", "gpt-oss"})
+# Architectures whose llama.cpp memory reuses an earlier layer's cache for the layers from n_layer_kv_from_start on
+# (src/llama-model.cpp :: llama_model::create_memory, the ``reuse`` callback for LLM_ARCH_GEMMA3N / GEMMA4), with the
+# n_layer_kv_from_start their loader sets (src/models/gemma3n.cpp :: load_arch_hparams: 20, whatever the GGUF says).
+KV_REUSE_FROM = {"gemma3n": 20, "gemma3n_text": 20}
 MLA_ARCHITECTURES = frozenset({"deepseek_v2", "deepseek_v3"})
 LOGIT_BYTES = 4  # float32
 
@@ -418,6 +429,9 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
                          mentions=("runtime.flash_attn",))
     arch = (model.architecture or "").lower()
     rules = [rule("architecture", architecture=arch or None)]
+    shared = shared_kv_layers(full_schedule)
+    if shared:
+        rules.append(_shared_kv_rule(arch, full_schedule.layers, shared))
     for side, a, b in (("k", asked[0], k_format), ("v", asked[1], v_format)):
         if a != b:
             rules.append(rule("type_as_runtime", side=side, asked=a.name, runtime_type=b.name))
@@ -461,6 +475,24 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
                          global_layers, layers - global_layers, k_global, k_swa, model.max_context,
                          model.vocab_size,
                          tuple(rules), r_bpc + s_bpc, sum(count for count, _ in states), r_bpc, s_bpc)
+
+
+def _shared_kv_rule(arch: str, layers: int, shared) -> Rule:
+    """The rule for a model's shared-KV layers under llama.cpp: they hold no tensor when llama.cpp's loader reuses
+    the cache from the same layer on (:data:`KV_REUSE_FROM`); any other layout it would not build as kvplan prices it,
+    so it is refused by name."""
+    first = shared[0][0]
+    count = sum(last - first_ + 1 for first_, last, _ in shared)
+    from_start = KV_REUSE_FROM.get(arch)
+    if from_start is None:
+        raise FieldError("model", f"layers {first}–{layers - 1} read an earlier layer's KV cache (shared_kv); llama.cpp "
+                         f"reuses a layer's cache only for gemma3n (architecture {arch or 'unknown'} gets a cache on "
+                         "every layer), so the llama.cpp cache model cannot price this model")
+    if first != from_start or count != layers - from_start:
+        raise FieldError("model", f"the shared-KV layers start at layer {first}, but llama.cpp's gemma3n loader "
+                         f"reuses the cache from layer {from_start} on (n_layer_kv_from_start), whatever the model "
+                         "says; the llama.cpp cache model prices only that layout")
+    return rule("shared_kv", layers=count, first=first, from_start=from_start)
 
 
 STATE_BYTES_PER_VALUE = 4  # GGML_TYPE_F32: create_memory's recurrent_type_r / recurrent_type_s

@@ -39,7 +39,7 @@ from kvplan.engine.mlx_cache import (
     rotating_cache_sizes,
     rotating_in_place,
 )
-from kvplan.engine.schedule import attention_runs
+from kvplan.engine.schedule import attention_only, attention_runs, shared_kv_layers
 from kvplan.errors import FieldError
 from kvplan.profiles.runtime import MlxLmSpec
 
@@ -72,8 +72,13 @@ OWN_CACHE = frozenset({
 # (which dispatches a QuantizedKVCache to quantized_scaled_dot_product_attention): gemma2.py (softcapping,
 # mx.expand_dims(keys, 2)) — the first model call after the cache is quantized fails with a TypeError
 NO_QUANTIZED_ATTENTION = frozenset({"gemma2"})
-ROTATING_SLIDING = frozenset({"gemma3", "gemma3_text", "cohere2", "exaone4", "gpt_oss", "olmo3", "llama",
-                              "ministral3"})
+ROTATING_SLIDING = frozenset({"gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "cohere2", "exaone4", "gpt_oss",
+                              "olmo3", "llama", "ministral3"})
+# modules whose make_cache builds caches for the layers before first_kv_shared_layer_idx only, the shared-KV layers
+# reading those (gemma3n.py: LanguageModel.make_cache over layer_types[:first_kv_shared_layer_idx], KVCache for
+# full_attention, RotatingKVCache(max_size=sliding_window, keep=0) for sliding_attention; layer_idx_to_cache_idx
+# maps a shared layer to the last earlier layer of its type)
+SHARED_KV_CACHE = frozenset({"gemma3n", "gemma3n_text"})
 
 
 def quantized_format(bits: int, group_size: int, dtype: ElementFormat) -> ElementFormat:
@@ -370,10 +375,14 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
     if group is not None and group not in MLX_GROUP_SIZES:
         raise FieldError("kv_group_size", f"mx.quantize takes a group of {', '.join(map(str, MLX_GROUP_SIZES))} "
                          f"values, got {group}")
-    runs = attention_runs(model.schedule, "mlx-lm")
+    arch = (model.architecture or "").lower()
+    schedule = model.schedule
+    shared = shared_kv_layers(schedule) if arch in SHARED_KV_CACHE else ()
+    if shared:  # no cache of their own (make_cache stops before them)
+        schedule = attention_only(schedule)
+    runs = attention_runs(schedule, "mlx-lm")
     if model.schedule.latent:
         raise FieldError("model", f"{model.name} has MLA (latent) attention: the mlx-lm cache model does not price it")
-    arch = (model.architecture or "").lower()
     module = MODEL_REMAPPING.get(arch, arch)
     own_cache = module in OWN_CACHE
     honours_window = arch in ROTATING_SLIDING
@@ -382,6 +391,8 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
     if group is not None:
         misfit = next((d for _, layer in runs for d in (layer.k_head_dim, layer.v_head_dim) if d % group), None)
     rules = [rule("architecture", architecture=arch or None), rule("cache_dtype", dtype=MLX_DTYPES[dtype.name])]
+    if shared:
+        rules.append(rule("shared_kv_no_cache", first=shared[0][0], layers=model.schedule.layers - shared[0][0]))
     kv_slot = q_slot = 0
     kv_layers = 0
     rotating: dict[int, int] = {}
@@ -402,7 +413,7 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
                 q_slot += count * (qfmt.row_bytes(layer.k_values) + qfmt.row_bytes(layer.v_values))
         else:
             rotating[max_size] = rotating.get(max_size, 0) + plain
-    rotating_layers = model.schedule.layers - kv_layers
+    rotating_layers = schedule.layers - kv_layers
     if own_cache:
         rules.append(rule("mlx_own_cache", module=module, ignores_max_kv_size=spec.max_kv_size is not None))
     elif spec.max_kv_size is not None:
@@ -410,7 +421,7 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
     if windows_ignored:
         rules.append(rule("mlx_window_mask_only", window=min(windows_ignored), module=module))
     if rotating and honours_window and any(layer.window_tokens for _, layer in runs):
-        rules.append(rule("sliding_layers", sliding=rotating_layers, layers=model.schedule.layers,
+        rules.append(rule("sliding_layers", sliding=rotating_layers, layers=schedule.layers,
                           window=min(rotating)))
     fmt = qfmt or dtype
     return MlxCache(spec, fmt, fmt, dtype, kv_slot, q_slot if qfmt is not None else None,

@@ -33,6 +33,10 @@ Rules, each from transformers' own source (file :: class.method):
   (``[batch, heads, head_dim, state_size]`` / ``[batch, value_heads, key_head_dim, value_head_dim]``) in float32
   whatever the model's dtype (the recurrences run in float32: ``models/qwen3_5/modeling_qwen3_5.py`` ::
   ``torch_chunk_gated_delta_rule``). Constant in the context, one per sequence of the batch.
+- Shared KV (Gemma 3n): ``DynamicCache.__init__`` / ``StaticCache.__init__`` drop the last
+  ``num_kv_shared_layers`` entries of ``layer_types`` before building layers ("Some models have shared layers thus
+  no cache is needed for them"), and ``Gemma3nTextAttention.forward`` reads the shared layers' K/V from the
+  ``kv_shared_layer_index`` layer's cache: those layers hold nothing (measured, 5.17.0).
 - Tensors are in the model's dtype (float32 / float16 / bfloat16); there are no block types.
   ``StaticLayer`` also keeps a 0-dim int64 ``cumulative_length`` (8 bytes a layer): bookkeeping,
   not priced.
@@ -47,7 +51,7 @@ from kvplan import engine
 from kvplan.engine._ops import minimum, where
 from kvplan.errors import FieldError
 from kvplan.engine.formats import ElementFormat
-from kvplan.engine.schedule import Attention, State, attention_only, split_runs
+from kvplan.engine.schedule import Attention, State, attention_only, shared_kv_layers, split_runs
 from kvplan.caches.errors import FORMAT_FIELDS, CacheTypeError
 from kvplan.caches.facts import Rule, rule
 from kvplan.profiles.runtime import TransformersSpec
@@ -208,6 +212,7 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
         raise FieldError(FORMAT_FIELDS["kv"] + ("runtime",), "transformers keeps K and V in the same dtype; give one "
                          "{kv_type}", lead=None)
     schedule = model.schedule if sliding_window is None else model.schedule.with_window(sliding_window)
+    shared = shared_kv_layers(schedule)
     _, states = split_runs(schedule, "transformers")
     if states and spec.cache == "static":
         raise FieldError(("runtime.cache", "model"), "transformers' StaticCache for a model with state layers is not "
@@ -224,6 +229,8 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
              rule("cache_class", cache=spec.cache)]
     if schedule.latent:
         rules.append(mla_rule(model, k_format))
+    if shared:  # DynamicCache / StaticCache build layers for layer_types[: -num_kv_shared_layers] only
+        rules.append(rule("shared_kv_no_cache", first=shared[0][0], layers=model.layers - shared[0][0]))
     full_bpt = sliding_bpt = 0
     global_layers = 0
     for count, layer in schedule.groups():

@@ -7,7 +7,10 @@ re-derives its choice (llama.cpp as vendored by llama-cpp-python 0.3.36, ``src/l
 
 1. ``tensor_allows_quantization``: only tensors with ≥ 2 dims whose name ends in ``weight``,
    not a ``*_norm.weight`` and not the MoE router ``ffn_gate_inp``; the rest keep the type the
-   converter wrote (F32 for 1-D tensors, norms and routers).
+   converter wrote (F32 for 1-D tensors, norms and routers); nor Gemma 3n's ``altup*``, ``laurel*`` and
+   ``per_layer_model_proj`` (they stay in the source float type). ``per_layer_token_embd`` is in the
+   token-embedding category (``tensor_name_match_token_embd``), so with tied embeddings it is priced as the
+   output.
 2. ``llama_ftype_get_default_type``: the file type's base type (``q4_k_m`` → q4_K …). A plain
    float base (f32, f16, bf16) is used as is, with no mixture and no fallback.
 3. ``llama_tensor_get_type_impl``: the mixture. ``output.weight`` — and ``token_embd.weight``
@@ -97,14 +100,16 @@ class WeightPricing:
 def _category(name: str) -> str:
     if name == "output.weight":
         return "output"
-    if name == "token_embd.weight":
+    if name in ("token_embd.weight", "per_layer_token_embd.weight"):  # tensor_name_match_token_embd
         return "token_embd"
     return next((cat for fragment, cat in _CATEGORIES if fragment in name), "other")
 
 
 def _allows_quantization(t: Tensor) -> bool:
+    # tensor_allows_quantization: also never Gemma 3n's small AltUp / LAuReL tensors nor per_layer_model_proj
     return (len(t.shape) >= 2 and t.name.endswith("weight") and "_norm.weight" not in t.name
-            and "ffn_gate_inp.weight" not in t.name)
+            and "ffn_gate_inp.weight" not in t.name and "altup" not in t.name and "laurel" not in t.name
+            and "per_layer_model_proj" not in t.name)
 
 
 def _use_more_bits(i_layer: int, n_layers: int) -> bool:

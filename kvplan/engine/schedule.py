@@ -20,7 +20,9 @@ Layer kinds:
   Qwen3.5, Granite 4.0-H, Nemotron-H) mix them with attention layers (:func:`split_runs`).
 * :class:`Feedforward` keeps nothing (an MLP-only block).
 
-No model profile produces :class:`SharedKV` yet; the cache models refuse it (:func:`attention_runs`).
+Gemma 3n's last ``num_kv_shared_layers`` layers are :class:`SharedKV` layers: :func:`split_runs` and
+:func:`attention_only` leave them out (they add no byte to any cache); :func:`attention_runs` still refuses them
+by name for the cache models that have not been taught a runtime's rule for them.
 
 Plain frozen records (hashable, compared by their fields, cheap to build, no pydantic; not dataclasses, whose
 methods Python 3.11 compiles at import: :mod:`kvplan.records`), all counts in base units.
@@ -264,9 +266,10 @@ def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention
     """
     for first, last, layer in schedule.spans():
         if not isinstance(layer, Attention):
-            what = {"shared_kv": f"reads layer {getattr(layer, 'source_layer', '?')}'s KV cache",
+            one = first == last
+            what = {"shared_kv": f"{'reads' if one else 'read'} layer {getattr(layer, 'source_layer', '?')}'s KV cache",
                     "state": "keeps a fixed-size state per sequence"}.get(layer.kind, "is not an attention layer")
-            span = f"layer {first}" if first == last else f"layers {first}–{last}"
+            span = f"layer {first}" if one else f"layers {first}–{last}"
             raise FieldError("model", f"{span} {what} ({layer.kind}); the {cache} cache model prices only "
                              "attention layers, so this model cannot be priced yet")
     return schedule.runs  # type: ignore[return-value]
@@ -274,8 +277,9 @@ def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention
 
 def split_runs(schedule: Schedule, cache: str) -> tuple[tuple[tuple[int, Attention], ...], tuple[tuple[int, State], ...]]:
     """The schedule's distinct attention layers and distinct state layers, each as ``(count, layer)`` groups
-    (:meth:`Schedule.groups`); feed-forward layers keep nothing and are left out; any other kind is refused by
-    name for ``cache``, as :func:`attention_runs` does.
+    (:meth:`Schedule.groups`); feed-forward layers keep nothing and shared-KV layers hold no cache of their own
+    (they read their source layer's), so both are left out; any other kind is refused by name for ``cache``, as
+    :func:`attention_runs` does.
 
     Parameters
     ----------
@@ -294,13 +298,13 @@ def split_runs(schedule: Schedule, cache: str) -> tuple[tuple[tuple[int, Attenti
             attention.append((count, layer))
         elif isinstance(layer, State):
             states.append((count, layer))
-        elif not isinstance(layer, Feedforward):
+        elif not isinstance(layer, (Feedforward, SharedKV)):
             attention_runs(schedule, cache)  # raises, naming the layers
     return tuple(attention), tuple(states)
 
 
 def attention_only(schedule: Schedule) -> Schedule:
-    """The schedule without its state and feed-forward layers: what a KV cache holds (an attention layer count
+    """The schedule without its state, feed-forward and shared-KV layers: what a KV cache holds (an attention layer count
     that keeps the model's own layer indices is not needed by any cache rule, which are order-free).
 
     Parameters
@@ -313,3 +317,17 @@ def attention_only(schedule: Schedule) -> Schedule:
     """
     return _merged((count, layer) for count, layer in schedule.runs if isinstance(layer, Attention))
 
+
+
+def shared_kv_layers(schedule: Schedule) -> tuple[tuple[int, int, SharedKV], ...]:
+    """The spans of shared-KV layers, ``(first, last, layer)`` 0-based and inclusive, in order.
+
+    Parameters
+    ----------
+    schedule : Schedule
+
+    Returns
+    -------
+    tuple of (int [layer index], int [layer index], SharedKV)
+    """
+    return tuple(span for span in schedule.spans() if isinstance(span[2], SharedKV))

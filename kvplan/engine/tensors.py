@@ -23,6 +23,17 @@ by llama-cpp-python 0.3.36):
   head: a weight, nothing cached), ``post_attention_norm`` as the FFN's input norm (no
   ``ffn_norm``), a router with a bias, and expert stacks with biases (``ffn_*_exps.bias``
   [ff or hidden, n_expert]) on every layer.
+* gemma3n (build 11434, ``src/models/gemma3n.cpp`` ``load_arch_tensors``; ``conversion/gemma.py``
+  ``Gemma3NModel``): the gemma3 block (q/k norms, post norms) with one MLP width per layer, plus per-layer
+  embeddings — ``per_layer_token_embd`` [n_layer · n_embd_altup, n_vocab], ``per_layer_model_proj``
+  [hidden, n_layer · n_embd_altup], ``per_layer_proj_norm`` [n_embd_altup] and per block ``inp_gate``,
+  ``proj``, ``post_norm`` — AltUp (``altup_proj`` / ``altup_unembd_proj`` [hidden, hidden, n_altup − 1], per
+  block ``altup_correct_coef`` [n_altup, n_altup], ``altup_correct_scale``, ``altup_predict_coef``
+  [n_altup, n_altup²], ``altup_router`` [hidden, n_altup], ``altup_router_norm``) and LAuReL (``laurel_l``
+  [hidden, rank], ``laurel_r`` [rank, hidden], ``laurel_post_norm``). The converter pads ``token_embd`` and
+  ``per_layer_token_embd`` to the config's ``vocab_size`` rows (the checkpoint's per-layer table has
+  ``vocab_size_per_layer_input``). ``n_altup`` 4 and ``laurel_rank`` 64 are llama.cpp's fixed values
+  (``src/llama-hparams.h``; the converter asserts ``altup_num_inputs == 4``).
 
 Tied embeddings: no ``output.weight`` is written (the checkpoint has no ``lm_head``).
 1-D tensors, norms, biases (names not ending in ``.weight``, gpt-oss's 2-D expert biases too) and
@@ -41,8 +52,13 @@ GGUF_ARCH = {
     "llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma2": "gemma2",
     "gemma3": "gemma3", "gemma3_text": "gemma3", "phi3": "phi3", "deepseek_v2": "deepseek2", "deepseek2": "deepseek2",
     "gpt_oss": "gpt-oss", "gpt-oss": "gpt-oss", "qwen3_moe": "qwen3moe", "qwen3moe": "qwen3moe",
-    "smollm3": "smollm3",
+    "smollm3": "smollm3", "gemma3n": "gemma3n", "gemma3n_text": "gemma3n",
 }
+
+#: Gemma 3n's AltUp streams and LAuReL rank: llama.cpp's fixed values (src/llama-hparams.h: n_altup 4,
+#: laurel_rank 64), those of both published configs (altup_num_inputs 4, laurel_rank 64)
+GEMMA3N_ALTUP_INPUTS = 4
+GEMMA3N_LAUREL_RANK = 64
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,9 @@ class ModelShape:
     qkv_bias: bool | None = None  # None: the architecture's default
     qk_norm: bool | None = None
     post_norms: bool | None = None
+    intermediate_per_layer: tuple[int, ...] = ()  # one MLP width per layer (Gemma 3n); (): intermediate everywhere
+    per_layer_input: int = 0  # per-layer embedding width (hidden_size_per_layer_input); 0: none
+    per_layer_vocab: int = 0  # rows of the checkpoint's per-layer table (vocab_size_per_layer_input)
 
     @property
     def arch(self) -> str:
@@ -99,8 +118,8 @@ class ModelShape:
 
 _ARCH_FLAGS = {
     "qkv_bias": lambda a: a == "qwen2",
-    "qk_norm": lambda a: a in ("qwen3", "qwen3moe", "gemma3"),
-    "post_norms": lambda a: a in ("gemma2", "gemma3"),
+    "qk_norm": lambda a: a in ("qwen3", "qwen3moe", "gemma3", "gemma3n"),
+    "post_norms": lambda a: a in ("gemma2", "gemma3", "gemma3n"),
 }
 
 
@@ -200,7 +219,7 @@ def _ffn(s: ModelShape, i: int) -> list[Tensor]:
                     _blk(i, "ffn_up_shexp.weight", (h, sh), "linear"),
                     _blk(i, "ffn_down_shexp.weight", (sh, h), "linear")]
         return out
-    ff = s.intermediate
+    ff = s.intermediate_per_layer[i] if s.intermediate_per_layer else s.intermediate
     if s.arch == "phi3":
         return out + [_blk(i, "ffn_up.weight", (h, 2 * ff), "linear"), _blk(i, "ffn_down.weight", (ff, h), "linear")]
     return out + [_blk(i, "ffn_gate.weight", (h, ff), "linear"), _blk(i, "ffn_up.weight", (h, ff), "linear"),
@@ -220,7 +239,29 @@ def _global_tensors(s: ModelShape, layout: str) -> list[Tensor]:
         if s.arch == "phi3" and s.rope_scaling in ("longrope", "su"):
             out += [Tensor("rope_factors_long.weight", (half_rope,), "rope"),
                     Tensor("rope_factors_short.weight", (half_rope,), "rope")]
+    if s.arch == "gemma3n":
+        out += _gemma3n_global(s, vocab if layout == "gguf" else (s.per_layer_vocab or s.vocab))
     return out
+
+
+def _gemma3n_global(s: ModelShape, per_layer_rows: int) -> list[Tensor]:
+    h, a, width = s.hidden, GEMMA3N_ALTUP_INPUTS, s.layers * s.per_layer_input
+    return [Tensor("per_layer_token_embd.weight", (width, per_layer_rows), "embedding"),
+            Tensor("per_layer_model_proj.weight", (h, width), "linear"),
+            Tensor("per_layer_proj_norm.weight", (s.per_layer_input,), "norm"),
+            Tensor("altup_proj.weight", (h, h, a - 1), "linear"),
+            Tensor("altup_unembd_proj.weight", (h, h, a - 1), "linear")]
+
+
+def _gemma3n_block(s: ModelShape, i: int) -> list[Tensor]:
+    h, a, p, r = s.hidden, GEMMA3N_ALTUP_INPUTS, s.per_layer_input, GEMMA3N_LAUREL_RANK
+    return [_blk(i, "inp_gate.weight", (h, p), "linear"), _blk(i, "proj.weight", (p, h), "linear"),
+            _blk(i, "post_norm.weight", (h,), "norm"),
+            _blk(i, "altup_correct_coef.weight", (a, a), "linear"), _blk(i, "altup_correct_scale.weight", (h,), "norm"),
+            _blk(i, "altup_predict_coef.weight", (a, a * a), "linear"), _blk(i, "altup_router.weight", (h, a), "linear"),
+            _blk(i, "altup_router_norm.weight", (h,), "norm"),
+            _blk(i, "laurel_l.weight", (h, r), "linear"), _blk(i, "laurel_r.weight", (r, h), "linear"),
+            _blk(i, "laurel_post_norm.weight", (h,), "norm")]
 
 
 def has_output_tensor(shape: ModelShape) -> bool:
@@ -265,6 +306,8 @@ def tensor_inventory(shape: ModelShape, layout: str = "gguf") -> tuple[Tensor, .
         tensors.append(_blk(i, "attn_norm.weight", (shape.hidden,), "norm"))
         tensors += _attention(shape, i, layout)
         tensors += _ffn(shape, i)
+        if shape.arch == "gemma3n":
+            tensors += _gemma3n_block(shape, i)
     return tuple(sorted(tensors, key=_sort_key))
 
 

@@ -10,7 +10,10 @@ latent attention, ``{arch}.attention.sliding_window`` and
 ``i % n < n − 1``; or one boolean per layer), ``{arch}.context_length``,
 ``{arch}.embedding_length``, ``{arch}.feed_forward_length``, ``{arch}.vocab_size`` (else the
 tokenizer's token count). A window without a pattern key follows llama.cpp's built-in
-rule for the architecture (Gemma 2 alternating, Gemma 3 period 6, Cohere 2 period 4).
+rule for the architecture (Gemma 2 alternating, Gemma 3 period 6, Gemma 3n period 5, Cohere 2 period 4).
+Gemma 3n (``gemma3n``) adds ``{arch}.attention.shared_kv_layers`` (the last layers reuse an earlier layer's
+cache), ``{arch}.embedding_length_per_layer_input`` and the rows of ``per_layer_token_embd`` (the per-layer
+embedding table), and keeps a per-layer ``feed_forward_length`` when its widths differ.
 
 params = Σ tensor elements; the weight size is Σ tensor bytes of the file, so the
 profile's ``weights`` is the file's own (quantized) size, and ``general.file_type`` (llama.cpp's
@@ -288,8 +291,11 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         mla = {"kv_lora_rank": rank, "qk_rope_head_dim": _int(meta, k + "rope.dimension_count", where)}
     inter = _int(meta, k + "feed_forward_length", where, required=False, per_layer=True)
     inter_note = "feed_forward_length"
-    if isinstance(inter, list):
+    if isinstance(inter, list) and arch == "gemma3n" and len(inter) == layers and len(set(inter)) > 1 and all(inter):
+        inter_note = "feed_forward_length, one width per layer"  # Gemma 3n's MatFormer widths, kept per layer
+    elif isinstance(inter, list):
         inter, inter_note = max(inter, default=0), "feed_forward_length (the largest of its per-layer values)"
+    gemma3n = _gemma3n_fields(meta, tensors, k, layers, where) if arch == "gemma3n" else {}
     vocab = _int(meta, k + "vocab_size", where, required=False)
     vocab_note = "vocab_size"
     if vocab is None and isinstance(meta.get("tokenizer.ggml.tokens"), list):
@@ -374,6 +380,12 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         ("sliding_window_pattern", pattern, ""),
         ("mla", mla, "multi-head latent attention"),
         ("state", state, "state layers: see sources.state"),
+        ("shared_kv_layers", gemma3n.get("shared_kv_layers") or None,
+         "attention.shared_kv_layers: the last layers read an earlier layer's KV cache"),
+        ("hidden_size_per_layer_input", gemma3n.get("hidden_size_per_layer_input"),
+         "embedding_length_per_layer_input"),
+        ("vocab_size_per_layer_input", gemma3n.get("vocab_size_per_layer_input"),
+         "rows of per_layer_token_embd"),
         ("weight_type", weight_type, type_note),
         ("weight_bits", weight_bits, bits_note),
         ("weights", None if weights is None else f"{weights} B",
@@ -395,6 +407,24 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
             "mla.kv_lora_rank": k + "attention.kv_lora_rank", "mla.qk_rope_head_dim": k + "rope.dimension_count",
             "params": "the parameter count (the sum of the tensor shapes)"}
     return finish(fields, header, where, notes, keys=keys)
+
+
+def _gemma3n_fields(meta: dict, tensors: list[tuple], k: str, layers: int, where: str) -> dict:
+    """Gemma 3n's keys, as conversion/gemma.py ``Gemma3NModel.set_gguf_parameters`` writes them:
+    ``{arch}.attention.shared_kv_layers`` (num_kv_shared_layers), ``{arch}.embedding_length_per_layer_input``
+    (hidden_size_per_layer_input); the per-layer table's rows from the ``per_layer_token_embd`` tensor (the converter
+    pads it to vocab_size rows)."""
+    shared = _int(meta, k + "attention.shared_kv_layers", where, required=False, minimum=0) or 0
+    width = _int(meta, k + "embedding_length_per_layer_input", where, required=False)
+    table = next((t for t in tensors if t[0] == "per_layer_token_embd.weight" and len(t) >= 4 and t[3]), None)
+    rows = int(table[3][0]) if table is not None and len(table[3]) == 2 else None
+    if shared >= layers:
+        raise ProfileError([f"{where}: {k}attention.shared_kv_layers: {shared} leaves none of the {layers} layers "
+                            "a cache"])
+    out = {"shared_kv_layers": shared}
+    if width and rows:
+        out.update(hidden_size_per_layer_input=width, vocab_size_per_layer_input=rows)
+    return out
 
 
 def _local_layers(flags: list, layers: int, where: str, key: str) -> list[int]:

@@ -32,6 +32,7 @@ from kvplan.importers.common import (MOE_PARAMS_GIVEN, PARAMS_GIVEN, ImportedPro
                                      flag, slug, swa_pattern_layers, weight_fields, whole_count, window_pattern)
 from kvplan.importers.hf_arch import (EXPERT_WIDTH_IS_INTERMEDIATE, MoeLayout, expert_count, moe_layout, positive_count,
                                      refuse_unpriceable)
+from kvplan.importers import hf_gemma3n
 from kvplan.importers.hf_state import STATE_MODEL_TYPES, hybrid_layout, hybrid_params, lfm2_mlp_width
 from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
 from kvplan.profiles.spec import layer_count_problem
@@ -65,6 +66,7 @@ _DEFAULTS: dict[str, dict] = {
     "qwen3_5_text": {"tie_word_embeddings": False, "head_dim": 256, "linear_conv_kernel_dim": 4},
     "granitemoehybrid": {"tie_word_embeddings": False},
     "nemotron_h": {"tie_word_embeddings": False},
+    "gemma3n_text": hf_gemma3n.DEFAULTS,
 }
 _FOUR_NORMS = {"gemma2", "gemma3_text", "gemma3"}  # input, post-attention, pre- and post-feedforward norms
 _QK_NORM = {"qwen3", "qwen3_moe", "gemma3_text", "gemma3"}  # per-head RMSNorm on queries and keys
@@ -314,6 +316,11 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         check_weight_bits(weight_bits)
     c, model_type = text_config(config)
     refuse_unpriceable([config, c], [str(config.get("model_type") or ""), model_type], label)
+    gemma3n = model_type in hf_gemma3n.MODEL_TYPES
+    mlp_list = None
+    if gemma3n and isinstance(c.get("intermediate_size"), list):  # one MLP width per layer (MatFormer)
+        mlp_list = c["intermediate_size"]
+        c = {**c, "intermediate_size": max((w for w in mlp_list if isinstance(w, int)), default=None)}
     # A Hub reference names the repository; the keys are those of its config.json.
     place = label if label == where else f"{label}: config.json"
     nested = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
@@ -347,6 +354,11 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     if hybrid is not None and hybrid.moe and params is None:
         raise ProfileError([f"{label}: a {model_type} mixture of experts: kvplan reads its state and attention "
                             "layers but does not derive its expert weights; give its parameter count (params)"])
+    gemma3n_fields = {}
+    widths = c.get("intermediate_size")
+    if gemma3n:
+        widths = hf_gemma3n.mlp_widths({**c, "intermediate_size": mlp_list or widths}, layers, label)
+        gemma3n_fields = hf_gemma3n.fields(c, layers, label)
     local, window_note = local_layers(c, model_type, layers, max_context)
     pattern = window_pattern(local, layers)
     window = int(c["sliding_window"]) if pattern is not None else None
@@ -360,6 +372,8 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         params, params_note = hybrid_params(c, model_type, hybrid, heads, kv_heads, head_dim)
         if towers:
             params_note += f"; {', '.join(towers)} not counted"
+    elif params is None and gemma3n:
+        params, params_note = hf_gemma3n.params(c, layers, heads, kv_heads, head_dim, widths)
     elif params is None:
         try:
             params, params_active, params_note = derived_params(c, model_type, layers, heads, kv_heads, head_dim,
@@ -372,6 +386,10 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         params_note = params_source
         if moe is not None:
             notes.append(MOE_PARAMS_GIVEN)
+    towers = [key for key in ("vision_config", "audio_config") if isinstance(config.get(key), dict)]
+    if gemma3n and towers:  # a multimodal wrapper: the text model is priced, its towers are not
+        notes.append(f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)")
+        params_note += f"; {', '.join(towers)} not counted"
     source = config.get("_name_or_path") or where
     fields = [
         ("name", name, ""),
@@ -386,7 +404,9 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         ("v_head_dim", v_head_dim if v_head_dim != head_dim else None, "v_head_dim"),
         ("hidden_size", hidden, ""),
         ("intermediate_size", lfm2_mlp_width(c) if model_type == "lfm2" and c.get("intermediate_size") else
-         c.get("intermediate_size"), "Lfm2MLP's width (block_ff_dim auto-adjusted)" if model_type == "lfm2" else ""),
+         widths if gemma3n else c.get("intermediate_size"),
+         "Lfm2MLP's width (block_ff_dim auto-adjusted)" if model_type == "lfm2" else
+         "one MLP width per layer" if isinstance(widths, list) and gemma3n else ""),
         ("vocab_size", c.get("vocab_size"), ""),
         ("tie_embeddings", bool(c.get("tie_word_embeddings")), "tie_word_embeddings"),
         ("max_context", max_context, "max_position_embeddings"),
@@ -394,6 +414,12 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         ("sliding_window_pattern", pattern, ""),
         ("mla", mla, "multi-head latent attention"),
         ("state", hybrid.state if hybrid is not None else None, "state layers: see sources.state"),
+        ("shared_kv_layers", gemma3n_fields.get("shared_kv_layers") or None,
+         "num_kv_shared_layers: the last layers read an earlier layer's KV cache"),
+        ("hidden_size_per_layer_input", gemma3n_fields.get("hidden_size_per_layer_input"),
+         "per-layer embedding width"),
+        ("vocab_size_per_layer_input", gemma3n_fields.get("vocab_size_per_layer_input"),
+         "rows of the per-layer embedding table"),
         *_moe_fields(moe, model_type),
         *(_released_weights(config, model_type) if weight_bits is None and weight_type is None
           else weight_fields(weight_bits, weight_type)),

@@ -132,6 +132,11 @@ def weights_of(model: Model, weight_bits: float | None) -> tuple[int, int, float
         read = engine.weights_bytes(active, bits)
     if model.vocab_size and model.hidden_size and not model.tie_embeddings:
         read = max(read - engine.embedding_bytes(model.vocab_size, model.hidden_size, bits), 0)
+    per_layer_vocab = getattr(model, "vocab_size_per_layer_input", None)
+    per_layer_width = getattr(model, "hidden_size_per_layer_input", None)
+    if per_layer_vocab and per_layer_width:
+        # per-layer embeddings (Gemma 3n's PLE): a step reads one row of the table, as of the input embedding
+        read = max(read - engine.embedding_bytes(per_layer_vocab, model.layers * per_layer_width, bits), 0)
     return int(weights), int(read), bits
 
 

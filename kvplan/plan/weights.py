@@ -32,9 +32,11 @@ def model_shape(model: Model) -> ModelShape:
     if isinstance(model.kv_heads, list):
         raise FieldError("weight_type", f"{model.name!r} has per-layer kv_heads; its tensors are not priced by name")
     mla = model.mla
+    widths = model.intermediate_size
+    per_layer = tuple(int(w) for w in widths) if isinstance(widths, list) else ()
     return ModelShape(
         model.architecture, model.layers, model.hidden_size, model.attention_heads, model.kv_heads, model.head_dim,
-        model.intermediate_size, model.vocab_size, bool(model.tie_embeddings),
+        max(per_layer) if per_layer else model.intermediate_size, model.vocab_size, bool(model.tie_embeddings),
         v_head_dim=model.v_head_dim or 0, gguf_vocab=getattr(model, "gguf_vocab_size", None) or 0,
         rope_scaling=getattr(model, "rope_scaling", None) or "",
         rope_dim=mla.qk_rope_head_dim if mla is not None else 0,
@@ -42,7 +44,10 @@ def model_shape(model: Model) -> ModelShape:
         expert_intermediate=getattr(model, "expert_intermediate_size", None) or 0,
         n_shared_experts=getattr(model, "shared_experts", 0) or 0,
         leading_dense_layers=getattr(model, "dense_layers", 0) or 0,
-        kv_lora_rank=mla.kv_lora_rank if mla is not None else 0)
+        kv_lora_rank=mla.kv_lora_rank if mla is not None else 0,
+        intermediate_per_layer=per_layer if len(set(per_layer)) > 1 else (),
+        per_layer_input=getattr(model, "hidden_size_per_layer_input", None) or 0,
+        per_layer_vocab=getattr(model, "vocab_size_per_layer_input", None) or 0)
 
 
 @lru_cache(maxsize=256)
@@ -72,12 +77,15 @@ def priced_weights(model: Model, weight_type: str, group_size: int = 0) -> Weigh
 
 
 def bytes_read_per_token(pricing: WeightPricing, model: Model) -> int:
-    """Bytes a decode step streams: every tensor but the input embedding (one row is read) unless tied, and of
+    """Bytes a decode step streams: every tensor but the input embedding (one row is read) unless tied and the
+    per-layer embedding table (Gemma 3n: one row is read), and of
     the expert stacks only the share the router picks (``experts_per_token / experts``) [bytes]."""
     total = 0
     experts, used = getattr(model, "experts", None), getattr(model, "experts_per_token", None)
     for t in pricing.tensors:
         if t.name == "token_embd.weight" and not model.tie_embeddings:
+            continue
+        if t.name == "per_layer_token_embd.weight":  # per-layer embeddings: one row a step
             continue
         if t.kind == "experts" and experts and used:
             total += -(-t.bytes * used // experts)

@@ -102,7 +102,11 @@ MODEL_FIELD_DOCS = {
     "head_dim": "key (query) head width; config head_dim, else hidden_size / attention_heads",
     "v_head_dim": "value head width when it differs from head_dim (default: head_dim)",
     "hidden_size": "model width; with vocab_size gives the input-embedding table decode does not stream",
-    "intermediate_size": "MLP width",
+    "intermediate_size": "MLP width, or a list with one entry per layer (Gemma 3n)",
+    "shared_kv_layers": "the last N layers read the KV cache of the last earlier layer of their type and hold none "
+                        "(Gemma 3n's num_kv_shared_layers)",
+    "hidden_size_per_layer_input": "per-layer embedding width (Gemma 3n PLE): the table is layers × this wide",
+    "vocab_size_per_layer_input": "rows of the per-layer embedding table (Gemma 3n PLE); a step reads one row",
     "vocab_size": "vocabulary size",
     "tie_embeddings": "input embedding shared with the output layer (then it is streamed every token)",
     "max_context": "trained context length [tokens] (max_position_embeddings)",

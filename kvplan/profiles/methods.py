@@ -52,14 +52,60 @@ def local_layer(pattern, layer: int) -> bool:
     return layer in pattern
 
 
+def shared_kv_sources(model) -> dict[int, int]:
+    """The layer each of the last ``shared_kv_layers`` layers reads its KV cache from: the last layer before them
+    of the same type (sliding or full), as transformers' ``Gemma3nTextAttention`` picks it
+    (``kv_shared_layer_index = len(prev_layers) - 1 - prev_layers[::-1].index(layer_type)`` over
+    ``layer_types[:first_kv_shared_layer_idx]``) and llama.cpp's ``create_memory`` reuse callback
+    (``n_layer_kv_from_start - (is_swa(il) ? 2 : 1)``, the same layers for Gemma 3n's pattern).
+
+    Returns
+    -------
+    dict of int [layer index] → int [layer index]
+        ``{shared layer: source layer}``, 0-based; empty without shared-KV layers.
+    """
+    n = getattr(model, "shared_kv_layers", 0) or 0
+    if not n:
+        return {}
+    first = model.layers - n
+    window = model.sliding_window
+    pattern = model.sliding_window_pattern
+    if isinstance(pattern, list):
+        pattern = frozenset(pattern)
+
+    def local(i: int) -> bool:
+        return window is not None and local_layer(pattern, i)
+
+    last = {}
+    for i in range(first):
+        last[local(i)] = i
+    out = {}
+    for i in range(first, model.layers):
+        if local(i) not in last:
+            kind = "sliding" if local(i) else "full-attention"
+            raise ValueError(f"layer {i} shares the KV of an earlier {kind} layer, but none of layers 0–{first - 1} "
+                             f"is one")
+        out[i] = last[local(i)]
+    return out
+
+
+def mlp_widths(model) -> tuple[int, ...]:
+    """The MLP width of each layer: ``intermediate_size`` (one count for every layer, or one per layer) [values]."""
+    widths = model.intermediate_size
+    if isinstance(widths, list):
+        return tuple(int(w) for w in widths)
+    return (int(widths),) * model.layers if widths else ()
+
+
 def schedule_from_fields(model) -> Schedule:
     """The schedule the model fields write: a state layer at each index of ``state.layers``
     (:func:`state_layer_of`), a feed-forward layer at each of ``state.feedforward_layers``, and an attention layer
     at every other index of ``layers``, its K/V heads from
     ``kv_heads`` (one count or one per layer), its head dims from ``head_dim``/``v_head_dim`` (MLA: one head of
     ``kv_lora_rank + qk_rope_head_dim`` K values and no V), its window from ``sliding_window`` on the layers
-    ``sliding_window_pattern`` names."""
-    from kvplan.engine.schedule import Attention, Feedforward, compress
+    ``sliding_window_pattern`` names; the last ``shared_kv_layers`` layers are :class:`SharedKV` layers that read
+    their source's cache (:func:`shared_kv_sources`) and hold none."""
+    from kvplan.engine.schedule import Attention, Feedforward, SharedKV, compress
 
     state = getattr(model, "state", None)
     state_at = frozenset(state.layers) if state is not None else frozenset()
@@ -73,8 +119,12 @@ def schedule_from_fields(model) -> Schedule:
     heads = model.kv_heads
     mla = model.mla
     made: dict[tuple[int, bool], Attention] = {}  # the few distinct layers, built once each
+    sources = shared_kv_sources(model)
 
     def layer_at(i: int):
+        if i in sources:
+            source = sources[i]
+            return SharedKV(source, window if window is not None and local_layer(pattern, source) else None)
         if i in state_at:
             return state_layer
         if i in feedforward_at:

@@ -242,6 +242,11 @@ _KV_HEADS_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 1},
                               {"type": "array", "items": {"type": "integer", "minimum": 1}}]}
 WindowPattern = Annotated[str | list[Annotated[int, Field(ge=0)]], BeforeValidator(_window_pattern),
                           WithJsonSchema(_PATTERN_SCHEMA)]
+_WIDTHS_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 1},
+                             {"type": "array", "items": {"type": "integer", "minimum": 1}}]}
+# MLP width: one count, or one per layer (Gemma 3n's MatFormer config lists intermediate_size per layer)
+MlpWidths = Annotated[Annotated[int, Field(gt=0, le=10**12)] | list[Annotated[int, Field(gt=0, le=10**12)]],
+                      BeforeValidator(_kv_heads), WithJsonSchema(_WIDTHS_SCHEMA)]
 KvHeads = Annotated[Annotated[int, Field(gt=0, le=10**6)] | list[Annotated[int, Field(gt=0, le=10**6)]],
                     BeforeValidator(_kv_heads), WithJsonSchema(_KV_HEADS_SCHEMA)]
 
@@ -305,7 +310,7 @@ class Model(_Profile, ModelMethods):
     head_dim: PositiveInt
     v_head_dim: PositiveInt | None = None
     hidden_size: PositiveInt | None = None
-    intermediate_size: PositiveInt | None = None
+    intermediate_size: MlpWidths | None = None
     vocab_size: PositiveInt | None = None
     tie_embeddings: StrictBool = False
     max_context: Tokens | None = None
@@ -313,6 +318,9 @@ class Model(_Profile, ModelMethods):
     sliding_window_pattern: WindowPattern = "all"
     mla: Mla | None = None
     state: StateSpec | None = None
+    shared_kv_layers: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=MAX_LAYERS)] = 0
+    hidden_size_per_layer_input: PositiveInt | None = None
+    vocab_size_per_layer_input: PositiveInt | None = None
     weight_bits: WeightBits = 16.0
     weight_type: str | None = None
     weights: PositiveSizeBytes | None = None
@@ -385,6 +393,40 @@ class Model(_Profile, ModelMethods):
             if heads is not None and heads % n:
                 raise ValueError(f"{n} does not divide attention_heads ({heads})")
         return value
+
+    @field_validator("intermediate_size")
+    @classmethod
+    def _widths_per_layer(cls, value, info: ValidationInfo):
+        layers = info.data.get("layers")
+        if isinstance(value, list) and layers is not None and len(value) != layers:
+            raise ValueError(f"a per-layer list needs {layers} entries (one per layer), got {len(value)}")
+        return value
+
+    @field_validator("shared_kv_layers")
+    @classmethod
+    def _shared_kv_leaves_a_cache(cls, value, info: ValidationInfo):
+        layers = info.data.get("layers")
+        if value and layers is not None and value >= layers:
+            raise ValueError(f"{value} shared-KV layers leave no layer of the {layers} with a cache of its own")
+        if value and info.data.get("state") is not None:
+            raise ValueError("shared-KV layers and state layers in one model are not supported")
+        return value
+
+    @model_validator(mode="after")
+    def _per_layer_embeddings_whole(self):
+        given = [f for f in ("hidden_size_per_layer_input", "vocab_size_per_layer_input") if getattr(self, f)]
+        if len(given) == 1:
+            other = ({"hidden_size_per_layer_input", "vocab_size_per_layer_input"} - set(given)).pop()
+            raise ValueError(f"per-layer embeddings need both hidden_size_per_layer_input and "
+                             f"vocab_size_per_layer_input ({other} is missing)")
+        if self.shared_kv_layers:
+            from kvplan.profiles.methods import shared_kv_sources
+
+            try:
+                shared_kv_sources(self)
+            except ValueError as exc:
+                raise ValueError(f"shared_kv_layers: {exc}") from None
+        return self
 
     @field_validator("state")
     @classmethod

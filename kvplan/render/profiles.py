@@ -143,11 +143,16 @@ def _base(value) -> str:
     return str(value)
 
 
+# fields only Gemma 3n sets; a profile that leaves them at their default shows no key or row for them
+_GEMMA3N_FIELDS = ("shared_kv_layers", "hidden_size_per_layer_input", "vocab_size_per_layer_input")
+
+
 def schedule_json(model) -> list[dict]:
     """The model's schedule as ``profiles show --format json`` writes it: one entry per run of identical layers,
     its 0-based ``first_layer``/``last_layer``, ``layers`` (how many), ``kind`` and the kind's own figures
     (attention: ``kv_heads``, ``k_head_dim``, ``v_head_dim``, ``window_tokens``, ``latent_rank``; state: ``mixer``,
-    ``conv_channels``, ``conv_kernel_tokens``, ``recurrent_values``)."""
+    ``conv_channels``, ``conv_kernel_tokens``, ``recurrent_values``; shared KV: ``source_layer``,
+    ``window_tokens``)."""
     return [{"first_layer": first, "last_layer": last, "layers": last - first + 1, "kind": layer.kind,
              **layer.as_dict()} for first, last, layer in model.schedule.spans()]
 
@@ -161,6 +166,9 @@ def show_json(kind: str, profile, path: Path, origin: str, figures: dict, warnin
         del fields["state"]
     elif isinstance(fields.get("state"), dict):  # the fields of its own mixer only
         fields["state"] = {k: v for k, v in fields["state"].items() if v is not None}
+    for key in _GEMMA3N_FIELDS:  # only Gemma 3n has shared-KV layers and per-layer embeddings
+        if key in fields and not fields[key]:
+            del fields[key]
     sources = fields.pop("sources")
     derived = {k: v for k, v in _json_keys(figures).items() if k not in fields or fields[k] != v}
     schedule = {"schedule": schedule_json(profile)} if kind == "model" else {}
@@ -178,6 +186,10 @@ def schedule_table(model) -> Table:
             recurrent = f" + recurrent {layer.recurrent_values:,} values" if layer.recurrent_values else ""
             t.add(span, f"state ({layer.mixer}): conv {layer.conv_channels:,} channels × {layer.conv_kernel_tokens} "
                         f"taps{recurrent} per sequence", "", "", "")
+            continue
+        if layer.kind == "shared_kv":  # no cache of its own: it attends through its source's
+            window = "global" if layer.window_tokens is None else f"{layer.window_tokens:,} tokens"
+            t.add(span, f"shared KV (reads layer {layer.source_layer}'s cache, holds none)", "", "", window)
             continue
         if layer.kind != "attention":  # kinds with no figures of their own (feed-forward only)
             t.add(span, layer.kind, "", "", "")
@@ -201,6 +213,8 @@ def show_tables(kind: str, profile, path: Path, origin: str, figures: dict, unit
     for name, how in spec:
         value = getattr(profile, name)
         if name not in profile.model_fields_set and value == defaults[name].default and value is None:
+            continue
+        if name in _GEMMA3N_FIELDS and not value:  # the Gemma 3n fields, unset: no row for other models
             continue
         source = "see sources" if name in profile.sources else ("(default)" if name not in profile.model_fields_set
                                                                else "")

@@ -19,6 +19,8 @@ _WORDS = {
     "state_graph_unmodelled": lambda v: (f"llama.cpp's graph for the state layers of architecture "
                                          f"{v['architecture'] or 'unknown'} is not modelled (only attention graphs "
                                          "are replayed)"),
+    "gemma3n_graph_unmodelled": lambda v: (f"llama.cpp's graph of architecture {v['architecture'] or 'unknown'} "
+                                           "(AltUp streams, per-layer embeddings, shared-KV layers) is not modelled"),
 }
 
 KINDS = frozenset(_WORDS)

@@ -39,7 +39,11 @@ _WORDS = {
     "recurrent_state": lambda v: (f"state layers: llama_memory_recurrent, {v['layers']} layers × {v['cells']} cells "
                                   f"(max(1, -np)), r + s rows in f32 whatever the KV cache type, "
                                   f"{v['bytes_per_cell']:,} B per cell"),
+    "shared_kv_no_cache": lambda v: (f"shared KV: layers {v['first']}–{v['first'] + v['layers'] - 1} read an earlier "
+                                     "layer's cache and get none of their own"),
     # llama.cpp (kvplan.caches.llamacpp)
+    "shared_kv": lambda v: (f"shared KV: layers {v['first']}–{v['first'] + v['layers'] - 1} reuse an earlier layer's "
+                            f"cache (n_layer_kv_from_start {v['from_start']}) and hold no K/V tensor"),
     "type_as_runtime": lambda v: f"{v['side'].upper()} cache {v['asked']} is llama.cpp's {v['runtime_type']}",
     "window_ignored": lambda v: (f"sliding window {v['window']:,} ignored: {reason_text(v['reason'])}; full context "
                                  "on every layer"),

@@ -47,6 +47,8 @@ def _llamacpp_windowed(p, i):
         return i % 6 < 5
     if arch == "gpt_oss":  # LLM_ARCH_OPENAI_MOE: set_swa_pattern(2)
         return i % 2 == 0
+    if arch == "gemma3n":  # the GGUF's per-layer pattern: full attention at every fifth layer
+        return i % 5 < 4
     return False  # llama (mistral), phi3, qwen2, …: no window in llama.cpp
 
 
@@ -57,7 +59,8 @@ def expected_llamacpp(p, ctx, n, kv_type):
     ubatch = min(512, 2048, ctx)
     swa = _pad(min(per_stream, p.get("sliding_window", 0) + ubatch))
     total = 0
-    for i in range(p["layers"]):
+    # gemma3n: layers from n_layer_kv_from_start (20) on reuse an earlier layer's cache and have no tensor
+    for i in range(20 if p.get("architecture") == "gemma3n" else p["layers"]):
         cells = swa if _llamacpp_windowed(p, i) else per_stream
         if p.get("mla"):
             rows = [p["mla"]["kv_lora_rank"] + p["mla"]["qk_rope_head_dim"]]
@@ -72,12 +75,13 @@ def _hf_sliding(p, i):
     pattern = p.get("sliding_window_pattern", "all")
     if not p.get("sliding_window"):
         return False
-    return {"all": True, "alternating": i % 2 == 0, "5:1": i % 6 < 5}[pattern]
+    return {"all": True, "alternating": i % 2 == 0, "5:1": i % 6 < 5, "4:1": i % 5 < 4}[pattern]
 
 
 def expected_transformers(p, ctx, n):
     steady = peak = 0
-    for i in range(p["layers"]):
+    # DynamicCache builds layers for layer_types[: -num_kv_shared_layers] only (Gemma 3n)
+    for i in range(p["layers"] - p.get("shared_kv_layers", 0)):
         if p.get("mla"):  # transformers ≥ 5.15 caches the latent: keys kv_lora_rank, values qk_rope_head_dim
             row = (p["mla"]["kv_lora_rank"] + p["mla"]["qk_rope_head_dim"]) * 2  # f16
         else:

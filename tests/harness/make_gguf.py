@@ -67,6 +67,8 @@ ARCH_OF_MODEL_TYPE = {
     "gpt_oss": "gpt-oss",
     "qwen3_moe": "qwen3moe",
     "smollm3": "smollm3",    # LLM_ARCH_OPENAI_MOE (src/llama-arch.cpp), GptOssModel in the converter
+    "gemma3n": "gemma3n",    # Gemma3NModel (conversion/gemma.py), LLM_ARCH_GEMMA3N
+    "gemma3n_text": "gemma3n",
 }
 
 # Gemma 3: the converter drops token_embd rows beyond the tokenizer.model size
@@ -98,7 +100,9 @@ class Spec:
         self.head_dim = int(p["head_dim"])
         self.v_head_dim = int(p.get("v_head_dim") or p["head_dim"])
         self.n_embd = int(p["hidden_size"])
-        self.n_ff = int(p["intermediate_size"])
+        ff = p["intermediate_size"]
+        self.n_ff_layers = [int(x) for x in ff] if isinstance(ff, list) else [int(ff)] * self.n_layer
+        self.n_ff = max(self.n_ff_layers)
         self.n_vocab = int(p["vocab_size"])
         if self.arch == "gemma3" and self.n_vocab > GEMMA3_TOKENIZER_SIZE:
             self.n_vocab = GEMMA3_TOKENIZER_SIZE
@@ -228,6 +232,70 @@ class Spec:
 
     def build_gemma3(self):
         self._gemma(qk_norm=True)
+
+    def build_gemma3n(self):
+        """Gemma 3n's text model as conversion/gemma.py Gemma3NModel writes it and src/models/gemma3n.cpp
+        load_arch_tensors loads it: the Gemma 3 block plus AltUp (altup_proj / altup_unembd_proj stacked 3-D, per
+        layer router, coefficients and correct scale), LAuReL (laurel_l / laurel_r, rank laurel_rank) and per-layer
+        embeddings (per_layer_token_embd [n_layer · n_embd_altup, n_vocab], per_layer_model_proj, per layer inp_gate /
+        proj / post_norm). The converter pads token_embd and per_layer_token_embd to vocab_size rows (262,400)."""
+        import math as _m
+        from statistics import NormalDist
+
+        a, c = self.arch, self.cfg
+        self.k(f"{a}.context_length", self.n_ctx_train, "u32")
+        self.k(f"{a}.embedding_length", self.n_embd, "u32")
+        self.k(f"{a}.block_count", self.n_layer, "u32")
+        self.k(f"{a}.feed_forward_length", self.n_ff_layers, "arr")
+        self.k(f"{a}.attention.head_count", self.n_head, "u32")
+        self.k(f"{a}.attention.head_count_kv", self.n_head_kv, "u32")
+        self.k(f"{a}.attention.layer_norm_rms_epsilon", float(c.get("rms_norm_eps", 1e-6)), "f32")
+        self.k(f"{a}.attention.key_length", self.head_dim, "u32")
+        self.k(f"{a}.attention.value_length", self.v_head_dim, "u32")
+        self.k(f"{a}.rope.freq_base", float(c.get("rope_theta", 1_000_000.0)), "f32")
+        self.k(f"{a}.rope.freq_base_swa", float(c.get("rope_local_base_freq", 10_000.0)), "f32")
+        self.k(f"{a}.final_logit_softcapping", float(c["final_logit_softcapping"]), "f32")
+        self.k(f"{a}.attention.sliding_window", int(c["sliding_window"]), "u32")
+        self.k(f"{a}.altup.active_idx", int(c["altup_active_idx"]), "u32")
+        self.k(f"{a}.altup.num_inputs", int(c["altup_num_inputs"]), "u32")
+        self.k(f"{a}.embedding_length_per_layer_input", int(c["hidden_size_per_layer_input"]), "u32")
+        self.k(f"{a}.attention.shared_kv_layers", int(c["num_kv_shared_layers"]), "u32")
+        scale = [NormalDist().inv_cdf(x) if 0 < x < 1 else (-_m.inf if x <= 0 else _m.inf)
+                 for x in c["activation_sparsity_pattern"]]
+        self.k(f"{a}.activation_sparsity_scale", [float(x) for x in scale], "arr")
+        self.k(f"{a}.attention.sliding_window_pattern", [t == "sliding_attention" for t in c["layer_types"]], "arr")
+        E, A, P, R = self.n_embd, int(c["altup_num_inputs"]), int(c["hidden_size_per_layer_input"]), int(c["laurel_rank"])
+        L = self.n_layer
+        self.n_vocab = int(c["vocab_size"])  # token_embd and per_layer_token_embd padded to vocab_size rows
+        self._embd()
+        self.t("per_layer_token_embd.weight", [L * P, self.n_vocab])
+        self.t("altup_proj.weight", [E, E, A - 1])
+        self.t("altup_unembd_proj.weight", [E, E, A - 1])
+        self.t("per_layer_model_proj.weight", [E, L * P])
+        self.t("per_layer_proj_norm.weight", [P])
+        for i in range(L):
+            F = self.n_ff_layers[i]
+            self.t(f"blk.{i}.attn_norm.weight", [E])
+            self._attn(i, qk_norm=True)
+            self.t(f"blk.{i}.post_attention_norm.weight", [E])
+            self.t(f"blk.{i}.ffn_norm.weight", [E])
+            self.t(f"blk.{i}.ffn_gate.weight", [E, F])
+            self.t(f"blk.{i}.ffn_up.weight", [E, F])
+            self.t(f"blk.{i}.ffn_down.weight", [F, E])
+            self.t(f"blk.{i}.post_ffw_norm.weight", [E])
+            self.t(f"blk.{i}.inp_gate.weight", [E, P])
+            self.t(f"blk.{i}.proj.weight", [P, E])
+            self.t(f"blk.{i}.post_norm.weight", [E])
+            self.t(f"blk.{i}.altup_correct_coef.weight", [A, A])
+            self.t(f"blk.{i}.altup_correct_scale.weight", [E])
+            self.t(f"blk.{i}.altup_predict_coef.weight", [A, A * A])
+            self.t(f"blk.{i}.altup_router.weight", [E, A])
+            self.t(f"blk.{i}.altup_router_norm.weight", [E])
+            self.t(f"blk.{i}.laurel_l.weight", [E, R])
+            self.t(f"blk.{i}.laurel_r.weight", [R, E])
+            self.t(f"blk.{i}.laurel_post_norm.weight", [E])
+        self.tied = True
+        self._head()
 
     def build_phi3(self):
         c = self.cfg

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Measure the KV cache Hugging Face transformers really returns for the 2026 attention models (gpt-oss, Qwen3 MoE,
-SmolLM3, Phi-4-mini), from their real config.json copies.
+SmolLM3, Phi-4-mini, Gemma 3n E2B / E4B), from their real config.json copies.
 
 Opt-in harness (not run by CI): it needs torch and transformers, which kvplan does not depend on. Run it in a venv
 of its own and commit the JSON it writes (tests/data/runtimes/transformers/models2026/).
@@ -33,8 +33,24 @@ LENGTHS = (16, 300, 1000)
 DTYPES = ("bfloat16", "float32")
 
 
+# Gemma 3n (a multimodal wrapper: its text_config is built, as Gemma3nForCausalLM): widths that never reach the
+# cache shrunk as above, plus the per-layer embeddings (rows and width) and LAuReL's rank; layers, layer_types,
+# num_kv_shared_layers, KV heads, head_dim and sliding_window stay the config's
+GEMMA3N_SHRUNK = {"vocab_size_per_layer_input": 512, "hidden_size_per_layer_input": 16, "laurel_rank": 8}
+
+
+def gemma3n_config_of(cfg: dict) -> dict:
+    tc = dict(cfg["text_config"])
+    tc["intermediate_size"] = [SHRUNK["intermediate_size"]] * int(tc["num_hidden_layers"])
+    tc.update(vocab_size=SHRUNK["vocab_size"], hidden_size=SHRUNK["hidden_size"], **GEMMA3N_SHRUNK)
+    tc.update(pad_token_id=0, bos_token_id=2, eos_token_id=1)
+    return tc
+
+
 def config_of(name: str) -> dict:
     cfg = json.loads((REPO / "tests" / "data" / "hf_configs" / f"{name}.json").read_text())
+    if cfg.get("model_type") == "gemma3n":
+        return gemma3n_config_of(cfg)
     cfg.pop("quantization_config", None)  # random weights in plain dtypes (the MXFP4 kernels need a GPU)
     if "head_dim" not in cfg:
         cfg["head_dim"] = cfg["hidden_size"] // cfg["num_attention_heads"]  # keep the real K/V width

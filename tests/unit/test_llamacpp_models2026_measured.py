@@ -8,6 +8,12 @@ llama.cpp builds two caches (llama_kv_cache_iswa): the 12 odd (full-attention) l
 even (sliding, load_swa_pattern(ml, 2)) layers get pad(min(n_ctx_seq, 128 · (unified ? np : 1) + n_ubatch), 256)
 cells. A cell of either is 12 layers · 2 (K, V) · 8 KV heads · 64 values: 24,576 B in f16, 13,056 B in q8_0
 (64 values = 2 blocks of 34 B = 68 B a row).
+
+gemma-3n-e2b and gemma-3n-e4b (make_gguf.py's gemma3n builder: the tensors llama_model_gemma3n::load_arch_tensors
+loads): layers from n_layer_kv_from_start 20 on reuse layer 18 (sliding) or 19 (full) and have no
+tensor; of layers 0–19 the 4 full ones get the whole context, the 16 sliding ones pad(min(n_ctx_seq, 512 · (unified ?
+np : 1) + n_ubatch), 256) cells. A cell of the full cache is 4 · 2 · 2 · 256 · 2 B = 8,192 B in f16, of the sliding
+cache 16 · 2,048 = 32,768 B; in q8_0 a 512-value row is 16 blocks of 34 B = 544 B.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ HERE = Path(__file__).resolve().parents[1] / "data" / "llamacpp" / "models2026"
 # NoPE layers cache K and V as the others); phi-4-mini: 32 · 2 · 8 · 128 · 2 = 131,072 B (llama.cpp keeps no window
 # for phi3); gpt-oss-20b: below
 CELL_F16 = {"qwen3-30b-a3b": 98_304, "smollm3-3b": 73_728, "phi-4-mini": 131_072}
-MODELS = ("gpt-oss-20b", *CELL_F16)
+# gemma-3n-e2b / e4b: the shared-KV layers (20–29 / 20–34) have no tensor; below
+GEMMA3N = ("gemma-3n-e2b", "gemma-3n-e4b")
+MODELS = ("gpt-oss-20b", *CELL_F16, *GEMMA3N)
 DOCS = {m: json.loads((HERE / f"{m}.json").read_text()) for m in MODELS}
 DATA = DOCS["gpt-oss-20b"]
 RUNS = [(m, r) for m in MODELS for r in DOCS[m]["runs"]]
@@ -72,3 +80,23 @@ def test_one_point_by_hand():
     run = next(r for m, r in RUNS if m == "gpt-oss-20b" and r["params"]["n_ctx"] == 4096 and r["params"]["type_k"] == "f16"
                and r["params"]["n_seq_max"] == 1)
     assert run["breakdown_bytes"]["CPU"]["context"] == 4096 * 24_576 + 768 * 24_576 == 119_537_664
+
+
+@pytest.mark.parametrize("model", GEMMA3N)
+def test_gemma3n_by_hand_and_the_reused_layers(model):
+    # -c 32768 -np 1 f16: 32,768 cells × 8,192 B + pad(min(32,768, 512 + 512), 256) = 1,024 cells × 32,768 B =
+    # 268,435,456 + 33,554,432 = 301,989,888 B, for E2B and E4B alike (both keep layers 0–19)
+    run = next(r for m, r in RUNS if m == model and r["params"]["n_ctx"] == 32768 and r["params"]["type_k"] == "f16"
+               and r["params"]["n_seq_max"] == 1)
+    assert run["breakdown_bytes"]["CPU"]["context"] == 32768 * 8192 + 1024 * 32768 == 301_989_888
+    # q8_0: a row of 512 values is 544 B, a layer's cell 1,088 B: 32,768 · 4 · 1,088 + 1,024 · 16 · 1,088
+    run = next(r for m, r in RUNS if m == model and r["params"]["n_ctx"] == 32768 and r["params"]["type_k"] == "q8_0"
+               and r["params"]["n_seq_max"] == 1)
+    assert run["breakdown_bytes"]["CPU"]["context"] == 32768 * 4 * 1088 + 1024 * 16 * 1088
+    # llama.cpp's own log: which layer each shared layer reuses, against the profile's schedule
+    reuse = dict((int(a), int(b)) for a, b in (re.search(r"layer +(\d+): reuse layer (\d+)", ln).groups()
+                                                  for ln in run["log"] if "reuse layer" in ln))
+    schedule = Catalog().model(model).profile.schedule
+    shared = {i: schedule.layer(i).source_layer for i in range(20, schedule.layers)}
+    assert reuse == shared and set(shared.values()) == {18, 19}
+    assert sum("does not have KV cache" in ln for ln in run["log"]) == 2 * (schedule.layers - 20)  # both caches

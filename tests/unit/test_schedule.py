@@ -96,9 +96,10 @@ def test_every_shipped_model_has_its_layer_count_and_one_attention_layer_per_ind
         assert m.schedule.layers == len(layers) == m.layers, name
         state = m.state
         others = set(state.layers) | set(state.feedforward_layers) if state is not None else set()
+        shared_from = m.layers - (m.shared_kv_layers or 0)  # Gemma 3n: the last layers read an earlier cache
         for i, layer in enumerate(layers):  # an attention layer at every index the state mapping leaves
             assert isinstance(layer, State if state is not None and i in state.layers else
-                              Feedforward if i in others else Attention), (name, i)
+                              Feedforward if i in others else SharedKV if i >= shared_from else Attention), (name, i)
 
 
 def test_compress_groups_and_windows():
@@ -134,8 +135,8 @@ def _with_schedule(base, schedule):
 
 
 @pytest.mark.parametrize("odd, words, refusing", [
-    (SharedKV(source_layer=1), "layers 2–3 reads layer 1's KV cache (shared_kv)",
-     ("ideal", "compression policy", "llama.cpp", "transformers")),
+    # a shared-KV layer is priced (zero bytes) by the ideal and transformers caches, and by llama.cpp for gemma3n
+    (SharedKV(source_layer=1), "layers 2–3 read layer 1's KV cache (shared_kv)", ("compression policy",)),
     # a state layer is priced by the ideal, llama.cpp and transformers caches; a compression policy has none
     (State("mamba2", 4096, 4, 0), "layers 2–3 keeps a fixed-size state per sequence (state)", ("compression policy",)),
 ])
@@ -204,8 +205,10 @@ def test_lfm2_schedule_and_its_state_by_hand():
     assert layout.max_ctx(10_000_000) == 807
 
 
-def test_feedforward_layers_keep_nothing_and_other_kinds_are_refused():
+def test_feedforward_and_shared_kv_layers_keep_nothing():
     s = compress([State("mamba2", 10, 4, 5), Feedforward(), Attention(2, 64, 64)])
     assert split_runs(s, "ideal") == (((1, Attention(2, 64, 64)),), ((1, State("mamba2", 10, 4, 5)),))
+    # a shared-KV layer reads layer 0's cache: no cache of its own, so only layer 0 is priced
+    assert split_runs(compress([Attention(2, 64, 64), SharedKV(0)]), "ideal") == (((1, Attention(2, 64, 64)),), ())
     with pytest.raises(FieldError, match="layer 1 reads layer 0"):
-        split_runs(compress([Attention(2, 64, 64), SharedKV(0)]), "ideal")
+        attention_runs(compress([Attention(2, 64, 64), SharedKV(0)]), "mlx-lm")

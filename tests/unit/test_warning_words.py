@@ -24,6 +24,9 @@ REASONS = {
     reason("state_graph_unmodelled", architecture="lfm2"):
         "llama.cpp's graph for the state layers of architecture lfm2 is not modelled (only attention graphs are "
         "replayed)",
+    reason("gemma3n_graph_unmodelled", architecture="gemma3n"):
+        "llama.cpp's graph of architecture gemma3n (AltUp streams, per-layer embeddings, shared-KV layers) is not "
+        "modelled",
 }
 
 WARNINGS = [

@@ -40,14 +40,23 @@ EXTRA_FIELDS = {
 }
 
 
+def _ffn_widths(p: dict) -> dict:
+    """A per-layer intermediate_size (Gemma 3n) as ModelShape takes it: the widest, and the list when they differ."""
+    widths = p["intermediate_size"]
+    if not isinstance(widths, list):
+        return {"intermediate": widths}
+    return {"intermediate": max(widths), "intermediate_per_layer": tuple(widths) if len(set(widths)) > 1 else ()}
+
+
 def profile_shape(name: str) -> ModelShape:
     p = yaml.safe_load((PROFILES / f"{name}.yaml").read_text())
     mla = p.get("mla") or {}
     return ModelShape(
         p["architecture"], p["layers"], p["hidden_size"], p["attention_heads"], p["kv_heads"], p["head_dim"],
-        p["intermediate_size"], p["vocab_size"], p["tie_embeddings"], v_head_dim=p.get("v_head_dim", 0),
+        vocab=p["vocab_size"], tied_embeddings=p["tie_embeddings"], v_head_dim=p.get("v_head_dim", 0),
         kv_lora_rank=mla.get("kv_lora_rank", 0), rope_dim=mla.get("qk_rope_head_dim", 0),
-        **EXTRA_FIELDS.get(name, {}))
+        per_layer_input=p.get("hidden_size_per_layer_input", 0), per_layer_vocab=p.get("vocab_size_per_layer_input", 0),
+        **_ffn_widths(p), **EXTRA_FIELDS.get(name, {}))
 
 
 LLAMA2_7B = ModelShape("llama", 32, 4096, 32, 32, 128, 11008, 32000, False)
