@@ -109,7 +109,8 @@ def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
     view = _ProfileView(model)
     n_outputs = lb.reserved_outputs(spec.build, int(sequences))
     graph = dict(n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa, n_seq_max=int(sequences),
-                 kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v)
+                 kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v,
+                 swa_full=bool(getattr(spec, "swa_full", False)))
     compute = lb.compute_buffer_bytes_from_profile(view, n_ctx=requested, floor=floor, n_outputs=n_outputs, **graph)
     output = lb.output_buffer_bytes(model.vocab_size, n_seq_max=int(sequences))
     ubatch = min(spec.ubatch, spec.batch, max(requested, 1))

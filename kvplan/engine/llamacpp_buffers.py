@@ -219,6 +219,7 @@ def compute_buffer_bytes(
     type_v="f16",
     floor: bool = False,
     n_outputs=None,
+    swa_full: bool = False,
 ):
     """CPU compute buffer of a llama.cpp context [bytes].
 
@@ -267,6 +268,9 @@ def compute_buffer_bytes(
     type_k, type_v : str
         KV cache element types (``-ctk``/``-ctv``); quantized ones add Hadamard
         rotations (:func:`_rotation_sizes`).
+    swa_full : bool
+        ``--swa-full``: the sliding-window cache has every cell of the full one, so its layers' KQ mask and
+        scores span ``n_ctx_seq`` cells, not :func:`swa_cache_cells`.
     n_outputs : int, optional [rows]
         Rows of logits the graph computes (:func:`reserved_outputs`); None: every token of the micro-batch,
         as build ``0c1e57098`` reserved. The last layer keeps only these rows (GET_ROWS) and works on them.
@@ -295,7 +299,9 @@ def compute_buffer_bytes(
     n_kv = e["n_ctx_seq"]
     period = 1
     if n_swa:
-        swa = swa_cache_cells(n_swa, T, n_kv, n_seq_max, kv_unified)
+        # --swa-full: the windowed cache is as large as the full one (llama_kv_cache_iswa constructor,
+        # ``size_swa = swa_full ? size_base : …``), and the reserve graph's windowed mask spans all of it
+        swa = n_kv if swa_full else swa_cache_cells(n_swa, T, n_kv, n_seq_max, kv_unified)
         if has_full_layers:  # sliding-window cache first (llama_kv_cache_iswa), then the full one
             caches = (swa, n_kv)
             period = swa_period
