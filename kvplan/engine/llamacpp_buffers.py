@@ -272,9 +272,10 @@ def compute_buffer_bytes(
         KV cache element types (``-ctk``/``-ctv``); quantized ones add Hadamard
         rotations (:func:`_rotation_sizes`).
     build : str, optional
-        A llama.cpp build of :data:`kvplan.engine.llamacpp_process.BUILDS`. ``"b11434"`` writes that build's
-        graph inputs (:func:`kvplan.engine.llamacpp_graph._embeddings`: the mixed-batch branch) and keeps every
-        input live to the end; None or ``"0c1e57098"``: that build's graph.
+        A llama.cpp build of :data:`kvplan.engine.llamacpp_process.BUILDS`. ``"b11434"`` with ``graph="layers"``
+        writes that build's graph inputs (:func:`kvplan.engine.llamacpp_graph._embeddings`: the mixed-batch
+        branch) and keeps every input live to the end, as its measured buffers show; otherwise the
+        ``0c1e57098`` graph.
     layer_graph : tuple of (str, object) pairs, optional
         With ``graph="layers"``: the per-layer mixers and feed-forwards and their widths
         (:func:`layer_graph_of`; :func:`kvplan.engine.llamacpp_graph._layers` reads them).
@@ -338,7 +339,10 @@ def compute_buffer_bytes(
         "n_expert": n_expert, "n_expert_used": n_expert_used, "F_expert": n_ff_expert,
         "F_shared": n_ff_shared, "dense_layers": dense_layers if n_expert_used else layers,
         "O": T if n_outputs is None else min(T, n_outputs),
-        "b11434": build == "b11434",
+        # build 11434's input rules are applied to the graphs measured on that build only (the hybrid and MoE
+        # ones); the dense graphs keep the 0c1e57098 replay, which llama-server's logs of build 11434 confirm
+        # within 16 MiB (tests/unit/test_llamacpp_process_measured.py)
+        "b11434": build == "b11434" and graph == "layers",
     }
     if graph == "layers":
         # the recurrent memory holds one state per sequence (llama_memory_recurrent, size max(1, n_seq_max)) and
@@ -444,7 +448,7 @@ def layer_graph_of(profile: Mapping[str, Any]):
     rule = _LAYER_ARCHS.get(arch)
     if rule is None:
         return None
-    L = int(profile["layers"])
+    L = int(_field(profile, "layers"))
     state = _field(profile, "state")
     experts = int(_field(profile, "experts", 0) or 0)
     out = {k: v for k, v in rule.items() if k in ("resid_first", "attn_gated", "late_out_ids")}
