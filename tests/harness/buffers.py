@@ -78,6 +78,7 @@ int main(int argc, char ** argv) {
     cp.type_v     = parse_type(argv[8]);
     cp.kv_unified = atoi(argv[9]) != 0;
     cp.swa_full   = atoi(argv[10]) != 0;
+    if (argc > 11) cp.n_outputs_max = atoi(argv[11]);  // build 11434: llama-server sets it to -np
     cp.n_threads = cp.n_threads_batch = 1;
     llama_context * ctx = llama_init_from_model(model, cp);
     if (!ctx) { fprintf(stderr, "PROBE_ERROR context\n"); llama_model_free(model); return 1; }
@@ -135,6 +136,8 @@ def run_one(exe: Path, gguf: Path, p: dict) -> dict:
     args = [str(exe), str(gguf), str(p["n_ctx"]), str(p["n_batch"]), str(p["n_ubatch"]), str(p["n_seq_max"]),
             "1" if p["flash_attn"] else "0", p["type_k"], p["type_v"],
             "1" if p["kv_unified"] else "0", "1" if p["swa_full"] else "0"]
+    if p.get("n_outputs_max"):  # build 11434 only (llama_context_params.n_outputs_max); 0: n_batch
+        args.append(str(p["n_outputs_max"]))
     t0 = time.time()
     env = dict(os.environ, LD_PRELOAD=str(exe.parent / "nopopulate.so"))
     r = subprocess.run(args, capture_output=True, text=True, env=env)
@@ -179,6 +182,9 @@ def main(argv=None):
     ap.add_argument("--grid", choices=["full", "small"], default="small")
     ap.add_argument("--kv-f16-limit-gib", type=float, default=6.0)
     ap.add_argument("--swa-full", action="store_true", help="swa_full=true (llama.cpp's library default is true; llama-cli/server default false)")
+    ap.add_argument("--outputs-of-sequences", action="store_true",
+                    help="build 11434: n_outputs_max = n_seq_max, as llama-server sets it (the reserve graph keeps "
+                         "-np rows of logits); default: the library's n_batch")
     ap.add_argument("--out", type=Path, default=REPO / "tests/data/llamacpp/buffers")
     ap.add_argument("--version", default="")
     a = ap.parse_args(argv)
@@ -195,6 +201,8 @@ def main(argv=None):
         t0 = time.time()
         for p in grid(a.grid):
             p["swa_full"] = a.swa_full
+            if a.outputs_of_sequences:
+                p["n_outputs_max"] = p["n_seq_max"]
             f16_bytes = kv256 * p["n_ctx"] / 256
             if f16_bytes > a.kv_f16_limit_gib * 2**30:
                 p["type_k"], p["type_v"] = ("q8_0", "q8_0") if p["flash_attn"] else ("q8_0", "f16")
