@@ -1,10 +1,15 @@
 """llama.cpp's CPU compute buffer of hybrid and MoE graphs against build 11434's measured buffers.
 
-Data: every run of ``tests/data/llamacpp/state/<model>.json`` and ``tests/data/llamacpp/models2026/<model>.json``
-(``tests/harness/state_buffers.py`` with the context probe of ``tests/harness/buffers.py``, llama.cpp build 11434,
-CPU, weight-less F16 GGUFs; ``llama_get_memory_breakdown()`` CPU compute bytes). The probe leaves
-``n_outputs_max`` at its library default (``n_batch``), so the reserve graph computes logits for the whole
-micro-batch (``n_outputs=None`` below). Tolerance (issue #23): 5 % or 8 MiB, whichever is larger.
+Data (``llama_get_memory_breakdown()`` CPU compute bytes, llama.cpp build 11434, CPU, weight-less F16 GGUFs):
+
+* ``tests/data/llamacpp/buffers/<model>.json`` (``tests/harness/buffers.py --grid hybrid``): n_ctx 512/4096/32768,
+  -ub 512 (and 256/1024 at 4096), flash attention off and on, 1 and 4 sequences, and ``n_outputs_max`` either the
+  library default (``n_batch``: logits for the whole micro-batch) or ``n_seq_max`` (as llama-server sets it: the
+  graph's body decides the peak);
+* ``tests/data/llamacpp/state/<model>.json`` and ``models2026/<model>.json`` (``tests/harness/state_buffers.py``):
+  contexts 512…32768, -ub 512, flash attention on, f16 and q8_0 caches, unified or not, library ``n_outputs_max``.
+
+Tolerance (issue #23): 5 % or 8 MiB, whichever is larger.
 """
 
 from __future__ import annotations
@@ -27,17 +32,24 @@ MODELS = {
 }
 
 
-def _runs():
+def _runs(folders=("state", "models2026", "buffers")):
     out = []
     for model, folder in MODELS.items():
-        doc = json.loads((DATA / folder / f"{model}.json").read_text())
-        assert doc["llama_cpp"].startswith("llama.cpp build 11434")
-        for run in doc["runs"]:
-            assert run["returncode"] == 0
-            p = run["params"]
-            key = (f"{model}-c{p['n_ctx']}-ub{p['n_ubatch']}-fa{int(p['flash_attn'])}-np{p['n_seq_max']}"
-                   f"-u{int(p['kv_unified'])}-{p['type_k']}-{p['type_v']}")
-            out.append(pytest.param(model, p, run["breakdown_bytes"]["CPU"]["compute"], id=key))
+        for where in folders:
+            name = folder if where != "buffers" else "buffers"
+            if where != "buffers" and where != folder:
+                continue
+            path = DATA / name / f"{model}.json"
+            if not path.exists():
+                continue
+            doc = json.loads(path.read_text())
+            assert doc["llama_cpp"].startswith("llama.cpp build 11434")
+            for run in doc["runs"]:
+                assert run["returncode"] == 0
+                p = run["params"]
+                key = (f"{name}-{model}-c{p['n_ctx']}-ub{p['n_ubatch']}-fa{int(p['flash_attn'])}-np{p['n_seq_max']}"
+                       f"-u{int(p['kv_unified'])}-{p['type_k']}-{p['type_v']}-o{p.get('n_outputs_max', 0)}")
+                out.append(pytest.param(model, p, run["breakdown_bytes"]["CPU"]["compute"], id=key))
     return out
 
 
@@ -56,12 +68,12 @@ def test_compute_buffer_is_within_5_percent_or_8_mib_of_build_11434(catalog, mod
     got = lb.compute_buffer_bytes_from_profile(
         view, n_ctx=p["n_ctx"], n_batch=p["n_batch"], n_ubatch=p["n_ubatch"], flash_attn=p["flash_attn"],
         n_seq_max=p["n_seq_max"], kv_unified=p["kv_unified"], type_k=p["type_k"], type_v=p["type_v"],
-        swa_full=p["swa_full"], n_outputs=None, build="b11434")
+        swa_full=p["swa_full"], n_outputs=p.get("n_outputs_max") or None, build="b11434")
     assert abs(got - measured) <= tolerance(measured), (got, measured, (got - measured) / MiB)
 
 
 def test_the_data_covers_every_model_and_both_cache_types():
-    runs = _runs()
+    runs = _runs(folders=("state", "models2026"))
     assert len(runs) == 6 * 36
     assert {r.values[1]["type_k"] for r in runs} == {"f16", "q8_0"}
     assert {r.values[1]["n_ctx"] for r in runs} == {512, 1024, 4096, 8192, 16384, 32768}
