@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kvplan.caches.facts import Reason, reason
 from kvplan.engine import llamacpp_buffers as lb
-from kvplan.engine.schedule import attention_runs
+from kvplan.engine.schedule import split_runs
 
 #: model fields the compute-buffer formula reads; without them the buffer is unknown, not zero
 SHAPE_FIELDS = ("hidden_size", "intermediate_size", "vocab_size")
@@ -48,7 +48,7 @@ class _ProfileView:
 
     def __init__(self, model):
         self._model = model
-        runs = attention_runs(model.schedule, "llama.cpp")
+        runs = split_runs(model.schedule, "llama.cpp")[0]
         windows = model.schedule.windows()
         latent = next((ly for _, ly in runs if ly.latent_rank is not None), None)
         self._shape = {
@@ -81,13 +81,16 @@ def unpriced_because(model) -> Reason | None:
     missing = missing_shape_fields(model)
     if missing:
         return reason("missing_shape_fields", fields=missing)
-    if getattr(model, "state", None) is not None:  # a hybrid's graph (conv / SSM ops) is not replayed
+    view = _ProfileView(model)
+    if lb.graph_of(view) == "layers" and lb.layer_graph_of(view) is not None:
+        return None  # a hybrid or MoE graph the engine writes (lfm2, qwen3_5, granitemoehybrid, nemotron_h …)
+    if getattr(model, "state", None) is not None:  # another hybrid's graph (conv / SSM ops) is not replayed
         return reason("state_graph_unmodelled", architecture=model.architecture or None)
     if getattr(model, "shared_kv_layers", 0) or getattr(model, "hidden_size_per_layer_input", None):
         # Gemma 3n's graph (AltUp streams, per-layer embeddings, shared-KV layers) is not replayed
         return reason("gemma3n_graph_unmodelled", architecture=model.architecture or None)
     experts = getattr(model, "experts", None)
-    if experts and lb.graph_of(_ProfileView(model)) != "mla":  # only DeepSeek's MoE graph is replayed
+    if experts and lb.graph_of(view) != "mla":  # DeepSeek's MoE graph and those of layer_graph_of are replayed
         return reason("experts_graph_unmodelled", architecture=model.architecture or None)
     return None
 
@@ -112,7 +115,8 @@ def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
     view = _ProfileView(model)
     n_outputs = lb.reserved_outputs(spec.build, int(sequences))
     graph = dict(n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa, n_seq_max=int(sequences),
-                 kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v)
+                 kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v,
+                 swa_full=bool(getattr(spec, "swa_full", False)), build=spec.build)
     compute = lb.compute_buffer_bytes_from_profile(view, n_ctx=requested, floor=floor, n_outputs=n_outputs, **graph)
     output = lb.output_buffer_bytes(model.vocab_size, n_seq_max=int(sequences))
     ubatch = min(spec.ubatch, spec.batch, max(requested, 1))

@@ -52,7 +52,7 @@ UNQUANTIZED = ("f32", "f16", "bf16")
 
 #: graph families: how llama.cpp's build function for an architecture lays out
 #: attention (``src/models/<arch>.cpp``, ``llm_build_*``)
-GRAPHS = ("llama", "gemma", "phi3", "mla")
+GRAPHS = ("llama", "gemma", "phi3", "mla", "layers")
 
 def _pad(x, n):
     return ((x + n - 1) // n) * n
@@ -219,6 +219,9 @@ def compute_buffer_bytes(
     type_v="f16",
     floor: bool = False,
     n_outputs=None,
+    swa_full: bool = False,
+    layer_graph=None,
+    build=None,
 ):
     """CPU compute buffer of a llama.cpp context [bytes].
 
@@ -254,7 +257,8 @@ def compute_buffer_bytes(
         Whether some layers use the full cache (true for gemma2/gemma3).
     graph : str
         Graph family (:data:`GRAPHS`): ``llama`` (llama, mistral, qwen2, qwen3),
-        ``gemma``, ``phi3`` (fused QKV), ``mla`` (DeepSeek-V2/V3 latent attention).
+        ``gemma``, ``phi3`` (fused QKV), ``mla`` (DeepSeek-V2/V3 latent attention), ``layers`` (a kind per
+        layer: the hybrids and the MoE builds of :func:`layer_graph_of`, given as ``layer_graph``).
     kv_lora_rank, rope_head_dim : int [values]
         MLA latent width and decoupled RoPE width (``graph="mla"``).
     n_ff_expert, n_expert_used, dense_layers, n_expert, n_ff_shared : int [values, count, count, count, values]
@@ -267,6 +271,17 @@ def compute_buffer_bytes(
     type_k, type_v : str
         KV cache element types (``-ctk``/``-ctv``); quantized ones add Hadamard
         rotations (:func:`_rotation_sizes`).
+    build : str, optional
+        A llama.cpp build of :data:`kvplan.engine.llamacpp_process.BUILDS`. ``"b11434"`` with ``graph="layers"``
+        writes that build's graph inputs (:func:`kvplan.engine.llamacpp_graph._embeddings`: the mixed-batch
+        branch) and keeps every input live to the end, as its measured buffers show; otherwise the
+        ``0c1e57098`` graph.
+    layer_graph : tuple of (str, object) pairs, optional
+        With ``graph="layers"``: the per-layer mixers and feed-forwards and their widths
+        (:func:`layer_graph_of`; :func:`kvplan.engine.llamacpp_graph._layers` reads them).
+    swa_full : bool
+        ``--swa-full``: the sliding-window cache has every cell of the full one, so its layers' KQ mask and
+        scores span ``n_ctx_seq`` cells, not :func:`swa_cache_cells`.
     n_outputs : int, optional [rows]
         Rows of logits the graph computes (:func:`reserved_outputs`); None: every token of the micro-batch,
         as build ``0c1e57098`` reserved. The last layer keeps only these rows (GET_ROWS) and works on them.
@@ -295,7 +310,9 @@ def compute_buffer_bytes(
     n_kv = e["n_ctx_seq"]
     period = 1
     if n_swa:
-        swa = swa_cache_cells(n_swa, T, n_kv, n_seq_max, kv_unified)
+        # --swa-full: the windowed cache is as large as the full one (llama_kv_cache_iswa constructor,
+        # ``size_swa = swa_full ? size_base : …``), and the reserve graph's windowed mask spans all of it
+        swa = n_kv if swa_full else swa_cache_cells(n_swa, T, n_kv, n_seq_max, kv_unified)
         if has_full_layers:  # sliding-window cache first (llama_kv_cache_iswa), then the full one
             caches = (swa, n_kv)
             period = swa_period
@@ -322,7 +339,20 @@ def compute_buffer_bytes(
         "n_expert": n_expert, "n_expert_used": n_expert_used, "F_expert": n_ff_expert,
         "F_shared": n_ff_shared, "dense_layers": dense_layers if n_expert_used else layers,
         "O": T if n_outputs is None else min(T, n_outputs),
+        # build 11434's input rules are applied to the graphs measured on that build only (the hybrid and MoE
+        # ones); the dense graphs keep the 0c1e57098 replay, which llama-server's logs of build 11434 confirm
+        # within 16 MiB (tests/unit/test_llamacpp_process_measured.py)
+        "b11434": build == "b11434" and graph == "layers",
     }
+    if graph == "layers":
+        # the recurrent memory holds one state per sequence (llama_memory_recurrent, size max(1, n_seq_max)) and
+        # the reserve micro-batch splits its tokens evenly over n_seq_max sequences (graph_reserve)
+        shape.update(dict(layer_graph or ()), n_rs=max(1, int(n_seq_max)), n_seqs=max(1, int(n_seq_max)))
+        shape["dense_layers"] = layers
+        g = llamacpp_graph.reserve_graph(shape, bool(flash_attn))
+        if floor:
+            return ggml_alloc.largest_tensor_bytes(g)
+        return ggml_alloc.peak_bytes(g)  # irregular layer patterns: the whole graph is replayed
     if floor:
         return ggml_alloc.largest_tensor_bytes(llamacpp_graph.reserve_graph(shape, bool(flash_attn)))
     return _peak(shape, bool(flash_attn), period, dense_layers if (mla and n_expert_used) else 0)
@@ -359,9 +389,9 @@ def output_buffer_bytes(n_vocab, n_seq_max=1, n_outputs=None, n_embd=0, embeddin
 
 
 #: interleaved sliding-window architectures whose window llama.cpp keeps
-_SWA_ARCHS = {"gemma2", "gemma3", "gemma3_text"}
+_SWA_ARCHS = {"gemma2", "gemma3", "gemma3_text", "gpt_oss"}
 #: their layer pattern as llama.cpp sets it (``llama_hparams::set_swa_pattern``, ``src/llama-hparams.cpp``)
-_SWA_PERIOD = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6}
+_SWA_PERIOD = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "gpt_oss": 2}
 #: profile ``architecture`` (Hugging Face model_type) → graph family; anything else builds like llama
 _GRAPH_OF_ARCH = {
     "gemma2": "gemma", "gemma3": "gemma", "gemma3_text": "gemma",
@@ -383,6 +413,82 @@ def _field(obj, key, default=None):
     return default if value is None else value
 
 
+#: architectures whose reserve graph :func:`kvplan.engine.llamacpp_graph._layers` writes: state mixer → the
+#: mixer it builds, and per-architecture details (``src/models/<arch>.cpp``)
+_LAYER_ARCHS = {
+    "lfm2": {"state": {"short_conv": "conv"}, "resid_first": True},  # lfm2.cpp: ggml_add(prev_cur, cur)
+    "qwen3_5": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True},  # qwen35.cpp
+    "qwen3_5_text": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True},
+    "granitemoehybrid": {"state": {"mamba2": "mamba2"}},  # granite-hybrid.cpp (dense: no experts)
+    "nemotron_h": {"state": {"mamba2": "mamba2"}, "ffn": "none", "late_out_ids": True},  # nemotron-h.cpp
+    "gpt_oss": {"moe": {"moe_gating": "softmax_weight", "moe_norm_w": False}},  # openai-moe.cpp
+    "qwen3_moe": {"moe": {"moe_gating": "softmax", "moe_norm_w": True}},  # qwen3moe.cpp (norm_topk_prob)
+}
+
+
+def layer_graph_of(profile: Mapping[str, Any]):
+    """The per-layer description of a hybrid or MoE profile's reserve graph (``graph="layers"``), or None.
+
+    Parameters
+    ----------
+    profile : mapping or object
+        A model profile: ``architecture``, ``layers``, ``state`` (mixer, layer indices, widths) and the
+        expert fields.
+
+    Returns
+    -------
+    tuple of (str, object) pairs or None
+        ``mixers`` and ``ffns`` (one per layer, see :func:`kvplan.engine.llamacpp_graph._layers`), the state
+        widths (``conv_k`` [tokens], ``n_embd_r`` [values]: ``(conv_kernel − 1) · conv channels``, as
+        ``llama_hparams::n_embd_r``; Mamba2's ``d_inner``, ``ssm_H``, ``ssm_N``, ``ssm_G``; Gated DeltaNet's
+        ``lin_*`` heads and widths) and the MoE gating; None when llama.cpp's graph for the architecture is
+        not modelled (an unknown state mixer, a Granite-4.0-H with experts, a MoE outside :data:`_LAYER_ARCHS`).
+    """
+    arch = str(_field(profile, "architecture", ""))
+    rule = _LAYER_ARCHS.get(arch)
+    if rule is None:
+        return None
+    L = int(_field(profile, "layers"))
+    state = _field(profile, "state")
+    experts = int(_field(profile, "experts", 0) or 0)
+    out = {k: v for k, v in rule.items() if k in ("resid_first", "attn_gated", "late_out_ids")}
+    mixers = ["attn"] * L
+    if "state" in rule:
+        if state is None or experts:
+            return None
+        mixer = rule["state"].get(str(_field(state, "mixer", "")))
+        if mixer is None:
+            return None
+        for il in _field(state, "layers", ()):
+            mixers[int(il)] = mixer
+        for il in _field(state, "feedforward_layers", ()) or ():
+            mixers[int(il)] = "mlp"
+        k = int(_field(state, "conv_kernel_tokens"))
+        out["conv_k"] = k
+        if mixer == "conv":
+            channels = int(_field(state, "conv_channels"))
+        elif mixer == "mamba2":
+            H, P = int(_field(state, "ssm_heads")), int(_field(state, "ssm_head_dim"))
+            G, N = int(_field(state, "ssm_groups")), int(_field(state, "ssm_state_size"))
+            out.update(d_inner=H * P, ssm_H=H, ssm_N=N, ssm_G=G)
+            channels = H * P + 2 * G * N
+        else:
+            Hk, Dk = int(_field(state, "linear_key_heads")), int(_field(state, "linear_key_head_dim"))
+            Hv, Dv = int(_field(state, "linear_value_heads")), int(_field(state, "linear_value_head_dim"))
+            out.update(lin_Hk=Hk, lin_Dk=Dk, lin_Hv=Hv, lin_Dv=Dv)
+            channels = 2 * Hk * Dk + Hv * Dv
+        out["n_embd_r"] = (k - 1) * channels
+        ffn = rule.get("ffn", "swiglu")
+    else:
+        if not experts or int(_field(profile, "dense_layers", 0) or 0) or int(_field(profile, "shared_experts", 0) or 0):
+            return None
+        out.update(rule["moe"])
+        ffn = "moe"
+    out["mixers"] = tuple(mixers)
+    out["ffns"] = tuple(ffn for _ in range(L))
+    return tuple(sorted(out.items()))
+
+
 def graph_of(profile: Mapping[str, Any]) -> str:
     """Graph family (:data:`GRAPHS`) of a model profile; MLA only when the profile has an ``mla`` block.
 
@@ -394,8 +500,11 @@ def graph_of(profile: Mapping[str, Any]) -> str:
     Returns
     -------
     str
-        ``llama``, ``gemma``, ``phi3`` or ``mla``.
+        ``llama``, ``gemma``, ``phi3``, ``mla`` or ``layers`` (the architectures of :data:`_LAYER_ARCHS`; whether
+        a given profile's graph is modelled is :func:`layer_graph_of`'s answer).
     """
+    if str(_field(profile, "architecture", "")) in _LAYER_ARCHS:
+        return "layers"
     graph = _GRAPH_OF_ARCH.get(str(_field(profile, "architecture", "")), "llama")
     if graph == "mla" and not _field(profile, "mla"):
         return "llama"
@@ -421,6 +530,9 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
     arch = str(_field(profile, "architecture", ""))
     n_swa = int(_field(profile, "sliding_window", 0) or 0) if arch in _SWA_ARCHS else 0
     graph = graph_of(profile)
+    layer_graph = layer_graph_of(profile) if graph == "layers" else None
+    if graph == "layers" and layer_graph is None:
+        raise ValueError(f"llama.cpp's compute graph of this {arch} profile is not modelled")
     mla = _field(profile, "mla") if graph == "mla" else None
     return compute_buffer_bytes(
         layers=profile["layers"],
@@ -441,5 +553,6 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
         n_expert=int(_field(profile, "experts", 0)),
         n_ff_shared=int(_field(profile, "shared_experts", 0)) * int(_field(profile, "expert_intermediate_size", 0)),
         swa_period=_SWA_PERIOD.get(arch, 2),
+        layer_graph=layer_graph,
         **kw,
     )

@@ -67,6 +67,93 @@ class _B:
         return ffn_inp, self.rms_norm(ffn_inp, width)
 
 
+def _embeddings(b, s):
+    """``build_inp_embd``: the token ids and the embeddings input, and on build 11434 the mixed-batch branch
+    ``ggml_build_forward_select`` also places (``src/llama-graph.cpp``: inputs ``inp_mixed_tokens`` [T] I32,
+    ``inp_mixed_slots`` [T] I64, ``inp_mixed_embd`` [E, T]; DUP of the last, GET_ROWS of the token rows,
+    SET_ROWS into the DUP: a view nothing reads, so the DUP is never freed). Returns the token ids' id and a
+    function that writes the branch's nodes (after the token path's GET_ROWS)."""
+    g, T, E = b.g, b.T, s["E"]
+    tokens = g.input(T * I32)
+    g.input(_f32(E, T))  # inp_embd: an input no node reads for a token batch, live to the end
+    if not s.get("b11434"):
+        return tokens, lambda: None
+    m_tok = g.input(T * I32)
+    m_slots = g.input(T * I64)
+    m_embd = g.input(_f32(E, T))
+
+    def branch():
+        dup = g.op(_f32(E, T), m_embd)  # DUP
+        rows = g.op(_f32(E, T), m_tok)  # GET_ROWS of the token rows
+        g.view(dup, rows, m_slots)  # SET_ROWS: a view of the DUP with no consumer
+    return tokens, branch
+
+
+def _rot(g, t, r):
+    """``llama_mul_mat_hadamard``: MUL_MAT of the reshaped tensor by the rotation ``r``, reshaped back."""
+    if r is None:
+        return t
+    return g.view(g.op(g.size[t] or g.size[g.view_src[t]], r, g.view(t)))
+
+
+def _attention(b, s, cur, group, pos, k_rot, v_rot, fa, gated=False):
+    """``build_qkv`` + ``build_attn`` of one attention layer up to the output projection's input.
+
+    ``group`` is the layer's cache: (K indices, V indices, mask, cells). ``gated`` (Qwen3.5's full-attention
+    layers, ``src/models/qwen35.cpp`` ``build_layer_attn``): the Q projection is twice as wide (query and
+    gate interleaved per head), the Q norm of its strided view adds no tensor (by measurement), and after the
+    attention the gate is made contiguous (CONT), passed through a sigmoid (in place) and multiplies the output
+    (in place).
+    """
+    g, T, H, Dv = b.g, b.T, s["H"], s["Dv"]
+    k_idxs, v_idxs, mask, n_kv = group
+    Dk, Hk = s["Dk"], s["Hk"]
+    gate = None
+    if s["qkv_order"] == "fused":  # Phi-3: one QKV matmul, Q/K/V are views of it
+        qkv = b.mm(H * Dk + 2 * Hk * Dk, cur)
+        qr = g.op(_f32(Dk, H, T), g.view(qkv), pos, inplace=True)  # ROPE, then an in-place SCALE
+        v = g.view(qkv)
+        kr = g.op(_f32(Dk, Hk, T), g.view(qkv), pos, inplace=True)
+        vr = v if fa else None  # without flash attention V is made contiguous after K is stored
+    else:
+        if gated:
+            q_full = b.mm(2 * H * Dk, cur)
+            # RMS_NORM of the strided query view: written as in place, which build 11434's measured buffers bear
+            # out (a new [Dk, H, T] tensor there puts the flash-attention peaks one H·Dk·T·4 above the measurement)
+            q = q_full
+            gate = q_full
+        else:
+            q = b.mm(H * Dk, cur)
+        qr = _rot(g, g.op(_f32(Dk, H, T), g.view(q), pos, inplace=True), k_rot)  # ROPE (or the Q norm)
+        if s["qkv_order"] == "QVK":
+            vr = _rot(g, g.view(b.mm(Hk * Dv, cur)), v_rot)
+        k = b.mm(Hk * Dk, cur)
+        kr = _rot(g, g.op(_f32(Dk, Hk, T), g.view(k), pos, inplace=True), k_rot)
+        if s["qkv_order"] == "QKV":
+            vr = _rot(g, g.view(b.mm(Hk * Dv, cur)), v_rot)
+    g.external_view(g.view(kr), k_idxs)  # SET_ROWS into the K cache through a view
+    if vr is None:
+        vr = g.op(_f32(Hk * Dv, T), v)  # CONT
+    if fa:
+        g.external_view(g.view(vr), v_idxs)
+    else:  # V stored transposed: V reshaped twice
+        g.external_view(g.view(g.view(vr)), v_idxs)
+    qp = g.view(g.view(qr))
+    if fa:
+        o = g.op(_f32(Dv, H, T), qp, mask)  # FLASH_ATTN_EXT
+        attn_in = _rot(g, g.view(o), v_rot)
+    else:
+        kq = g.op(_f32(n_kv, T, H), qp)
+        kq = g.op(_f32(n_kv, T, H), kq, mask, inplace=True)  # SOFT_MAX (after Gemma-2's in-place softcap)
+        kqv = g.op(_f32(Dv, T, H), kq)
+        attn_in = _rot(g, g.op(_f32(Dv * H, T), g.view(kqv)), v_rot)  # permute + CONT
+    if gate is not None:
+        gc = g.op(_f32(Dk * H, T), g.view(gate))  # CONT of the gate view
+        gs = g.op(_f32(Dk * H, T), gc, inplace=True)  # SIGMOID
+        attn_in = g.op(_f32(Dv * H, T), attn_in, gs, inplace=True)  # MUL
+    return attn_in
+
+
 def _llama(s, fa):
     """llama, mistral, qwen2, qwen3 (``qkv_order`` "QVK"), gemma2/gemma3 ("QKV", two caches) and phi3 ("fused").
 
@@ -78,8 +165,7 @@ def _llama(s, fa):
     H, Dv = s["H"], s["Dv"]
     b = _B(T, s.get("O"))
     g = b.g
-    tokens = g.input(T * I32)
-    g.input(_f32(E, T))  # inp_embd: an input no node reads for a token batch, live to the end
+    tokens, mixed = _embeddings(b, s)
     # Hadamard rotations of a quantized cache (llama_kv_cache::build_input_k_rot / _v_rot), [nrot, nrot] f32
     k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
     pos = g.input(T * I32)
@@ -95,50 +181,13 @@ def _llama(s, fa):
         ))
     out_ids = g.input(b.O * I32)
     x = g.op(_f32(E, T), tokens)  # GET_ROWS of the token embeddings
-
-    def rot(t, r):
-        # llama_mul_mat_hadamard: MUL_MAT of the reshaped tensor by the rotation, reshaped back
-        if r is None:
-            return t
-        return g.view(g.op(g.size[t] or g.size[g.view_src[t]], r, g.view(t)))
+    mixed()
 
     for il in range(L):
         g.mark()
         resid = x
         cur = b.rms_norm(x, E)
-        k_idxs, v_idxs, mask, n_kv = groups[s["cache_of_layer"](il)]
-        Dk, Hk = s["Dk"], s["Hk"]
-        if s["qkv_order"] == "fused":  # Phi-3: one QKV matmul, Q/K/V are views of it
-            qkv = b.mm(H * Dk + 2 * Hk * Dk, cur)
-            qr = g.op(_f32(Dk, H, T), g.view(qkv), pos, inplace=True)  # ROPE, then an in-place SCALE
-            v = g.view(qkv)
-            kr = g.op(_f32(Dk, Hk, T), g.view(qkv), pos, inplace=True)
-            vr = v if fa else None  # without flash attention V is made contiguous after K is stored
-        else:
-            q = b.mm(H * Dk, cur)
-            qr = rot(g.op(_f32(Dk, H, T), g.view(q), pos, inplace=True), k_rot)  # ROPE (or the Q norm)
-            if s["qkv_order"] == "QVK":
-                vr = rot(g.view(b.mm(Hk * Dv, cur)), v_rot)
-            k = b.mm(Hk * Dk, cur)
-            kr = rot(g.op(_f32(Dk, Hk, T), g.view(k), pos, inplace=True), k_rot)
-            if s["qkv_order"] == "QKV":
-                vr = rot(g.view(b.mm(Hk * Dv, cur)), v_rot)
-        g.external_view(g.view(kr), k_idxs)  # SET_ROWS into the K cache through a view
-        if vr is None:
-            vr = g.op(_f32(Hk * Dv, T), v)  # CONT
-        if fa:
-            g.external_view(g.view(vr), v_idxs)
-        else:  # V stored transposed: V reshaped twice
-            g.external_view(g.view(g.view(vr)), v_idxs)
-        qp = g.view(g.view(qr))
-        if fa:
-            o = g.op(_f32(Dv, H, T), qp, mask)  # FLASH_ATTN_EXT
-            attn_in = rot(g.view(o), v_rot)
-        else:
-            kq = g.op(_f32(n_kv, T, H), qp)
-            kq = g.op(_f32(n_kv, T, H), kq, mask, inplace=True)  # SOFT_MAX (after Gemma-2's in-place softcap)
-            kqv = g.op(_f32(Dv, T, H), kq)
-            attn_in = rot(g.op(_f32(Dv * H, T), g.view(kqv)), v_rot)  # permute + CONT
+        attn_in = _attention(b, s, cur, groups[s["cache_of_layer"](il)], pos, k_rot, v_rot, fa)
         ffn_inp, cur = b.attention_out(attn_in, resid, out_ids, E, last=il == L - 1)
         if s["qkv_order"] == "fused":  # Phi-3: fused gate+up [2·n_ff, T], SWIGLU of its halves
             act = g.op(_f32(F, b.T), b.mm(2 * F, cur))
@@ -179,6 +228,196 @@ def _moe(b, x, s):
         sh = b.mm(E, g.op(_f32(s["F_shared"], T), sg, su))
         out = b.add(out, sh, E)
     return out
+
+
+def _moe_ffn(b, x, s):
+    """``build_moe_ffn`` (``src/llama-graph.cpp``) as Qwen3-MoE (soft-max gating, weights renormalised:
+    SUM_ROWS, CLAMP, DIV) and gpt-oss (``softmax_weight``: top-k of the biased logits, SOFT_MAX of the k chosen;
+    expert biases added in place, SWIGLU_OAI) call it; x: the normed input [E, T]."""
+    g, T, E = b.g, b.T, s["E"]
+    n_exp, used, Fe = s["n_expert"], s["n_expert_used"], s["F_expert"]
+    logits = b.mm(n_exp, x)  # router logits (the router bias, if any, is added in place)
+    probs = logits if s.get("moe_gating") == "softmax_weight" else g.op(_f32(n_exp, T), logits, inplace=True)
+    probs_r = g.view(probs)
+    order = g.op(n_exp * T * I32, probs)  # ARGSORT (ggml_argsort_top_k: a view of its first k)
+    topk = g.view(order)
+    weights = g.op(_f32(1, used, T), probs_r, topk)  # GET_ROWS
+    if s.get("moe_gating") == "softmax_weight":
+        weights = g.op(_f32(1, used, T), g.view(weights), inplace=True)  # SOFT_MAX over the k chosen
+    if s.get("moe_norm_w"):
+        wsum = g.op(_f32(1, T), g.view(weights))  # SUM_ROWS, then CLAMP in place
+        weights = g.op(_f32(1, used, T), g.view(weights), wsum, inplace=True)  # DIV
+    xr = g.view(x)
+    gate = g.op(_f32(Fe, used, T), xr, topk)  # MUL_MAT_ID
+    up = g.op(_f32(Fe, used, T), xr, topk)
+    act = g.op(_f32(Fe, used, T), gate, up)  # SWIGLU / SWIGLU_OAI: a new tensor
+    down = g.op(_f32(E, used, T), act, topk)
+    weighted = g.op(_f32(E, used, T), down, weights, inplace=True)
+    parts = [g.view(weighted) for _ in range(used)]
+    if used == 1:
+        return g.op(_f32(E, T), parts[0])  # CONT
+    out = g.op(_f32(E, T), parts[0], parts[1], inplace=True)  # views are not owned: a new tensor
+    for p in parts[2:]:
+        out = g.op(_f32(E, T), out, p, inplace=True)
+    return out
+
+
+def _short_conv(b, s, x, s_copy):
+    """LFM2's gated short convolution (``src/models/lfm2.cpp``, ``build_shortconv_block``), up to the
+    output projection's input. ``build_rs`` gathers every sequence's conv state first (GET_ROWS of the
+    ``n_rs`` states: ``n_embd_r`` floats each); then the norm, the in-projection [3·E, T] (B, C, x views),
+    B·x, the state prepended (CONCAT: ``E · (T + (L−1)·n_seqs)`` floats), the last columns copied back to the
+    cache, SSM_CONV [E, T] and C·conv (in place)."""
+    g, T, E = b.g, b.T, s["E"]
+    states = g.op(_f32(s["n_embd_r"], s["n_rs"]), s_copy)
+    cur = b.rms_norm(x, E)
+    bcx = b.mm(3 * E, cur)
+    bx = g.op(_f32(E, T), g.view(bcx), g.view(bcx))  # MUL of the B and x views
+    cx = g.op(_f32(E, T + (s["conv_k"] - 1) * s["n_seqs"]), g.view(states), g.view(bx))  # CONCAT
+    g.external_view(g.view(cx))  # CPY of the new state into the cache
+    conv = g.op(_f32(E, T), cx)  # SSM_CONV
+    return g.op(_f32(E, T), conv, g.view(bcx), inplace=True)  # MUL by the C view
+
+
+def _mamba2(b, s, x, s_copy):
+    """``build_mamba2_layer`` (``src/models/mamba-base.cpp``) up to ``ssm_out``'s input [d_inner, T].
+
+    The conv states are gathered first (GET_ROWS, ``n_rs`` rows of ``n_embd_r`` floats), then the norm, the
+    in-projection zxBCdt [2·d_inner + 2·G·N + H, T], CONCAT of the state and xBC, SSM_CONV [C, T] (bias and
+    SiLU in place), dt made contiguous [H, T], SSM_SCAN (``d_inner·T`` outputs then ``N·d_inner·n_seqs`` final
+    states), the other sequences' SSM states (GET_ROWS of ``n_rs − 1`` rows, copied back), x·D, y + x·D, z made
+    contiguous, SWIGLU and the grouped RMS norm (in place)."""
+    g, T, E = b.g, b.T, s["E"]
+    di, H, N, G = s["d_inner"], s["ssm_H"], s["ssm_N"], s["ssm_G"]
+    C = di + 2 * G * N
+    conv_states = g.op(_f32(s["n_embd_r"], s["n_rs"]), s_copy)
+    cur = b.rms_norm(x, E)
+    zx = b.mm(2 * di + 2 * G * N + H, cur)
+    cx = g.op(_f32(C, T + (s["conv_k"] - 1) * s["n_seqs"]), g.view(conv_states), g.view(zx))  # CONCAT
+    g.external_view(g.view(cx))  # CPY of the new conv state
+    xbc = g.op(_f32(C, T), cx)  # SSM_CONV
+    xbc = g.op(_f32(C, T), xbc, inplace=True)  # ADD bias
+    xbc = g.op(_f32(C, T), xbc, inplace=True)  # SILU
+    dt = g.op(_f32(H, T), g.view(zx))  # CONT
+    dt = g.op(_f32(H, T), dt, inplace=True)  # ADD dt bias
+    scan = g.op(_f32(di * T + N * di * s["n_seqs"]), g.view(xbc), dt, g.view(xbc), g.view(xbc), s_copy)
+    g.external_view(g.view(scan))  # CPY of the final SSM state
+    extra = g.op(_f32(N * di, s["n_rs"] - 1), s_copy)  # GET_ROWS of the states outside the micro-batch
+    g.external_view(g.view(extra))
+    y = g.view(scan)
+    xd = g.op(_f32(di, T), g.view(xbc))  # MUL x·D
+    y = g.op(_f32(di, T), xd, y, inplace=True)  # ADD
+    zc = g.op(_f32(di, T), g.view(zx))  # CONT z
+    y = g.op(_f32(di, T), zc, y)  # SWIGLU (split): a new tensor
+    return b.rms_norm(y, di)  # grouped RMS_NORM and its weight, in place
+
+
+def _gated_deltanet(b, s, x, s_copy):
+    """Qwen3.5's Gated DeltaNet layer (``src/models/qwen35.cpp`` ``build_layer_attn_linear``,
+    ``src/models/delta-net-base.cpp`` ``build_conv_state``, ``build_recurrent_attn``, fused
+    ``ggml_gated_delta_net``), up to ``ssm_out``'s input [Hv·Dv, T]."""
+    g, T, E = b.g, b.T, s["E"]
+    Hk, Dk, Hv, Dv = s["lin_Hk"], s["lin_Dk"], s["lin_Hv"], s["lin_Dv"]
+    conv_dim = 2 * Hk * Dk + Hv * Dv
+    cur = b.rms_norm(x, E)
+    conv_states = g.op(_f32(s["n_embd_r"], s["n_rs"]), s_copy)  # build_rs: GET_ROWS
+    qkv = b.mm(conv_dim, cur)
+    cx = g.op(_f32(conv_dim, T + (s["conv_k"] - 1) * s["n_seqs"]), g.view(conv_states), g.view(qkv))  # CONCAT
+    g.external_view(g.view(cx))  # CPY of the new conv state
+    state = g.op(_f32(Dv * Dv * Hv, s["n_rs"]), s_copy)  # build_rs of the recurrent state: GET_ROWS
+    co = g.op(_f32(conv_dim, T), cx)  # SSM_CONV, then SILU in place
+    co = g.op(_f32(conv_dim, T), co, inplace=True)
+    q = g.op(_f32(Hk * Dk, T), g.view(co))  # L2 norm (RMS_NORM of the view, SCALE in place)
+    k = g.op(_f32(Hk * Dk, T), g.view(co))
+    if Hk != Hv:  # REPEAT to the value heads
+        q = g.op(_f32(Hv * Dk, T), q)
+        k = g.op(_f32(Hv * Dk, T), k)
+    alpha = g.op(_f32(Hv, T), b.mm(Hv, cur), inplace=True)  # ADD, SOFTPLUS, MUL: in place
+    beta = g.op(_f32(Hv, T), b.mm(Hv, cur), inplace=True)  # SIGMOID
+    out = g.op(_f32(Dv * Hv * T + Dv * Dv * Hv * s["n_seqs"]), q, k, g.view(co), alpha, beta, g.view(state))
+    g.external_view(g.view(out))  # CPY of the new state
+    normed = g.op(_f32(Dv * Hv, T), g.view(out))  # RMS_NORM of the output view (its weight: in place)
+    z = g.op(_f32(Hv * Dv, T), b.mm(Hv * Dv, cur), inplace=True)  # SILU
+    return g.op(_f32(Hv * Dv, T), normed, z, inplace=True)  # MUL
+
+
+def _layers(s, fa):
+    """Graphs with a layer kind per layer: llama.cpp's hybrids (LFM2, Qwen3.5, Granite-4.0-H, Nemotron-H) and
+    its MoE builds without latent attention (gpt-oss ``src/models/openai-moe.cpp``, Qwen3-MoE
+    ``src/models/qwen3moe.cpp``).
+
+    ``s["mixers"]`` names each layer's mixer: ``attn`` (:func:`_attention`, ``gated`` for Qwen3.5), ``conv``
+    (:func:`_short_conv`), ``mamba2`` (:func:`_mamba2`), ``gdn`` (:func:`_gated_deltanet`) or ``mlp``
+    (Nemotron-H's MLP-only layers: up [F, T], ReLU² in place, down); ``s["ffns"]`` each layer's feed-forward
+    after the mixer: ``swiglu`` (gate, up, SWIGLU, down), ``moe`` (:func:`_moe_ffn`) or ``none``. The mixer's
+    output projection, the residual add (operands in the order the model file writes them), the FFN norm and
+    the FFN follow; the last layer keeps only the output rows (GET_ROWS) before its residual add, except in
+    Nemotron-H, which selects them after the final norm (``embeddings_nextn_masked`` false).
+    """
+    T, E, F, V, L = s["T"], s["E"], s["F"], s["V"], s["layers"]
+    b = _B(T, s.get("O"))
+    g = b.g
+    mixers, ffns = s["mixers"], s["ffns"]
+    tokens, mixed = _embeddings(b, s)
+    s_copy = g.input(s["n_rs"] * I32) if any(m in ("conv", "mamba2", "gdn") for m in mixers) else None
+    k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
+    pos = g.input(T * I32)
+    v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
+    groups = []
+    if "attn" in mixers:
+        for n_kv in s["caches"]:
+            groups.append((
+                g.input(T * I64),
+                g.input(T * I64 if fa else s["Hk"] * s["Dv"] * T * I64),
+                g.input(n_kv * T * (F16 if fa else F32)),
+                n_kv,
+            ))
+    out_ids = g.input(b.O * I32)
+    x = g.op(_f32(E, T), tokens)  # GET_ROWS of the token embeddings
+    mixed()
+    late = s.get("late_out_ids", False)
+    resid_first = s.get("resid_first", False)
+    for il in range(L):
+        g.mark()
+        resid = x
+        kind = mixers[il]
+        if kind == "attn":
+            cur = b.rms_norm(x, E)
+            out = b.mm(E, _attention(b, s, cur, groups[s["cache_of_layer"](il)], pos, k_rot, v_rot, fa,
+                                     gated=s.get("attn_gated", False)))
+        elif kind == "conv":
+            out = b.mm(E, _short_conv(b, s, x, s_copy))
+        elif kind == "mamba2":
+            out = b.mm(E, _mamba2(b, s, x, s_copy))
+        elif kind == "gdn":
+            out = b.mm(E, _gated_deltanet(b, s, x, s_copy))
+        else:  # mlp: up, ReLU and SQR in place, down
+            cur = b.rms_norm(x, E)
+            up = g.op(_f32(F, T), b.mm(F, cur), inplace=True)
+            out = b.mm(E, up)
+        if il == L - 1 and not late:
+            b.T = b.O
+            out = g.op(_f32(E, b.T), out, out_ids)
+            resid = g.op(_f32(E, b.T), resid, out_ids)
+        x = b.add(resid, out, E) if resid_first else b.add(out, resid, E)
+        if ffns[il] == "none":
+            continue
+        ffn_inp = x
+        cur = b.rms_norm(ffn_inp, E)
+        if ffns[il] == "moe":
+            out = _moe_ffn(b, cur, s)
+        else:
+            gate = b.mm(F, cur)
+            up = b.mm(F, cur)
+            out = b.mm(E, g.op(_f32(F, b.T), gate, up))  # SWIGLU
+        x = b.add(ffn_inp, out, E) if resid_first else b.add(out, ffn_inp, E)
+    x = g.op(_f32(E, b.T), x, inplace=True)  # final RMS_NORM
+    x = g.op(_f32(E, b.T), x, inplace=True, output=not late)  # its weight: result_norm
+    if late:
+        b.T = b.O
+        x = g.op(_f32(E, b.T), x, out_ids, output=True)  # GET_ROWS of the output rows
+    g.op(_f32(V, b.T), x, output=True)  # result_output
+    return g
 
 
 def _mla(s, fa):
@@ -255,4 +494,11 @@ def reserve_graph(s, fa):
         Every tensor of the worst-case graph with its bytes, sources and lifetime, for
         :func:`~kvplan.engine.ggml_alloc.peak_bytes`.
     """
-    return _mla(s, fa) if s.get("graph") == "mla" else _llama(s, fa)
+    if s.get("graph") == "mla":
+        g = _mla(s, fa)
+    elif s.get("graph") == "layers":
+        g = _layers(s, fa)
+    else:
+        g = _llama(s, fa)
+    g.keep_inputs = bool(s.get("b11434"))
+    return g

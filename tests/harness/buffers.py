@@ -24,6 +24,7 @@ and K q8_0 / V f16 without it (llama.cpp refuses a quantized V cache without
 flash attention). Each run records the KV types used.
 Grid (small): (n_batch, n_ubatch) in {(2048,512), (2048,2048)} and
 (n_seq_max, kv_unified) in {(1,false), (4,false)}.
+Grid (hybrid, build 11434): see grid_hybrid(); --outputs-of-sequences is implied per run there (n_outputs_max).
 """
 from __future__ import annotations
 
@@ -78,6 +79,7 @@ int main(int argc, char ** argv) {
     cp.type_v     = parse_type(argv[8]);
     cp.kv_unified = atoi(argv[9]) != 0;
     cp.swa_full   = atoi(argv[10]) != 0;
+    if (argc > 11) cp.n_outputs_max = atoi(argv[11]);  // build 11434: llama-server sets it to -np
     cp.n_threads = cp.n_threads_batch = 1;
     llama_context * ctx = llama_init_from_model(model, cp);
     if (!ctx) { fprintf(stderr, "PROBE_ERROR context\n"); llama_model_free(model); return 1; }
@@ -135,6 +137,8 @@ def run_one(exe: Path, gguf: Path, p: dict) -> dict:
     args = [str(exe), str(gguf), str(p["n_ctx"]), str(p["n_batch"]), str(p["n_ubatch"]), str(p["n_seq_max"]),
             "1" if p["flash_attn"] else "0", p["type_k"], p["type_v"],
             "1" if p["kv_unified"] else "0", "1" if p["swa_full"] else "0"]
+    if p.get("n_outputs_max"):  # build 11434 only (llama_context_params.n_outputs_max); 0: n_batch
+        args.append(str(p["n_outputs_max"]))
     t0 = time.time()
     env = dict(os.environ, LD_PRELOAD=str(exe.parent / "nopopulate.so"))
     r = subprocess.run(args, capture_output=True, text=True, env=env)
@@ -158,7 +162,22 @@ def kv_f16_bytes_per_token(meta: dict) -> int | None:
     return meta.get("kv_f16_bytes_per_token")
 
 
+def grid_hybrid():
+    """The hybrid/MoE grid (issue #23, build 11434): n_ctx {512, 4096, 32768} × -ub 512 (-b 2048) × flash attention
+    {off, on} × (n_seq_max 1, 4; not unified) × n_outputs_max {library default n_batch, n_seq_max as llama-server},
+    plus -ub 256 and 1024 at n_ctx 4096, one sequence. KV f16 throughout (a quantized V needs flash attention)."""
+    for n_ctx, fa, ns, outs in itertools.product([512, 4096, 32768], [False, True], [1, 4], [0, 1]):
+        yield dict(n_ctx=n_ctx, n_batch=2048, n_ubatch=512, flash_attn=fa, n_seq_max=ns, kv_unified=False,
+                   n_outputs_max=ns if outs else 0)
+    for nub, fa, outs in itertools.product([256, 1024], [False, True], [0, 1]):
+        yield dict(n_ctx=4096, n_batch=2048, n_ubatch=nub, flash_attn=fa, n_seq_max=1, kv_unified=False,
+                   n_outputs_max=1 if outs else 0)
+
+
 def grid(kind: str):
+    if kind == "hybrid":
+        yield from grid_hybrid()
+        return
     ctxs = [256, 1024, 4096, 8192, 32768]
     if kind == "full":
         bs = [(512, 512), (2048, 512), (2048, 2048)]
@@ -176,9 +195,12 @@ def main(argv=None):
     ap.add_argument("--llama-src", type=Path, help="llama.cpp source root (default: build/..)")
     ap.add_argument("--gguf-dir", required=True, type=Path)
     ap.add_argument("--models", nargs="+", required=True)
-    ap.add_argument("--grid", choices=["full", "small"], default="small")
+    ap.add_argument("--grid", choices=["full", "small", "hybrid"], default="small")
     ap.add_argument("--kv-f16-limit-gib", type=float, default=6.0)
     ap.add_argument("--swa-full", action="store_true", help="swa_full=true (llama.cpp's library default is true; llama-cli/server default false)")
+    ap.add_argument("--outputs-of-sequences", action="store_true",
+                    help="build 11434: n_outputs_max = n_seq_max, as llama-server sets it (the reserve graph keeps "
+                         "-np rows of logits); default: the library's n_batch")
     ap.add_argument("--out", type=Path, default=REPO / "tests/data/llamacpp/buffers")
     ap.add_argument("--version", default="")
     a = ap.parse_args(argv)
@@ -195,8 +217,12 @@ def main(argv=None):
         t0 = time.time()
         for p in grid(a.grid):
             p["swa_full"] = a.swa_full
+            if a.outputs_of_sequences:
+                p["n_outputs_max"] = p["n_seq_max"]
             f16_bytes = kv256 * p["n_ctx"] / 256
-            if f16_bytes > a.kv_f16_limit_gib * 2**30:
+            if a.grid == "hybrid":
+                p["type_k"], p["type_v"] = "f16", "f16"
+            elif f16_bytes > a.kv_f16_limit_gib * 2**30:
                 p["type_k"], p["type_v"] = ("q8_0", "q8_0") if p["flash_attn"] else ("q8_0", "f16")
             else:
                 p["type_k"], p["type_v"] = "f16", "f16"
@@ -206,7 +232,7 @@ def main(argv=None):
             print(m, json.dumps(p), r["returncode"], {k: v["compute"] for k, v in cb.items()}, r["seconds"], flush=True)
         doc = {"llama_cpp": a.version, "harness": "tests/harness/buffers.py", "model": m,
                "device": "CPU only (n_gpu_layers 0, mmap), n_threads 1",
-               "source_gguf": "weight-less F16 GGUF from tests/harness/make_gguf.py (weights F16)",
+               "source_gguf": "weight-less F16 GGUF from tests/harness/make_gguf.py or make_hybrid_gguf.py (weights F16)",
                "notes": "logged_mib: llama.cpp's own log lines (MiB, 2 decimals). breakdown_bytes: exact bytes "
                         "from llama_get_memory_breakdown() per buffer type: context = KV cache + output buffer.",
                "grid": a.grid, "kv_f16_limit_gib": a.kv_f16_limit_gib, "swa_full": a.swa_full,

@@ -139,6 +139,8 @@ def _measured_runs():
     out = []
     for path in sorted((Path(__file__).parents[1] / "data" / "llamacpp" / "buffers").glob("*.json")):
         doc = json.loads(path.read_text())
+        if not doc.get("llama_cpp", "").startswith("llama.cpp 0c1e57098"):  # build 11434's: another test
+            continue
         for run in doc.get("runs", ()):  # published.json holds log lines of other machines, not runs
             if run.get("returncode") == 0 and not run["params"].get("swa_full"):
                 out.append((doc["model"], run["params"], run["breakdown_bytes"]["CPU"]["compute"]))
