@@ -230,6 +230,48 @@ def decode_at(b: Basis, kv_bytes, parts_read_bytes=0) -> Decode:
     return Decode(step, rate, roofline)
 
 
+class Speculative(Figures):
+    """Speculative decoding at each point: a draft of ``draft_tokens`` verified by the target in one pass
+    [tokens, bytes, s, tokens/s] (:mod:`kvplan.engine.speculative`)."""
+
+    __slots__ = _fields = ("draft_tokens", "acceptance_rate", "expected_tokens_per_step", "draft_bytes_per_step",
+                           "draft_step_s", "verify_step_s", "step_s", "tokens_per_s", "speedup")
+
+    draft_tokens: object  # k: tokens the draft proposes per step
+    acceptance_rate: object  # A: each drafted token's acceptance rate
+    expected_tokens_per_step: object  # (1 − A^(k+1)) / (1 − A)
+    draft_bytes_per_step: object  # one draft decode step: the draft's weights read + its whole cache
+    draft_step_s: object  # one draft decode step, at the device's bandwidth efficiency and latency
+    verify_step_s: object  # the target's pass over k + 1 positions: one plain decode step (memory-bound)
+    step_s: object  # k · draft_step_s + verify_step_s
+    tokens_per_s: object  # expected_tokens_per_step / step_s, per sequence
+    speedup: object  # tokens_per_s ÷ the plain decode rate (below 1: speculation is slower)
+
+
+def speculative_at(b: Basis, ctx, sequences, decode: Decode) -> Speculative | None:
+    """Speculative decoding's figures at each point, or None without a draft or an acceptance rate.
+
+    A step drafts ``k`` tokens, one draft decode step each (streaming the draft's weights and cache:
+    its parts' ``draft_step_read_bytes_of``), then the target verifies the ``k + 1`` positions in one pass that
+    streams its weights and cache once, as a plain decode step (``decode``) does; it yields
+    ``E = (1 − A^(k+1)) / (1 − A)`` tokens on average (Leviathan et al. 2023, eq. 1), so the rate is
+    ``E / (k · t_draft + t_verify)`` per sequence."""
+    s = b.scenario
+    if getattr(s, "draft", None) is None or getattr(s, "acceptance_rate", None) is None:
+        return None
+    from kvplan.engine import speculative as sp
+
+    device = s.device
+    k, rate = s.draft_max_tokens, s.acceptance_rate
+    draft_bytes = sum((_part_over(p.draft_step_read_bytes_of, ctx, sequences) for p in b.parts), 0)
+    draft_s = sp.step_s(draft_bytes, device.memory_bandwidth, device.bandwidth_efficiency, device.decode_latency)
+    verify_s = 1.0 / decode.tokens_per_s
+    expected = sp.expected_tokens_per_step(rate, k)
+    tokens_per_s = sp.speculative_tokens_per_s(expected, k, draft_s, verify_s)
+    return Speculative(k, rate, expected, draft_bytes, draft_s, verify_s, k * draft_s + verify_s, tokens_per_s,
+                       tokens_per_s / decode.tokens_per_s)
+
+
 class Streamed(Figures):
     """What the overflow costs on flash at each point [bytes, s, tokens/s]."""
 

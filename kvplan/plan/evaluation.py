@@ -112,6 +112,7 @@ def evaluation_of(b: Basis) -> Evaluation:
         basis=b,
         process=process_of(b, buffers, int(memory.total_bytes)),
         parts=parts_of(b, memory, ctx, sequences),
+        speculative=core.speculative_at(b, ctx, sequences, decode),
     )
     # the warnings read the finished figures; set once, before the evaluation is handed to anyone
     object.__setattr__(ev, "warnings", warnings_of(ev))

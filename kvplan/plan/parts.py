@@ -28,7 +28,7 @@ from kvplan.records import Figures
 MEMORIES = ("ram",)
 
 # module:function of each source of parts, in the order their rows are shown (imported only when asked)
-PART_SOURCES: tuple[str, ...] = ()
+PART_SOURCES: tuple[str, ...] = ("kvplan.plan.draft:draft_parts",)
 
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -37,17 +37,21 @@ class ResidentPart(Figures):
     """One resident part beside the model's weights and KV cache [bytes].
 
     ``bytes_of`` / ``read_bytes_of``: an integer, or a function of ``(ctx, sequences)`` (numbers or numpy arrays)
-    giving the bytes it holds / a decode step reads from it. ``values``: ``(name, value)`` facts about it that
+    giving the bytes it holds / a decode step reads from it (``draft_step_read_bytes_of``: one step of a speculative
+    draft, for the draft's own parts). ``values``: ``(name, value)`` facts about it that
     render words its row with and check's JSON echoes (the draft's model name, its cache formats …)."""
 
-    __slots__ = _fields = ("key", "bytes_of", "read_bytes_of", "memory", "values")
-    _defaults = {"read_bytes_of": 0, "memory": "ram", "values": ()}
+    __slots__ = _fields = ("key", "bytes_of", "read_bytes_of", "memory", "values", "draft_step_read_bytes_of")
+    _defaults = {"read_bytes_of": 0, "memory": "ram", "values": (), "draft_step_read_bytes_of": 0}
 
     key: str  # stable: draft_weights, draft_kv, encoder_weights, encoder_compute …
     bytes_of: object  # int, or callable (ctx, sequences) → bytes
     read_bytes_of: object  # int, or callable (ctx, sequences) → bytes a decode step reads from it
     memory: str  # where it lives: one of MEMORIES
     values: tuple  # ((name, value), …)
+    # int, or callable (ctx, sequences) → bytes one step of a speculative draft reads from it (the draft's weights
+    # and cache; 0 for a part a draft step does not touch): what kvplan.plan.core.speculative_at prices
+    draft_step_read_bytes_of: object
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -55,7 +59,7 @@ class ResidentPart(Figures):
             raise FieldError("parts", f"a part's key is snake_case, got {self.key!r}")
         if self.memory not in MEMORIES:
             raise FieldError("parts", f"part {self.key}: memory {self.memory!r} is not one of {', '.join(MEMORIES)}")
-        for name in ("bytes_of", "read_bytes_of"):
+        for name in ("bytes_of", "read_bytes_of", "draft_step_read_bytes_of"):
             value = getattr(self, name)
             if not callable(value) and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise FieldError("parts", f"part {self.key}: {name} is bytes ≥ 0 or a function of (ctx, sequences), "

@@ -103,13 +103,13 @@ class Evaluation(Figures):  # read, never compared; no __slots__: the cached fig
                "target_reach", "prefill_compute_s", "prefill_memory_s", "prefill_n_ubatch", "max_ctx_trained",
                "ctx_per_sequence_tokens", "mean_decode_tokens", "ctx_beyond_trained", "weights_pricing",
                "compute_buffer_bytes", "output_buffer_bytes", "warnings", "max_ctx_contiguous", "basis", "process",
-               "parts")
+               "parts", "speculative")
     _defaults = {"notes": (), "prefill_s": None, "pinned_prefix_recompute_s": None, "target_reach": None,
                  "prefill_compute_s": None, "prefill_memory_s": None, "prefill_n_ubatch": 512,
                  "max_ctx_trained": None, "ctx_per_sequence_tokens": 0, "mean_decode_tokens": 0,
                  "ctx_beyond_trained": False, "weights_pricing": None, "compute_buffer_bytes": 0,
                  "output_buffer_bytes": 0, "warnings": (), "max_ctx_contiguous": None, "basis": None,
-                 "process": None, "parts": ()}
+                 "process": None, "parts": (), "speculative": None}
 
     scenario: Scenario
     cache: CacheModel  # the cache model used (CacheLayout for the ideal formula)
@@ -162,6 +162,9 @@ class Evaluation(Figures):  # read, never compared; no __slots__: the cached fig
     process: Process | None  # under llama.cpp: the process's parts; None elsewhere
     # what it holds beside the model's weights and cache (a draft model, an encoder …), in total_bytes; () for none
     parts: tuple[Part, ...]
+    # speculative decoding with a draft and an acceptance rate (kvplan.plan.core.Speculative: draft_tokens,
+    # expected_tokens_per_step, draft_step_s, verify_step_s, tokens_per_s, speedup …); None otherwise
+    speculative: object | None
 
     @cached_property
     def llamacpp_buffers_bytes(self) -> int | None:
@@ -239,7 +242,7 @@ class Change(ComparedFigures):
     __slots__ = _fields = ("kind", "value", "evaluation", "caveats")
     _defaults = {"caveats": ()}
 
-    kind: str  # ctx | kv_bits | weight_bits | weight_type | sequences | sliding_window | model | runtime.<field>
+    kind: str  # ctx | kv_bits | weight_bits | weight_type | sequences | sliding_window | model | draft | runtime.<field>
     value: object
     evaluation: Evaluation
     caveats: tuple[str, ...]  # codes of CAVEATS, in that order

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 PART_WORDS = {
     "draft_weights": "draft model {model}: weights ({weights})",
     "draft_kv": "draft model {model}: KV cache ({kv_format}, {ctx_tokens:,} tokens)",
+    "draft_buffers": "draft model {model}: llama.cpp compute and output buffers of its context",
     "encoder_weights": "encoder {model}: weights ({weights})",
     "encoder_compute": "encoder {model}: compute buffer",
 }
