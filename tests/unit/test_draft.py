@@ -137,3 +137,41 @@ def test_fit_suggests_dropping_the_draft(run):
                          "llama-3.2-3b", "--format", "json").stdout)
     kinds = [c["change"] for c in doc["changes_to_fit"]]
     assert "draft" in kinds
+
+
+def test_gate_file_takes_the_draft_keys(run, tmp_path):
+    path = tmp_path / "gate.yaml"
+    path.write_text(f"""configurations:
+  - name: spec
+    device: {REF_PHONE}
+    model: llama-3.1-8b
+    ctx: 4k
+    draft: llama-3.2-1b
+    acceptance_rate: 70%
+    draft_max_tokens: 3
+""")
+    result = run("gate", str(path), "--format", "json")
+    doc = json.loads(result.stdout)
+    check = doc["configurations"][0]["check"]
+    assert check["memory"]["parts"]["draft_weights"]["bytes"] == DRAFT_WEIGHTS
+    assert check["memory"]["total_bytes"] == 5_304_126_464  # as test_draft_parts_in_the_total_and_max_ctx
+    assert check["speculative"]["acceptance_rate"] == 0.7
+    table = run("gate", str(path)).stdout
+    assert "parts" in table
+
+
+def test_sweep_rows_equal_the_evaluation_with_a_draft_under_llamacpp():
+    import numpy as np
+
+    from kvplan import sweep
+
+    device, model, draft = _profiles()
+    base = Scenario(device, model, 4096, draft=draft, runtime="llama.cpp")
+    ctx, seq = sweep.grid([1, 4096, 5000, 8192], [1])
+    cols = sweep.evaluate_group(base, ctx, seq)
+    for i, c in enumerate(ctx):
+        ev = evaluate(base.with_changes(ctx=int(c)))
+        assert int(cols.total_bytes[i]) == ev.total_bytes
+        assert int(cols.parts_bytes[i]) == ev.parts_bytes
+        assert int(cols.max_ctx[i]) == ev.max_ctx
+    assert np.all(cols.parts_bytes > 0)
