@@ -60,7 +60,12 @@ def draft_parts(s: Scenario, pricer) -> tuple[ResidentPart, ...]:
     weights, weights_read, bits, pricing = pricer.weights(ds)
     target_cache, cache = pricer.cache(s), pricer.cache(ds)
     name = getattr(s.draft, "weight_type", None) if pricing is not None else None
-    weights_words = f"{name}, {bits:.2f} bits/weight" if name else f"{bits:g}-bit"
+    if name:
+        weights_words = f"{name}, {bits:.2f} bits/weight"
+    elif getattr(s.draft, "weights", None) is not None:  # an imported GGUF's exact tensor bytes
+        weights_words = "as stated in the profile"
+    else:
+        weights_words = f"{bits:g}-bit"
     llamacpp = getattr(cache, "family", None) == "llama.cpp"
 
     def draft_ctx(ctx, sequences):
