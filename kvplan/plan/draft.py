@@ -107,4 +107,17 @@ def draft_parts(s: Scenario, pricer) -> tuple[ResidentPart, ...]:
 
         if llamacpp_buffers(cache.spec, s.draft, 1, 1) is not None:
             found.append(ResidentPart("draft_buffers", buffers, 0, values=facts))
+        vocab = getattr(s.model, "vocab_size", None)
+        if vocab:
+            k, batch = s.draft_max_tokens, cache.spec.batch
+
+            def verify_outputs(ctx, sequences):
+                """The target's output buffer grown to hold the logits of every verified position: llama-server
+                sets n_outputs_max = min(n_batch, -np · (1 + n_max)) (server_output_limits,
+                tools/server/server-context.cpp 42-54) and llama_context::output_reserve grows the buffer to a
+                batch's outputs (src/llama-context.cpp 2122-2145): (rows − -np) · n_vocab · 4 B more than at load."""
+                return (min(batch, sequences * (1 + k)) - sequences) * vocab * 4
+
+            found.append(ResidentPart("draft_verify_outputs", verify_outputs, 0,
+                                      values=(("model", s.model.name), ("rows", 1 + k))))
     return tuple(found)

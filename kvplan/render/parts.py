@@ -16,6 +16,7 @@ PART_WORDS = {
     "draft_weights": "draft model {model}: weights ({weights})",
     "draft_kv": "draft model {model}: KV cache ({kv_format}, {ctx_tokens:,} tokens)",
     "draft_buffers": "draft model {model}: llama.cpp compute and output buffers of its context",
+    "draft_verify_outputs": "{model}: llama.cpp output buffer grown to {rows} rows of logits per sequence (verification)",
     "encoder_weights": "encoder {model}: weights ({weights})",
     "encoder_compute": "encoder {model}: compute buffer",
 }

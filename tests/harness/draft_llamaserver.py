@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
+from buffers import SHIM_SRC  # noqa: E402
 from ollama_llamaserver import free_port  # noqa: E402
 
 OUT_DEFAULT = REPO / "tests" / "data" / "llamacpp" / "draft" / "llamaserver_draft.json"
@@ -55,15 +56,19 @@ KEEP = re.compile(r"buffer size|size =|n_ctx|n_seq_max|n_batch|n_ubatch|flash_at
                   r"speculative|n_outputs", re.I)
 
 
-def run(server: Path, target: Path, draft: Path, args: tuple[str, ...], timeout_s: float = 300):
+def run(server: Path, target: Path, draft: Path, args: tuple[str, ...], shim: Path | None = None,
+        timeout_s: float = 300):
     """llama-server with a draft until it listens (or exits); its command and log lines."""
     port = free_port()
     cmd = [str(server), "-m", str(target), "-md", str(draft), "--port", str(port), "--host", "127.0.0.1",
            "--no-webui", "--offline", "--no-warmup", "--log-verbosity", "4", "--no-log-prefix",
-           "--no-log-timestamps", *args, "-ngl", "0", "-t", "2"]
+           "--no-log-timestamps", *(() if "-np" in args else ("-np", "1")), *args, "-ngl", "0", "-t", "2"]
     log_path = Path(f"/tmp/kvplan-draft-{port}.log")
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        import os
+
+        env = {**os.environ, **({"LD_PRELOAD": str(shim)} if shim else {})}  # MAP_POPULATE cleared: no weight read
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
     t0 = time.monotonic()
     try:
         while time.monotonic() - t0 < timeout_s:
@@ -91,6 +96,12 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=OUT_DEFAULT)
     ap.add_argument("--only", nargs="*", help="row ids to run (default: all)")
     a = ap.parse_args(argv)
+    import tempfile
+
+    work = Path(tempfile.mkdtemp(prefix="kvplan-draft-server-"))
+    shim_src, shim = work / "shim.c", work / "shim.so"
+    shim_src.write_text(SHIM_SRC)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", str(shim_src), "-o", str(shim), "-ldl"], check=True)
     server = a.bin / "llama-server"
     version = subprocess.run([str(server), "--version"], capture_output=True, text=True).stderr.strip()
     rows = []
@@ -98,7 +109,7 @@ def main(argv=None) -> None:
         if a.only and ident not in a.only:
             continue
         t0 = time.monotonic()
-        cmd, lines = run(server, a.gguf_dir / f"{target}-F16.gguf", a.gguf_dir / f"{draft}-F16.gguf", args)
+        cmd, lines = run(server, a.gguf_dir / f"{target}-F16.gguf", a.gguf_dir / f"{draft}-F16.gguf", args, shim)
         kv = [{"mib": float(m["mib"]), "cells": int(m["cells"]), "layers": int(m["layers"])}
               for m in map(KV_LINE.search, lines) if m]
         buffers = [{"where": m["where"], "name": m["name"], "mib": float(m["mib"])}

@@ -74,7 +74,9 @@ def test_draft_kv_under_llamacpp_takes_the_padded_ctx_and_its_own_type():
     ev = evaluate(Scenario(device, model, 5000, draft=draft, runtime="llama.cpp"))
     assert ev.part("draft_kv").bytes == 5120 * 32_768  # 167,772,160
     assert ev.part("draft_kv").facts["ctx_tokens"] == 5120
-    assert [p.key for p in ev.parts] == ["draft_weights", "draft_kv", "draft_buffers"]
+    assert [p.key for p in ev.parts] == ["draft_weights", "draft_kv", "draft_buffers", "draft_verify_outputs"]
+    # the target's logits for 1 + 3 verified positions instead of 1: 3 · 128,256 · 4 = 1,539,072 B more
+    assert ev.part("draft_verify_outputs").bytes == 1_539_072
     # the target's q8_0 cache leaves the draft at f16 (-ctkd/-ctvd default F16)
     q8 = evaluate(Scenario(device, model, 8192, draft=draft, runtime="llama.cpp", k_format="q8_0", v_format="q8_0"))
     assert q8.part("draft_kv").bytes == 8192 * 32_768  # 268,435,456
