@@ -129,6 +129,9 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
             changes.append(_change("sliding_window", window, trial))
             break
     changes.extend(runtime_option_changes(ev, current_bits))
+    if getattr(s, "draft", None) is not None:  # speculative decoding is a speed option: dropping it frees its parts
+        changes.append(_change("draft", None, evaluate(s.with_changes(draft=None, acceptance_rate=None,
+                                                                      draft_kv_type=None))))
     for model in smaller_models:
         changes.append(_change("model", model.name, evaluate(s.with_changes(model=model))))
     return changes

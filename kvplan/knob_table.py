@@ -43,6 +43,7 @@ KINDS = {
     "cache_type": "a cache type by runtime name (q8_0)",
     "runtime": "a runtime (its own option group: --runtime and each runtime's options)",
     "policy": "a KV compression policy (its own option group: --kv-policy and the --kv-* policy options)",
+    "model": "a model profile by name or file, as --model (llama-3.2-1b)",
 }
 
 TOKENS_HELP = f"Tokens: {TOKENS_RULE}."
@@ -119,6 +120,15 @@ KNOBS: tuple[Knob, ...] = (
          "above this many tokens/s.", in_gate=False, json_key="target_tokens_per_s"),
     Knob("sliding_window", "--sliding-window", "tokens", "Put every layer behind a sliding window of this many "
          "tokens (4096, 4k).", noun="a window", json_key="sliding_window"),
+    Knob("draft", "--draft", "model", "Draft model for speculative decoding, named as --model is (llama-3.2-1b): "
+         "its weights and its KV cache are resident beside the model's (llama.cpp -md); it must share the model's "
+         "vocabulary.", json_key=None),
+    Knob("draft_max_tokens", "--draft-max", "count", "Tokens the draft proposes per step (llama.cpp build 11434: "
+         "--spec-draft-n-max, default 3).", default=3, minimum=1, maximum=1024, json_key=None),
+    Knob("acceptance_rate", "--acceptance", "fraction", "Per-token acceptance rate of the draft's tokens, above 0 "
+         "and below 1 (0.7 or 70%): prices speculative decoding's speed.", json_key=None),
+    Knob("draft_kv_type", "--draft-kv-type", "cache_type", "Cache type of the draft's K and V (llama.cpp "
+         "-ctkd/-ctvd; default f16 under llama.cpp, else the cache format of the model).", json_key=None),
     Knob("kv_policy", "--kv-policy", "policy", "KV cache compression policy: a YAML file (docs/kv-policies.md), "
          "or 'none' for the plain cache even when the model profile has a kv_policy.", json_key="kv_policy",
          json_plain=False, argv=False),
@@ -132,7 +142,8 @@ BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}
 
 # kind → the Python type of the value once read (what a Knobs / Scenario field holds)
 VALUE_TYPES = {"count": int, "tokens": int, "size": int, "fraction": float, "rate": float, "bits": int,
-               "fractional_bits": float, "weight_format": str, "cache_type": str, "runtime": object, "policy": object}
+               "fractional_bits": float, "weight_format": str, "cache_type": str, "runtime": object, "policy": object,
+               "model": object}
 
 # The knobs of the CLI's cache option group (runtime and policy are groups of their own).
 CACHE_KNOBS: tuple[Knob, ...] = tuple(k for k in KNOBS if k.kind not in ("runtime", "policy"))
@@ -151,4 +162,6 @@ def argv_value(knob: Knob, value) -> str | None:
         return f"{value * 100:g}%"
     if knob.kind in ("fractional_bits", "rate"):
         return f"{value:g}"
+    if knob.kind == "model":  # a profile (resolved) is written back by its name
+        return str(getattr(value, "name", value))
     return str(value)

@@ -52,6 +52,7 @@ def compare(
     catalog = user_catalog(profiles_dir)
     devices = _resolve(catalog, "device", device)
     models = _resolve(catalog, "model", model)
+    variants = [o.with_draft_resolved(knobs, catalog) for knobs in variants]
     evaluations = []
     for d in devices:
         row = []

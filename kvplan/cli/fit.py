@@ -70,6 +70,7 @@ def fit(
     ctx_tokens = o.parse_ctx(ctx) if ctx is not None else None
     catalog = user_catalog(profiles_dir)
     dev, mod = catalog.device(device), catalog.model(model)
+    knobs = o.with_draft_resolved(knobs, catalog)
     for resolved in (dev, mod):
         if resolved.note:
             terminal.display_note(resolved.note)

@@ -87,6 +87,7 @@ def _scenarios(devices: list[str], models: list[str], ctx: int, profiles_dir, kn
     for resolved in (*devs, *mods):
         if resolved.note:
             terminal.display_note(resolved.note)
+    knobs = o.with_draft_resolved(knobs, catalog)
     return [[build_scenario(d.profile, m.profile, ctx, knobs) for m in mods] for d in devs]
 
 

@@ -38,6 +38,12 @@ class Scenario:
     kv_policy: object | None = None  # a compression policy (kvplan.profiles.policy), None: plain cache
     runtime: object | None = None  # runtime-exact rules (kvplan.profiles.runtime), None: the ideal formula
     runtime_from_profile: bool = False  # the runtime is the model profile's default (none given)
+    # speculative decoding (kvplan.plan.draft): a draft model profile (a name is resolved from the built-in and
+    # $KVPLAN_PROFILES profiles), its tokens per step, the acceptance rate of its tokens, its cache type
+    draft: object | None = None
+    draft_max_tokens: int = 3  # llama.cpp build 11434: common_params_speculative_draft::n_max = 3
+    acceptance_rate: float | None = None
+    draft_kv_type: str | None = None
 
     def __post_init__(self):
         # The library is the CLI's engine: the same inputs are refused here as on the command line.
@@ -96,6 +102,7 @@ class Scenario:
                 raise FieldError("os_reserve_bytes", f"must be less than the device's RAM ({self.device.ram:,} bytes)")
         if self.gpu_working_set_bytes is not None:
             _check_count("gpu_working_set_bytes", self.gpu_working_set_bytes, minimum=1)
+        _check_draft(self)
         if self.target_tokens_per_s is not None and not (isinstance(self.target_tokens_per_s, (int, float))
                                                          and 0 < self.target_tokens_per_s < math.inf):
             raise FieldError("target_tokens_per_s", f"must be a positive, finite rate, got {self.target_tokens_per_s!r}")
@@ -127,6 +134,42 @@ class Scenario:
             # rather than contradicting it
             changes["runtime"] = replace(self.runtime, **{field: None})
         return replace(self, **changes)
+
+
+# llama.cpp common/speculative.cpp: SPEC_VOCAB_MAX_SIZE_DIFFERENCE (line 30), the most the draft's and the
+# target's vocabulary sizes may differ in common_speculative_are_compatible (lines 106-170)
+DRAFT_VOCAB_MAX_DIFFERENCE = 128
+
+
+def _check_draft(s: Scenario) -> None:
+    """The draft knobs, checked once: a draft model profile (a name resolved here) whose vocabulary llama.cpp would
+    accept beside the model's, a whole number of draft tokens, an acceptance rate in (0, 1), a cache type."""
+    if isinstance(s.draft, str):
+        from kvplan.profiles.catalog import Catalog
+
+        object.__setattr__(s, "draft", Catalog().model(s.draft).profile)
+    if s.draft is not None and not all(hasattr(s.draft, attr) for attr in ("layers", "head_dim")):
+        raise FieldError("draft", f"expected a model profile or its name, got {type(s.draft).__name__}")
+    _check_count("draft_max_tokens", s.draft_max_tokens, minimum=1)
+    if s.acceptance_rate is not None and (isinstance(s.acceptance_rate, bool)
+                                          or not isinstance(s.acceptance_rate, (int, float))
+                                          or not 0 < s.acceptance_rate < 1):
+        raise FieldError("acceptance_rate", f"must be above 0 and below 1, got {s.acceptance_rate!r}")
+    if s.draft_kv_type is not None:
+        try:
+            format_from_name(str(s.draft_kv_type))
+        except UsageError as exc:
+            raise FieldError("draft_kv_type", str(exc)) from None
+    if s.draft is None:
+        for name in ("acceptance_rate", "draft_kv_type"):
+            if getattr(s, name) is not None:
+                raise FieldError((name, "draft"), "prices a draft model; give the draft too", lead=" without ")
+        return
+    target, draft = getattr(s.model, "vocab_size", None), getattr(s.draft, "vocab_size", None)
+    if target and draft and abs(target - draft) > DRAFT_VOCAB_MAX_DIFFERENCE:
+        raise FieldError("draft", f"{s.draft.name} has a vocabulary of {draft:,} tokens, {s.model.name} one of "
+                         f"{target:,}: llama.cpp refuses a draft whose vocabulary size differs by more than "
+                         f"{DRAFT_VOCAB_MAX_DIFFERENCE} (common_speculative_are_compatible)")
 
 
 def _check_count(name: str, value, *, minimum: int) -> None:

@@ -169,10 +169,22 @@ def gpu_working_set(ev: Evaluation) -> WarningFact | None:
                    ggml_warns=mapped and bool(metal_over_working_set(ev.weights_bytes, working_set)))
 
 
+def speculation_slower(ev: Evaluation) -> WarningFact | None:
+    """Speculative decoding decodes slower than the target alone: the draft's steps cost more than the accepted
+    tokens save (a large draft, a low acceptance rate, too many draft tokens)."""
+    spec = ev.speculative
+    if spec is None or spec.speedup >= 1:
+        return None
+    return warning("speculation_slower", draft=ev.scenario.draft.name, tokens_per_s=spec.tokens_per_s,
+                   plain_tokens_per_s=ev.decode_tokens_per_s, acceptance_rate=spec.acceptance_rate,
+                   draft_tokens=spec.draft_tokens)
+
+
 def warnings_of(ev: Evaluation) -> tuple[WarningFact, ...]:
     """Every warning about one evaluation, most important first."""
     out = []
-    for found in (ignored_window(ev), window_override(ev), unpriced_buffers(ev), gpu_working_set(ev)):
+    for found in (ignored_window(ev), window_override(ev), unpriced_buffers(ev), gpu_working_set(ev),
+                  speculation_slower(ev)):
         if found:
             out.append(found)
     s = ev.scenario  # the tokens one sequence attends as requested (llama.cpp's padded cells would overstate it)

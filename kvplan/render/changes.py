@@ -45,6 +45,8 @@ def describe_change(change: Change) -> str:
     v = change.value
     if change.kind == "model":  # a name: the numeric formats below must not be applied to it
         return f"model {v}"
+    if change.kind == "draft":  # dropped: its weights, cache and buffers freed, no speculative decoding
+        return "drop the draft model (no speculative decoding)"
     if change.kind == "ctx" and v == change.evaluation.max_ctx_trained:
         return f"context {v:,} tokens (the trained length)"
     prefix = change.evaluation.scenario.pinned_prefix_tokens

@@ -9,6 +9,7 @@ import math
 from kvplan.knob_table import KNOBS
 from kvplan.render import fmt, rates
 from kvplan.render import maxctx as maxctx_render
+from kvplan.render import parts as parts_render
 from kvplan.render import policy as policy_render
 from kvplan.render import runtime as runtime_render
 from kvplan.render.tables import Table
@@ -77,6 +78,7 @@ def format_json(ev: Evaluation, runtime_command: str | None = None) -> dict:
         "runtime": runtime_render.runtime_json(ev),
         "warnings": [word(w) for w in ev.warnings],
         "llamacpp_command": runtime_command,
+        **speculative_json(ev),
         "flash": {
             "overflow_bytes": ev.flash.overflow_bytes,
             "steady_overflow_bytes": ev.flash.steady_overflow_bytes,
@@ -127,6 +129,7 @@ def memory_json(ev: Evaluation) -> dict:
         "headroom_bytes": ev.headroom_bytes,
         "margin_bytes": ev.margin_bytes,
         **({"process": process_json(ev.process)} if ev.process is not None else {}),
+        **parts_render.parts_json(ev),
     }
 
 
@@ -232,6 +235,8 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
                 p.repack_copy_bytes)
         if p.staging_bytes:
             row("loader's staging buffer (largest repacked tensor, --no-mmap)", p.staging_bytes)
+    for part in ev.parts:  # a draft model, an encoder … (kvplan.plan.parts)
+        row(parts_render.part_label(part), part.bytes)
     row("runtime overhead", ev.overhead_bytes)
     row("total (resident peak)" if p is not None else "total", ev.total_bytes, "bold")
     if p is not None:
@@ -277,6 +282,40 @@ def _prefill_bound_text(ev: Evaluation, units: str) -> str:
     return f"compute: FLOPs at {at} (memory floor {fmt.seconds(ev.prefill_memory_s)})"
 
 
+def _speculative_rows(t: Table, ev: Evaluation, each: str, units: str) -> None:
+    """Speculative decoding's rows (with a draft): the draft's step, the expected tokens, the rate."""
+    s = ev.scenario
+    if getattr(s, "draft", None) is None:
+        return
+    spec = ev.speculative
+    if spec is None:
+        t.add(f"speculative decoding with {s.draft.name}", "needs --acceptance (the draft tokens' acceptance rate)")
+        return
+    k, a = spec.draft_tokens, spec.acceptance_rate
+    t.add(f"draft {s.draft.name}: one decode step ({fmt.bytes_(spec.draft_bytes_per_step, units)} read)",
+          _ms(spec.draft_step_s))
+    t.add(f"target verification of {k + 1} positions (memory-bound: one decode step)", _ms(spec.verify_step_s))
+    t.add(f"expected tokens per step (1 − {a:g}^{k + 1}) / (1 − {a:g}), {k} draft tokens",
+          f"{spec.expected_tokens_per_step:.3f}")
+    t.add(f"speculative decode{each} ({spec.expected_tokens_per_step:.3f} tokens per {_ms(spec.step_s)} step)",
+          f"{fmt.per_s(spec.tokens_per_s)} tok/s ({spec.speedup:.2f}× plain decode)")
+
+
+def speculative_json(ev: Evaluation) -> dict:
+    """``speculative`` (a key only with a draft): the draft knobs and, with an acceptance rate, the figures."""
+    s = ev.scenario
+    if getattr(s, "draft", None) is None:
+        return {}
+    spec = ev.speculative
+    figures = {} if spec is None else {
+        "expected_tokens_per_step": spec.expected_tokens_per_step,
+        "draft_bytes_per_step": int(spec.draft_bytes_per_step), "draft_step_s": spec.draft_step_s,
+        "verify_step_s": spec.verify_step_s, "step_s": spec.step_s,
+        "speculative_decode_tokens_per_s": spec.tokens_per_s, "speedup": spec.speedup}
+    return {"speculative": {"draft": s.draft.name, "draft_max_tokens": s.draft_max_tokens,
+                            "acceptance_rate": s.acceptance_rate, "draft_kv_type": s.draft_kv_type, **figures}}
+
+
 def speed_table(ev: Evaluation, units: str = "si") -> Table:
     s, d = ev.scenario, ev.scenario.device
     t = Table("speed and limits", ["figure", "value"])
@@ -304,6 +343,7 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
           f"{fmt.per_s(ev.decode_tokens_per_s_roofline)} tok/s")
     t.add(f"mean decode{each} over a generation of {fmt.n_tokens(ev.mean_decode_tokens or s.ctx)}",
           f"{fmt.per_s(ev.mean_decode_tokens_per_s)} tok/s")
+    _speculative_rows(t, ev, each, units)
     if ev.prefill_s is not None:
         t.add(f"time to first token: prefill {fmt.n_tokens(s.ctx)}", fmt.seconds(ev.prefill_s))
         t.add(f"  bound in force (weights read once per {ev.prefill_n_ubatch:,}-token micro-batch)",

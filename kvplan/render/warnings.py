@@ -98,6 +98,10 @@ _WORDS = {
     "metal_working_set": _metal_working_set,
     "buffers_unpriced": lambda v: ("llama.cpp's compute and output buffers are not counted in the total: "
                                    + reason_text(v["reason"])),
+    "speculation_slower": lambda v: (f"speculative decoding with draft {v['draft']} is slower than decoding "
+                                     f"without it: {v['tokens_per_s']:.1f} against {v['plain_tokens_per_s']:.1f} "
+                                     f"tok/s at acceptance {v['acceptance_rate']:g} with {v['draft_tokens']} draft "
+                                     "tokens per step; drop the draft, or draft fewer tokens"),
     # a model profile on its own (kvplan.plan.profile_warnings)
     "model_window_ignored": lambda v: (f"model {v['model']}: llama.cpp ignores its {v['window']:,}-token sliding "
                                        f"window ({reason_text(v['reason'])}) and caches the whole context on every "

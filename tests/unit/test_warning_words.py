@@ -95,6 +95,10 @@ WARNINGS = [
      "not counted) pass the GPU working set (5.73 GB); ggml warns \"current allocated size is greater than the "
      "recommended max working set size\" as it maps the weights. Its --fit (on by default) fits unset options to "
      "that working set less what is allocated, which kvplan does not model"),
+    (warning("speculation_slower", draft="llama-3.2-3b", tokens_per_s=9.04, plain_tokens_per_s=12.1,
+             acceptance_rate=0.3, draft_tokens=3),
+     "speculative decoding with draft llama-3.2-3b is slower than decoding without it: 9.0 against 12.1 tok/s at "
+     "acceptance 0.3 with 3 draft tokens per step; drop the draft, or draft fewer tokens"),
     (warning("model_window_ignored", model="mistral-7b-v0.1", window=4096, reason=MISTRAL),
      "model mistral-7b-v0.1: llama.cpp ignores its 4,096-token sliding window (Mistral is converted to GGUF as "
      "architecture llama, which has no window) and caches the whole context on every layer; the runtime llama.cpp "

@@ -48,6 +48,7 @@ def check(
     ctx_tokens = o.check_ctx(ctx, num_ctx, getattr(knobs.runtime, "name", None))
     catalog = user_catalog(profiles_dir)
     dev, mod = catalog.device(device), catalog.model(model)
+    knobs = o.with_draft_resolved(knobs, catalog)
     for resolved in (dev, mod):
         if resolved.note:
             terminal.display_note(resolved.note)

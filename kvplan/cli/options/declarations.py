@@ -35,7 +35,8 @@ NumCtxOpt = Annotated[str | None, typer.Option(
 # typer's type for each kind of knob (kvplan.knob_table): the parsed kinds are taken as typed text and read by
 # parse_knob, so an error names the option and shows the value as typed
 _CLI_TYPES = {"count": int, "bits": int, "fractional_bits": float, "rate": float, "tokens": str, "size": str,
-              "fraction": str, "weight_format": str, "cache_type": str, "runtime": str, "policy": str}
+              "fraction": str, "weight_format": str, "cache_type": str, "runtime": str, "policy": str,
+              "model": str}
 
 
 def knob_option(name: str):
@@ -139,3 +140,14 @@ def knobs(**typed):
         if values[name] is None and BY_NAME[name].default is not None:
             values[name] = BY_NAME[name].default
     return Knobs(**values)
+
+
+def with_draft_resolved(knobs, catalog):
+    """``knobs`` with a draft model named by a string resolved through ``catalog`` (the command's own: its
+    ``--profiles-dir``, ``hf:`` references, ``.gguf`` files), as ``--model`` is; unchanged without a draft."""
+    if not isinstance(getattr(knobs, "draft", None), str):
+        return knobs
+    from dataclasses import replace
+
+    resolved = catalog.model(knobs.draft)
+    return replace(knobs, draft=resolved.profile)
