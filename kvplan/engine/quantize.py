@@ -44,6 +44,7 @@ the IQ1/IQ2/IQ3/TQ file types, Falcon's own rules.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kvplan.engine.ggml_types import ggml_type, tensor_bytes
 from kvplan.engine.tensors import ModelShape, Tensor, has_output_tensor, n_params, tensor_inventory
@@ -116,12 +117,43 @@ def _is_70b(s: ModelShape) -> bool:
     return s.layers == 80 and (s.arch == "qwen2" or (s.arch == "llama" and s.heads != s.kv_heads))
 
 
+# Hybrids whose converter writes attention.head_count_kv as a per-layer array, 0 on the state (and MLP-only)
+# layers (conversion/lfm2.py, granite.py GraniteHybridModel, nemotron.py); qwen35 writes one number.
+_KV_HEADS_PER_LAYER = ("lfm2", "granitehybrid", "nemotron_h")
+
+
 def _n_gqa(s: ModelShape) -> int:
-    # hparams.n_gqa() = n_head / n_head_kv; the deepseek2 converter writes head_count_kv = 1 (MLA as MQA).
+    # hparams.n_gqa(il = 0) = n_head(0) / n_head_kv(0), 0 when layer 0 has no KV heads (src/llama-hparams.cpp
+    # llama_hparams::n_gqa); the deepseek2 converter writes head_count_kv = 1 (MLA as MQA).
+    if s.arch in _KV_HEADS_PER_LAYER and (0 in s.state_layers or 0 in s.feedforward_layers):
+        return 0
     return s.heads // (1 if s.kv_lora_rank else s.kv_heads)
 
 
-def _attn_v_type(ftype: str, new: str, i: int, s: ModelShape) -> str:
+@lru_cache(maxsize=256)
+def _counters(s: ModelShape) -> tuple[dict[str, int], int, dict[str, int]]:
+    """llama-quantize's layer counters: ``i_attention_wv`` of each attn_v-like tensor, ``n_attention_wv``, and the
+    layer index its ffn_down rule uses.
+
+    ``init_quantize_state_counters`` counts every attn_v-like tensor (attn_v, attn_qkv, attn_kv_b) into
+    ``n_attention_wv``; ``llama_tensor_get_type_impl`` numbers them in visiting order. ``ffn_down`` rules use a
+    running count too (``i_ffn_down``) over ``n_ffn_down = n_layer_all``, except with more than one expert, where
+    ``layer_info`` parses the block number from the name. On a dense model with one of each per block both are the
+    block number; on a hybrid they are not (LFM2 has 6 attn_v in 16 blocks, Nemotron-H 25 ffn_down in 56).
+    """
+    attn_v, ffn_down = {}, {}
+    for t in tensor_inventory(s, "gguf"):
+        if not _allows_quantization(t):
+            continue
+        cat = _category(t.name)
+        if cat == "attn_v":
+            attn_v[t.name] = len(attn_v)
+        elif cat == "ffn_down":
+            ffn_down[t.name] = t.layer if s.n_expert > 1 else len(ffn_down)
+    return attn_v, len(attn_v), ffn_down
+
+
+def _attn_v_type(ftype: str, new: str, i: int, n: int, s: ModelShape) -> str:
     gqa = _n_gqa(s)
     if ftype == "q2_k":
         new = "q4_K" if gqa >= 4 else "q3_K"
@@ -131,7 +163,7 @@ def _attn_v_type(ftype: str, new: str, i: int, s: ModelShape) -> str:
         new = "q5_K"
     elif ftype in ("iq4_nl", "iq4_xs") and gqa >= 4:
         new = "q5_K"
-    elif ftype in ("q4_k_m", "q5_k_m") and _use_more_bits(i, s.layers):
+    elif ftype in ("q4_k_m", "q5_k_m") and _use_more_bits(i, n):
         new = "q6_K"
     elif ftype == "q4_k_s" and i < 4:
         new = "q5_K"
@@ -176,11 +208,12 @@ def _mixture_type(t: Tensor, ftype: str, new: str, s: ModelShape) -> str:
             return "q8_0"
         return new if new == "q8_0" else "q6_K"
     if cat == "attn_v":
-        return _attn_v_type(ftype, new, t.layer, s)
+        index, count, _ = _counters(s)
+        return _attn_v_type(ftype, new, index.get(t.name, t.layer), count or s.layers, s)
     if cat == "attn_k":
         return "q8_0" if s.n_expert == 8 else new
     if cat == "ffn_down":
-        return _ffn_down_type(ftype, new, t.layer, s.layers)
+        return _ffn_down_type(ftype, new, _counters(s)[2].get(t.name, t.layer), s.layers)
     if cat == "attn_output":
         return _attn_output_type(ftype, new, s)
     return new  # token_embd (untied), attn_q, ffn_gate, ffn_up, other: the base type

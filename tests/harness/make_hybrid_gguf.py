@@ -76,7 +76,7 @@ class HybridSpec(make_gguf.Spec):
             self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
             if i in recurrent:
-                self.t(f"{b}.shortconv.conv.weight", [int(s["conv_kernel_tokens"]), e])
+                self.t(f"{b}.shortconv.conv.weight", [int(s["conv_kernel_tokens"]), e], F32)  # SHORTCONV_CONV kept F32
                 self.t(f"{b}.shortconv.in_proj.weight", [e, 3 * e])
                 self.t(f"{b}.shortconv.out_proj.weight", [e, e])
             else:
@@ -113,7 +113,7 @@ class HybridSpec(make_gguf.Spec):
             self.t(f"{b}.attn_norm.weight", [e])
             if i in recurrent:
                 self.t(f"{b}.ssm_in.weight", [e, 2 * di + 2 * g * ds + nh])
-                self.t(f"{b}.ssm_conv1d.weight", [k, di + 2 * g * ds])
+                self.t(f"{b}.ssm_conv1d.weight", [k, di + 2 * g * ds], F32)  # converter: SSM_CONV1D kept F32
                 self.t(f"{b}.ssm_conv1d.bias", [di + 2 * g * ds])
                 self.t(f"{b}.ssm_dt.bias", [nh])
                 self.t(f"{b}.ssm_a", [1, nh], F32)
@@ -165,7 +165,7 @@ class HybridSpec(make_gguf.Spec):
             if i in recurrent:
                 self.t(f"{b}.attn_qkv.weight", [e, conv])
                 self.t(f"{b}.attn_gate.weight", [e, vd])
-                self.t(f"{b}.ssm_conv1d.weight", [k, conv])
+                self.t(f"{b}.ssm_conv1d.weight", [k, conv], F32)  # converter: SSM_CONV1D kept F32
                 self.t(f"{b}.ssm_dt.bias", [nv])
                 self.t(f"{b}.ssm_a", [nv], F32)
                 self.t(f"{b}.ssm_beta.weight", [e, nv])
@@ -216,7 +216,7 @@ class HybridSpec(make_gguf.Spec):
             self.t(f"{b}.attn_norm.weight", [e])
             if i in recurrent:
                 self.t(f"{b}.ssm_in.weight", [e, 2 * di + 2 * g * ds + nh])
-                self.t(f"{b}.ssm_conv1d.weight", [k, di + 2 * g * ds])
+                self.t(f"{b}.ssm_conv1d.weight", [k, di + 2 * g * ds], F32)  # converter: SSM_CONV1D kept F32
                 self.t(f"{b}.ssm_conv1d.bias", [di + 2 * g * ds])
                 self.t(f"{b}.ssm_dt.bias", [nh])
                 self.t(f"{b}.ssm_a", [1, nh], F32)

@@ -40,6 +40,19 @@ EXTRA_FIELDS = {
 }
 
 
+_STATE_WIDTHS = ("ssm_heads", "ssm_head_dim", "ssm_groups", "ssm_state_size", "linear_key_heads",
+                 "linear_key_head_dim", "linear_value_heads", "linear_value_head_dim")
+
+
+def _state_fields(p: dict) -> dict:
+    st = p.get("state")
+    if not st:
+        return {}
+    return {"state_mixer": st["mixer"], "state_layers": tuple(st["layers"]),
+            "feedforward_layers": tuple(st.get("feedforward_layers", [])), "conv_kernel": st["conv_kernel_tokens"],
+            **{k: st.get(k, 0) for k in _STATE_WIDTHS}}
+
+
 def profile_shape(name: str) -> ModelShape:
     p = yaml.safe_load((PROFILES / f"{name}.yaml").read_text())
     mla = p.get("mla") or {}
@@ -47,7 +60,7 @@ def profile_shape(name: str) -> ModelShape:
         p["architecture"], p["layers"], p["hidden_size"], p["attention_heads"], p["kv_heads"], p["head_dim"],
         p["intermediate_size"], p["vocab_size"], p["tie_embeddings"], v_head_dim=p.get("v_head_dim", 0),
         kv_lora_rank=mla.get("kv_lora_rank", 0), rope_dim=mla.get("qk_rope_head_dim", 0),
-        **EXTRA_FIELDS.get(name, {}))
+        **_state_fields(p), **EXTRA_FIELDS.get(name, {}))
 
 
 LLAMA2_7B = ModelShape("llama", 32, 4096, 32, 32, 128, 11008, 32000, False)
