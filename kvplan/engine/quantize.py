@@ -6,8 +6,9 @@ Notes
 re-derives its choice (llama.cpp as vendored by llama-cpp-python 0.3.36, ``src/llama-quant.cpp``):
 
 1. ``tensor_allows_quantization``: only tensors with ≥ 2 dims whose name ends in ``weight``,
-   not a ``*_norm.weight`` and not the MoE router ``ffn_gate_inp``; the rest keep the type the
-   converter wrote (F32 for 1-D tensors, norms and routers).
+   not a ``*_norm.weight``, not the MoE router ``ffn_gate_inp`` and not a state layer's conv kernel
+   (``ssm_conv1d``, ``shortconv.conv.weight``); the rest keep the type the converter wrote (F32 for
+   1-D tensors, norms, routers, conv kernels and Mamba's ``ssm_a`` / ``ssm_d``).
 2. ``llama_ftype_get_default_type``: the file type's base type (``q4_k_m`` → q4_K …). A plain
    float base (f32, f16, bf16) is used as is, with no mixture and no fallback.
 3. ``llama_tensor_get_type_impl``: the mixture. ``output.weight`` — and ``token_embd.weight``
@@ -22,10 +23,14 @@ re-derives its choice (llama.cpp as vendored by llama-cpp-python 0.3.36, ``src/l
 
 Layer counters: llama.cpp counts attn_v-like and ffn_down tensors in the order it visits
 them, which is ``weights_map`` order (block number, then name; see
-``tensors.tensor_inventory``). Every block of the shipped architectures holds exactly one
-attn_v-like tensor (none for deepseek2, whose ``attn_k_b``/``attn_v_b`` fall in no category)
-and, for dense models, one ffn_down, so the counter equals the block number; for MoE models
-llama.cpp parses the block number from the name. Both are ``tensor.layer`` here.
+``tensors.tensor_inventory``): ``i_attention_wv`` over ``n_attention_wv`` (the number of attn_v-like
+tensors), ``i_ffn_down`` over ``n_ffn_down = n_layer_all``; for MoE models llama.cpp parses the
+block number from the name instead (``layer_info``). On a dense transformer each block holds one of
+each, so both are the block number; on a hybrid they are not: LFM2 has 6 attn_v in 16 blocks
+(``n_attention_wv`` 6), Qwen3.5's Gated DeltaNet ``attn_qkv`` counts as attn_v-like (24 in 24 blocks),
+Nemotron-H has 25 ffn_down in 56 blocks (counted 0…24 against 56). ``hparams.n_gqa()`` is layer 0's:
+0 when layer 0 is a state layer of a file whose ``head_count_kv`` is a per-layer array (lfm2,
+granitehybrid, nemotron_h), so the GQA ≥ 4 rules do not fire there.
 MXFP4 (ggml ``block_mxfp4``: one E8M0 scale byte + 16 bytes of 4-bit values per 32 values, 4.25 bits):
 
 * ``mxfp4_moe`` is llama-quantize's ``MXFP4_MOE`` (ggml-org/llama.cpp 007dbbf3, ``src/llama-quant.cpp``
@@ -37,6 +42,7 @@ MXFP4 (ggml ``block_mxfp4``: one E8M0 scale byte + 16 bytes of 4-bit values per 
   ``GGML_TYPE_MXFP4``); every other tensor as the converter writes it (F32 or the source float type).
   Only gpt-oss has such a checkpoint, so other architectures are refused.
 
+Hybrids measured: lfm2-1.2b, qwen3.5-2b, granite-4.0-h-1b, nemotron-nano-9b-v2 (build 11434, 19 types each).
 Not modelled: imatrix-dependent choices (no imatrix assumed), ``--pure``, per-tensor overrides,
 the IQ1/IQ2/IQ3/TQ file types, Falcon's own rules.
 """
@@ -104,8 +110,11 @@ def _category(name: str) -> str:
 
 
 def _allows_quantization(t: Tensor) -> bool:
+    # tensor_allows_quantization (build 11434 src/llama-quant.cpp lines 287-325): ≥ 2 dims, a name ending in
+    # "weight", no norm, no router, and not Mamba's / LFM2's small conv kernels (ssm_conv1d, shortconv.conv)
     return (len(t.shape) >= 2 and t.name.endswith("weight") and "_norm.weight" not in t.name
-            and "ffn_gate_inp.weight" not in t.name)
+            and "ffn_gate_inp.weight" not in t.name and "ssm_conv1d" not in t.name
+            and "shortconv.conv.weight" not in t.name)
 
 
 def _use_more_bits(i_layer: int, n_layers: int) -> bool:

@@ -24,6 +24,31 @@ by llama-cpp-python 0.3.36):
   ``ffn_norm``), a router with a bias, and expert stacks with biases (``ffn_*_exps.bias``
   [ff or hidden, n_expert]) on every layer.
 
+* hybrids with state layers (llama.cpp build 11434: ``src/models/lfm2.cpp``, ``qwen35.cpp``,
+  ``granite-hybrid.cpp``, ``nemotron-h.cpp`` ``load_arch_tensors``; the converter ``conversion/lfm2.py``,
+  ``qwen.py``, ``mamba.py`` ``Mamba2Model.modify_tensors``, ``granite.py``, ``nemotron.py``). The state
+  layers' tensors, ggml order:
+
+  - LFM2 short convolution (``lfm2``): ``shortconv.in_proj`` [h, 3h], ``shortconv.conv`` [L_cache, h] (the
+    checkpoint's [h, 1, L] squeezed), ``shortconv.out_proj`` [h, h]; its final norm is ``token_embd_norm``
+    (``LLM_TENSOR_OUTPUT_NORM_LFM2``); attention layers carry q/k norms.
+  - Mamba2 (``granitehybrid``, ``nemotron_h``), d_inner = heads · head_dim, channels c = d_inner + 2·g·d_state:
+    ``ssm_in`` [h, 2·d_inner + 2·g·d_state + heads], ``ssm_conv1d.weight`` [kernel, c] and ``.bias`` [c],
+    ``ssm_dt.bias`` [heads], ``ssm_a`` and ``ssm_d`` [1, heads] (no ``.weight`` suffix; A = −exp(A_log)),
+    ``ssm_norm.weight`` [d_inner/g, g], ``ssm_out`` [d_inner, h]. Granite's dense shared MLP is split into
+    ``ffn_gate``/``ffn_up``; Nemotron-H's blocks hold one mixer each (Mamba2, attention, or an MLP of
+    ``ffn_up`` + ``ffn_down``) and only ``attn_norm``.
+  - Gated DeltaNet (``qwen35``), key dim k = key_heads · key_head_dim, value dim v = value_heads ·
+    value_head_dim: ``attn_qkv`` [h, 2k + v], ``attn_gate`` [h, v], ``ssm_conv1d.weight`` [kernel, 2k + v],
+    ``ssm_dt.bias`` and ``ssm_a`` [value_heads], ``ssm_beta`` / ``ssm_alpha`` [h, value_heads],
+    ``ssm_norm`` [value_head_dim], ``ssm_out`` [v, h]; its attention layers' ``attn_q`` holds the query and its
+    output gate [h, 2 · heads · head_dim], and ``post_attention_norm`` is the FFN's input norm. Build 11434's
+    converter also writes the multi-token-prediction block as an extra block unless ``--no-mtp``: it is not
+    in this inventory (nor in the profile's params).
+
+  The converter writes the conv kernels (``SSM_CONV1D``, ``SHORTCONV_CONV``) and every tensor whose name does
+  not end in ``.weight`` as F32 (conversion/base.py ``prepare_tensors``), like 1-D tensors and norms.
+
 Tied embeddings: no ``output.weight`` is written (the checkpoint has no ``lm_head``).
 1-D tensors, norms, biases (names not ending in ``.weight``, gpt-oss's 2-D expert biases too) and
 the MoE router (``ffn_gate_inp``) are written as F32 by the converter (conversion/base.py
@@ -129,7 +154,7 @@ class Tensor:
 
     name: str
     shape: tuple[int, ...]
-    kind: str  # embedding, output, linear, experts, norm, bias, router, rope, sinks
+    kind: str  # embedding, output, linear, experts, norm, bias, router, rope, sinks, conv, ssm
     layer: int = -1
 
     @property
