@@ -7,7 +7,10 @@ per-layer ``attention.head_count_kv`` array whose zeros mark the conv layers: ``
 
 Opt-in harness (not run by CI), the same writer as make_gguf.py (sparse file, dummy vocabulary). Every figure
 comes from the profile YAML (model_profiles/NAME.yaml); nothing is shrunk: the recurrent and KV buffers llama.cpp
-allocates depend on the real widths.
+allocates depend on the real widths. Also built: granitehybrid, nemotron_h (Mamba2) and qwen35 (Gated DeltaNet, no
+MTP block), see each build_<arch>. Types as convert_hf_to_gguf.py writes them: F32 for 1-D tensors, norms, names not
+ending in ".weight" (ssm_a, ssm_d, biases) and the conv kernels (ssm_conv1d.weight, shortconv.conv.weight:
+conversion/base.py prepare_tensors keeps SSM_CONV1D and SHORTCONV_CONV F32), F16 for the other matrices.
 
 Usage:
     PYTHONPATH=LLAMA_CPP/gguf-py python tests/harness/make_hybrid_gguf.py lfm2-1.2b --out DIR
