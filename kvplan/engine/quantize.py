@@ -6,10 +6,11 @@ Notes
 re-derives its choice (llama.cpp as vendored by llama-cpp-python 0.3.36, ``src/llama-quant.cpp``):
 
 1. ``tensor_allows_quantization``: only tensors with ≥ 2 dims whose name ends in ``weight``,
-   not a ``*_norm.weight`` and not the MoE router ``ffn_gate_inp``; the rest keep the type the
-   converter wrote (F32 for 1-D tensors, norms and routers); nor Gemma 3n's ``altup*``, ``laurel*`` and
-   ``per_layer_model_proj`` (they stay in the source float type). ``per_layer_token_embd`` is in the
-   token-embedding category (``tensor_name_match_token_embd``), so with tied embeddings it is priced as the
+   not a ``*_norm.weight``, not the MoE router ``ffn_gate_inp`` and not a state layer's conv kernel
+   (``ssm_conv1d``, ``shortconv.conv.weight``); the rest keep the type the converter wrote (F32 for
+   1-D tensors, norms, routers, conv kernels and Mamba's ``ssm_a`` / ``ssm_d``); nor Gemma 3n's ``altup*``,
+   ``laurel*`` and ``per_layer_model_proj`` (they stay in the source float type). ``per_layer_token_embd`` is in
+   the token-embedding category (``tensor_name_match_token_embd``), so with tied embeddings it is priced as the
    output.
 2. ``llama_ftype_get_default_type``: the file type's base type (``q4_k_m`` → q4_K …). A plain
    float base (f32, f16, bf16) is used as is, with no mixture and no fallback.
@@ -25,10 +26,14 @@ re-derives its choice (llama.cpp as vendored by llama-cpp-python 0.3.36, ``src/l
 
 Layer counters: llama.cpp counts attn_v-like and ffn_down tensors in the order it visits
 them, which is ``weights_map`` order (block number, then name; see
-``tensors.tensor_inventory``). Every block of the shipped architectures holds exactly one
-attn_v-like tensor (none for deepseek2, whose ``attn_k_b``/``attn_v_b`` fall in no category)
-and, for dense models, one ffn_down, so the counter equals the block number; for MoE models
-llama.cpp parses the block number from the name. Both are ``tensor.layer`` here.
+``tensors.tensor_inventory``): ``i_attention_wv`` over ``n_attention_wv`` (the number of attn_v-like
+tensors), ``i_ffn_down`` over ``n_ffn_down = n_layer_all``; for MoE models llama.cpp parses the
+block number from the name instead (``layer_info``). On a dense transformer each block holds one of
+each, so both are the block number; on a hybrid they are not: LFM2 has 6 attn_v in 16 blocks
+(``n_attention_wv`` 6), Qwen3.5's Gated DeltaNet ``attn_qkv`` counts as attn_v-like (24 in 24 blocks),
+Nemotron-H has 25 ffn_down in 56 blocks (counted 0…24 against 56). ``hparams.n_gqa()`` is layer 0's:
+0 when layer 0 is a state layer of a file whose ``head_count_kv`` is a per-layer array (lfm2,
+granitehybrid, nemotron_h), so the GQA ≥ 4 rules do not fire there.
 MXFP4 (ggml ``block_mxfp4``: one E8M0 scale byte + 16 bytes of 4-bit values per 32 values, 4.25 bits):
 
 * ``mxfp4_moe`` is llama-quantize's ``MXFP4_MOE`` (ggml-org/llama.cpp 007dbbf3, ``src/llama-quant.cpp``
@@ -40,6 +45,7 @@ MXFP4 (ggml ``block_mxfp4``: one E8M0 scale byte + 16 bytes of 4-bit values per 
   ``GGML_TYPE_MXFP4``); every other tensor as the converter writes it (F32 or the source float type).
   Only gpt-oss has such a checkpoint, so other architectures are refused.
 
+Hybrids measured: lfm2-1.2b, qwen3.5-2b, granite-4.0-h-1b, nemotron-nano-9b-v2 (build 11434, 19 types each).
 Not modelled: imatrix-dependent choices (no imatrix assumed), ``--pure``, per-tensor overrides,
 the IQ1/IQ2/IQ3/TQ file types, Falcon's own rules.
 """
@@ -47,6 +53,7 @@ the IQ1/IQ2/IQ3/TQ file types, Falcon's own rules.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kvplan.engine.ggml_types import ggml_type, tensor_bytes
 from kvplan.engine.tensors import ModelShape, Tensor, has_output_tensor, n_params, tensor_inventory
@@ -106,9 +113,12 @@ def _category(name: str) -> str:
 
 
 def _allows_quantization(t: Tensor) -> bool:
-    # tensor_allows_quantization: also never Gemma 3n's small AltUp / LAuReL tensors nor per_layer_model_proj
+    # tensor_allows_quantization (build 11434 src/llama-quant.cpp lines 287-325): ≥ 2 dims, a name ending in
+    # "weight", no norm, no router, not Mamba's / LFM2's small conv kernels (ssm_conv1d, shortconv.conv), and
+    # never Gemma 3n's small AltUp / LAuReL tensors nor per_layer_model_proj
     return (len(t.shape) >= 2 and t.name.endswith("weight") and "_norm.weight" not in t.name
-            and "ffn_gate_inp.weight" not in t.name and "altup" not in t.name and "laurel" not in t.name
+            and "ffn_gate_inp.weight" not in t.name and "ssm_conv1d" not in t.name
+            and "shortconv.conv.weight" not in t.name and "altup" not in t.name and "laurel" not in t.name
             and "per_layer_model_proj" not in t.name)
 
 
@@ -121,12 +131,43 @@ def _is_70b(s: ModelShape) -> bool:
     return s.layers == 80 and (s.arch == "qwen2" or (s.arch == "llama" and s.heads != s.kv_heads))
 
 
+# Hybrids whose converter writes attention.head_count_kv as a per-layer array, 0 on the state (and MLP-only)
+# layers (conversion/lfm2.py, granite.py GraniteHybridModel, nemotron.py); qwen35 writes one number.
+_KV_HEADS_PER_LAYER = ("lfm2", "granitehybrid", "nemotron_h")
+
+
 def _n_gqa(s: ModelShape) -> int:
-    # hparams.n_gqa() = n_head / n_head_kv; the deepseek2 converter writes head_count_kv = 1 (MLA as MQA).
+    # hparams.n_gqa(il = 0) = n_head(0) / n_head_kv(0), 0 when layer 0 has no KV heads (src/llama-hparams.cpp
+    # llama_hparams::n_gqa); the deepseek2 converter writes head_count_kv = 1 (MLA as MQA).
+    if s.arch in _KV_HEADS_PER_LAYER and (0 in s.state_layers or 0 in s.feedforward_layers):
+        return 0
     return s.heads // (1 if s.kv_lora_rank else s.kv_heads)
 
 
-def _attn_v_type(ftype: str, new: str, i: int, s: ModelShape) -> str:
+@lru_cache(maxsize=256)
+def _counters(s: ModelShape) -> tuple[dict[str, int], int, dict[str, int]]:
+    """llama-quantize's layer counters: ``i_attention_wv`` of each attn_v-like tensor, ``n_attention_wv``, and the
+    layer index its ffn_down rule uses.
+
+    ``init_quantize_state_counters`` counts every attn_v-like tensor (attn_v, attn_qkv, attn_kv_b) into
+    ``n_attention_wv``; ``llama_tensor_get_type_impl`` numbers them in visiting order. ``ffn_down`` rules use a
+    running count too (``i_ffn_down``) over ``n_ffn_down = n_layer_all``, except with more than one expert, where
+    ``layer_info`` parses the block number from the name. On a dense model with one of each per block both are the
+    block number; on a hybrid they are not (LFM2 has 6 attn_v in 16 blocks, Nemotron-H 25 ffn_down in 56).
+    """
+    attn_v, ffn_down = {}, {}
+    for t in tensor_inventory(s, "gguf"):
+        if not _allows_quantization(t):
+            continue
+        cat = _category(t.name)
+        if cat == "attn_v":
+            attn_v[t.name] = len(attn_v)
+        elif cat == "ffn_down":
+            ffn_down[t.name] = t.layer if s.n_expert > 1 else len(ffn_down)
+    return attn_v, len(attn_v), ffn_down
+
+
+def _attn_v_type(ftype: str, new: str, i: int, n: int, s: ModelShape) -> str:
     gqa = _n_gqa(s)
     if ftype == "q2_k":
         new = "q4_K" if gqa >= 4 else "q3_K"
@@ -136,7 +177,7 @@ def _attn_v_type(ftype: str, new: str, i: int, s: ModelShape) -> str:
         new = "q5_K"
     elif ftype in ("iq4_nl", "iq4_xs") and gqa >= 4:
         new = "q5_K"
-    elif ftype in ("q4_k_m", "q5_k_m") and _use_more_bits(i, s.layers):
+    elif ftype in ("q4_k_m", "q5_k_m") and _use_more_bits(i, n):
         new = "q6_K"
     elif ftype == "q4_k_s" and i < 4:
         new = "q5_K"
@@ -181,11 +222,12 @@ def _mixture_type(t: Tensor, ftype: str, new: str, s: ModelShape) -> str:
             return "q8_0"
         return new if new == "q8_0" else "q6_K"
     if cat == "attn_v":
-        return _attn_v_type(ftype, new, t.layer, s)
+        index, count, _ = _counters(s)
+        return _attn_v_type(ftype, new, index.get(t.name, t.layer), count or s.layers, s)
     if cat == "attn_k":
         return "q8_0" if s.n_expert == 8 else new
     if cat == "ffn_down":
-        return _ffn_down_type(ftype, new, t.layer, s.layers)
+        return _ffn_down_type(ftype, new, _counters(s)[2].get(t.name, t.layer), s.layers)
     if cat == "attn_output":
         return _attn_output_type(ftype, new, s)
     return new  # token_embd (untied), attn_q, ffn_gate, ffn_up, other: the base type

@@ -35,6 +35,31 @@ by llama-cpp-python 0.3.36):
   ``vocab_size_per_layer_input``). ``n_altup`` 4 and ``laurel_rank`` 64 are llama.cpp's fixed values
   (``src/llama-hparams.h``; the converter asserts ``altup_num_inputs == 4``).
 
+* hybrids with state layers (llama.cpp build 11434: ``src/models/lfm2.cpp``, ``qwen35.cpp``,
+  ``granite-hybrid.cpp``, ``nemotron-h.cpp`` ``load_arch_tensors``; the converter ``conversion/lfm2.py``,
+  ``qwen.py``, ``mamba.py`` ``Mamba2Model.modify_tensors``, ``granite.py``, ``nemotron.py``). The state
+  layers' tensors, ggml order:
+
+  - LFM2 short convolution (``lfm2``): ``shortconv.in_proj`` [h, 3h], ``shortconv.conv`` [L_cache, h] (the
+    checkpoint's [h, 1, L] squeezed), ``shortconv.out_proj`` [h, h]; its final norm is ``token_embd_norm``
+    (``LLM_TENSOR_OUTPUT_NORM_LFM2``); attention layers carry q/k norms.
+  - Mamba2 (``granitehybrid``, ``nemotron_h``), d_inner = heads · head_dim, channels c = d_inner + 2·g·d_state:
+    ``ssm_in`` [h, 2·d_inner + 2·g·d_state + heads], ``ssm_conv1d.weight`` [kernel, c] and ``.bias`` [c],
+    ``ssm_dt.bias`` [heads], ``ssm_a`` and ``ssm_d`` [1, heads] (no ``.weight`` suffix; A = −exp(A_log)),
+    ``ssm_norm.weight`` [d_inner/g, g], ``ssm_out`` [d_inner, h]. Granite's dense shared MLP is split into
+    ``ffn_gate``/``ffn_up``; Nemotron-H's blocks hold one mixer each (Mamba2, attention, or an MLP of
+    ``ffn_up`` + ``ffn_down``) and only ``attn_norm``.
+  - Gated DeltaNet (``qwen35``), key dim k = key_heads · key_head_dim, value dim v = value_heads ·
+    value_head_dim: ``attn_qkv`` [h, 2k + v], ``attn_gate`` [h, v], ``ssm_conv1d.weight`` [kernel, 2k + v],
+    ``ssm_dt.bias`` and ``ssm_a`` [value_heads], ``ssm_beta`` / ``ssm_alpha`` [h, value_heads],
+    ``ssm_norm`` [value_head_dim], ``ssm_out`` [v, h]; its attention layers' ``attn_q`` holds the query and its
+    output gate [h, 2 · heads · head_dim], and ``post_attention_norm`` is the FFN's input norm. Build 11434's
+    converter also writes the multi-token-prediction block as an extra block unless ``--no-mtp``: it is not
+    in this inventory (nor in the profile's params).
+
+  The converter writes the conv kernels (``SSM_CONV1D``, ``SHORTCONV_CONV``) and every tensor whose name does
+  not end in ``.weight`` as F32 (conversion/base.py ``prepare_tensors``), like 1-D tensors and norms.
+
 Tied embeddings: no ``output.weight`` is written (the checkpoint has no ``lm_head``).
 1-D tensors, norms, biases (names not ending in ``.weight``, gpt-oss's 2-D expert biases too) and
 the MoE router (``ffn_gate_inp``) are written as F32 by the converter (conversion/base.py
@@ -53,12 +78,18 @@ GGUF_ARCH = {
     "gemma3": "gemma3", "gemma3_text": "gemma3", "phi3": "phi3", "deepseek_v2": "deepseek2", "deepseek2": "deepseek2",
     "gpt_oss": "gpt-oss", "gpt-oss": "gpt-oss", "qwen3_moe": "qwen3moe", "qwen3moe": "qwen3moe",
     "smollm3": "smollm3", "gemma3n": "gemma3n", "gemma3n_text": "gemma3n",
+    # hybrids: state layers beside attention (see _state_layer)
+    "lfm2": "lfm2", "qwen3_5": "qwen35", "qwen3_5_text": "qwen35", "qwen35": "qwen35",
+    "granitemoehybrid": "granitehybrid", "granitehybrid": "granitehybrid", "nemotron_h": "nemotron_h",
 }
 
 #: Gemma 3n's AltUp streams and LAuReL rank: llama.cpp's fixed values (src/llama-hparams.h: n_altup 4,
 #: laurel_rank 64), those of both published configs (altup_num_inputs 4, laurel_rank 64)
 GEMMA3N_ALTUP_INPUTS = 4
 GEMMA3N_LAUREL_RANK = 64
+
+# llama.cpp architecture → the state mixer its state layers hold.
+STATE_MIXER = {"lfm2": "short_conv", "qwen35": "gated_deltanet", "granitehybrid": "mamba2", "nemotron_h": "mamba2"}
 
 
 @dataclass(frozen=True)
@@ -91,6 +122,19 @@ class ModelShape:
     intermediate_per_layer: tuple[int, ...] = ()  # one MLP width per layer (Gemma 3n); (): intermediate everywhere
     per_layer_input: int = 0  # per-layer embedding width (hidden_size_per_layer_input); 0: none
     per_layer_vocab: int = 0  # rows of the checkpoint's per-layer table (vocab_size_per_layer_input)
+    # hybrids (state layers): which blocks hold a state mixer instead of attention, and its widths
+    state_mixer: str = ""  # "short_conv", "mamba2", "gated_deltanet"; "" for no state layers
+    state_layers: tuple[int, ...] = ()
+    feedforward_layers: tuple[int, ...] = ()  # nemotron_h: blocks with only an MLP (no mixer)
+    conv_kernel: int = 0  # conv_kernel_tokens [tokens]
+    ssm_heads: int = 0  # Mamba2: heads, head width, groups, state size
+    ssm_head_dim: int = 0
+    ssm_groups: int = 0
+    ssm_state_size: int = 0
+    linear_key_heads: int = 0  # Gated DeltaNet: key / value heads and head widths
+    linear_key_head_dim: int = 0
+    linear_value_heads: int = 0
+    linear_value_head_dim: int = 0
 
     @property
     def arch(self) -> str:
@@ -129,7 +173,7 @@ class Tensor:
 
     name: str
     shape: tuple[int, ...]
-    kind: str  # embedding, output, linear, experts, norm, bias, router, rope, sinks
+    kind: str  # embedding, output, linear, experts, norm, bias, router, rope, sinks, conv, ssm
     layer: int = -1
 
     @property
@@ -143,8 +187,8 @@ class Tensor:
     @property
     def float32_in_gguf(self) -> bool:
         """True for what the converter always writes as F32: 1-D tensors, norms, routers."""
-        return (len(self.shape) < 2 or self.kind in ("norm", "router", "bias")
-                or self.name.endswith("_norm.weight"))
+        return (len(self.shape) < 2 or self.kind in ("norm", "router", "bias", "conv", "ssm")
+                or self.name.endswith("_norm.weight") or not self.name.endswith(".weight"))
 
 
 def _blk(i: int, short: str, shape: tuple[int, ...], kind: str) -> Tensor:
@@ -228,8 +272,9 @@ def _ffn(s: ModelShape, i: int) -> list[Tensor]:
 
 def _global_tensors(s: ModelShape, layout: str) -> list[Tensor]:
     vocab = (s.gguf_vocab or s.vocab) if layout == "gguf" else s.vocab
-    out = [Tensor("token_embd.weight", (s.hidden, vocab), "embedding"),
-           Tensor("output_norm.weight", (s.hidden,), "norm")]
+    # LFM2's final norm is named token_embd_norm (src/llama-arch.cpp LLM_TENSOR_OUTPUT_NORM_LFM2)
+    norm = "token_embd_norm.weight" if s.arch == "lfm2" else "output_norm.weight"
+    out = [Tensor("token_embd.weight", (s.hidden, vocab), "embedding"), Tensor(norm, (s.hidden,), "norm")]
     if has_output_tensor(s):
         out.append(Tensor("output.weight", (s.hidden, vocab), "output"))
     if layout == "gguf":
@@ -262,6 +307,70 @@ def _gemma3n_block(s: ModelShape, i: int) -> list[Tensor]:
             _blk(i, "altup_router_norm.weight", (h,), "norm"),
             _blk(i, "laurel_l.weight", (h, r), "linear"), _blk(i, "laurel_r.weight", (r, h), "linear"),
             _blk(i, "laurel_post_norm.weight", (h,), "norm")]
+def _mamba2_mixer(s: ModelShape, i: int) -> list[Tensor]:
+    # src/models/granite-hybrid.cpp / nemotron-h.cpp load_arch_tensors; conversion/mamba.py Mamba2Model
+    # modify_tensors: conv1d squeezed to [channels, kernel], A (−exp(A_log)) and D reshaped to [heads, 1],
+    # the gated norm to [groups, d_inner / groups]
+    h, nh, g, ds, k = s.hidden, s.ssm_heads, s.ssm_groups, s.ssm_state_size, s.conv_kernel
+    d_inner = nh * s.ssm_head_dim
+    conv = d_inner + 2 * g * ds  # x, B, C run through the conv
+    return [_blk(i, "ssm_in.weight", (h, 2 * d_inner + 2 * g * ds + nh), "linear"),  # z, x, B, C, dt
+            _blk(i, "ssm_conv1d.weight", (k, conv), "conv"), _blk(i, "ssm_conv1d.bias", (conv,), "bias"),
+            _blk(i, "ssm_dt.bias", (nh,), "bias"), _blk(i, "ssm_a", (1, nh), "ssm"), _blk(i, "ssm_d", (1, nh), "ssm"),
+            _blk(i, "ssm_norm.weight", (d_inner // g, g), "norm"), _blk(i, "ssm_out.weight", (d_inner, h), "linear")]
+
+
+def _gated_deltanet_mixer(s: ModelShape, i: int) -> list[Tensor]:
+    # src/models/qwen35.cpp load_arch_tensors (recurrent branch); conversion/qwen.py Qwen3NextModel /
+    # _LinearAttentionVReorderBase: in_proj_qkv → attn_qkv, in_proj_z → attn_gate, in_proj_b/a → ssm_beta/alpha,
+    # conv1d squeezed to [channels, kernel], A_log → ssm_a = −exp(A_log) [value heads], dt_bias → ssm_dt.bias
+    h, k = s.hidden, s.conv_kernel
+    key_dim, value_dim = s.linear_key_heads * s.linear_key_head_dim, s.linear_value_heads * s.linear_value_head_dim
+    conv = 2 * key_dim + value_dim
+    nv = s.linear_value_heads
+    return [_blk(i, "attn_qkv.weight", (h, conv), "linear"), _blk(i, "attn_gate.weight", (h, value_dim), "linear"),
+            _blk(i, "ssm_conv1d.weight", (k, conv), "conv"), _blk(i, "ssm_dt.bias", (nv,), "bias"),
+            _blk(i, "ssm_a", (nv,), "ssm"), _blk(i, "ssm_beta.weight", (h, nv), "linear"),
+            _blk(i, "ssm_alpha.weight", (h, nv), "linear"),
+            _blk(i, "ssm_norm.weight", (s.linear_value_head_dim,), "norm"),
+            _blk(i, "ssm_out.weight", (value_dim, h), "linear")]
+
+
+def _hybrid_block(s: ModelShape, i: int) -> list[Tensor]:
+    """One block of a hybrid, as the converter writes it (build 11434's load_arch_tensors of each arch)."""
+    h, hd = s.hidden, s.head_dim
+    q, kv = s.heads * hd, s.kv_heads * hd
+    out = [_blk(i, "attn_norm.weight", (h,), "norm")]
+    mlp = [_blk(i, "ffn_gate.weight", (h, s.intermediate), "linear"),
+           _blk(i, "ffn_up.weight", (h, s.intermediate), "linear"),
+           _blk(i, "ffn_down.weight", (s.intermediate, h), "linear")]
+    attn = [_blk(i, "attn_q.weight", (h, q), "linear"), _blk(i, "attn_k.weight", (h, kv), "linear"),
+            _blk(i, "attn_v.weight", (h, kv), "linear"), _blk(i, "attn_output.weight", (q, h), "linear")]
+    qk_norms = [_blk(i, "attn_q_norm.weight", (hd,), "norm"), _blk(i, "attn_k_norm.weight", (hd,), "norm")]
+    state = i in s.state_layers
+    if s.arch == "lfm2":  # src/models/lfm2.cpp; conversion/lfm2.py squeezes conv.conv to [hidden, L_cache]
+        out += [_blk(i, "ffn_norm.weight", (h,), "norm")] + mlp
+        if state:
+            return out + [_blk(i, "shortconv.conv.weight", (s.conv_kernel, h), "conv"),
+                          _blk(i, "shortconv.in_proj.weight", (h, 3 * h), "linear"),  # B, C, x gates
+                          _blk(i, "shortconv.out_proj.weight", (h, h), "linear")]
+        return out + qk_norms + attn
+    if s.arch == "qwen35":  # src/models/qwen35.cpp: post_attention_norm is the FFN's input norm
+        out += [_blk(i, "post_attention_norm.weight", (h,), "norm")] + mlp
+        if state:
+            return out + _gated_deltanet_mixer(s, i)
+        attn[0] = _blk(i, "attn_q.weight", (h, 2 * q), "linear")  # the query and its output gate, interleaved
+        return out + qk_norms + attn
+    if s.arch == "granitehybrid":  # src/models/granite-hybrid.cpp (dense: the shared MLP as ffn_gate/up/down)
+        out += [_blk(i, "ffn_norm.weight", (h,), "norm")] + mlp
+        return out + (_mamba2_mixer(s, i) if state else attn)
+    # nemotron_h (src/models/nemotron-h.cpp): one mixer per block, its only norm attn_norm; MLP blocks
+    # are up + down (squared ReLU, no gate)
+    if state:
+        return out + _mamba2_mixer(s, i)
+    if i in s.feedforward_layers:
+        return out + [mlp[1], mlp[2]]
+    return out + attn
 
 
 def has_output_tensor(shape: ModelShape) -> bool:
@@ -302,6 +411,19 @@ def tensor_inventory(shape: ModelShape, layout: str = "gguf") -> tuple[Tensor, .
     if layout not in ("gguf", "hf"):
         raise ValueError(f"layout must be 'gguf' or 'hf', got {layout!r}")
     tensors = _global_tensors(shape, layout)
+    if shape.arch in STATE_MIXER:
+        if layout != "gguf":
+            raise ValueError(f"the state layers of {shape.arch!r} are priced as llama.cpp's GGUF only "
+                             "(the checkpoint formats' rules for conv and SSM tensors are not modelled)")
+        if shape.state_mixer != STATE_MIXER[shape.arch]:
+            raise ValueError(f"architecture {shape.architecture!r} holds {STATE_MIXER[shape.arch]} state layers, "
+                             f"the shape names {shape.state_mixer or 'none'}")
+        for i in range(shape.layers):
+            tensors += _hybrid_block(shape, i)
+        return tuple(sorted(tensors, key=_sort_key))
+    if shape.state_mixer:
+        raise ValueError(f"no tensor layout for {shape.state_mixer} state layers in architecture "
+                         f"{shape.architecture!r}; known hybrids: {', '.join(sorted(STATE_MIXER))}")
     for i in range(shape.layers):
         tensors.append(_blk(i, "attn_norm.weight", (shape.hidden,), "norm"))
         tensors += _attention(shape, i, layout)

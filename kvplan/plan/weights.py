@@ -26,9 +26,6 @@ def model_shape(model: Model) -> ModelShape:
     missing = [name for name in _NEEDED if not getattr(model, name, None)]
     if missing:
         raise FieldError("weight_type", f"pricing {model.name!r} by tensor needs {', '.join(missing)} in its profile")
-    if getattr(model, "state", None) is not None:
-        raise FieldError("weight_type", f"{model.name!r} has state layers ({model.state.mixer}); their tensors "
-                         "are not priced by name (give {weight_bits})", mentions=("weight_bits",))
     if isinstance(model.kv_heads, list):
         raise FieldError("weight_type", f"{model.name!r} has per-layer kv_heads; its tensors are not priced by name")
     mla = model.mla
@@ -47,7 +44,19 @@ def model_shape(model: Model) -> ModelShape:
         kv_lora_rank=mla.kv_lora_rank if mla is not None else 0,
         intermediate_per_layer=per_layer if len(set(per_layer)) > 1 else (),
         per_layer_input=getattr(model, "hidden_size_per_layer_input", None) or 0,
-        per_layer_vocab=getattr(model, "vocab_size_per_layer_input", None) or 0)
+        per_layer_vocab=getattr(model, "vocab_size_per_layer_input", None) or 0, **_state_fields(model))
+
+
+def _state_fields(model: Model) -> dict:
+    """The state layers' widths a hybrid's tensors need (none for a model without state layers)."""
+    state = getattr(model, "state", None)
+    if state is None:
+        return {}
+    widths = ("ssm_heads", "ssm_head_dim", "ssm_groups", "ssm_state_size", "linear_key_heads",
+              "linear_key_head_dim", "linear_value_heads", "linear_value_head_dim")
+    return {"state_mixer": state.mixer, "state_layers": tuple(state.layers),
+            "feedforward_layers": tuple(state.feedforward_layers), "conv_kernel": state.conv_kernel_tokens,
+            **{name: getattr(state, name) or 0 for name in widths}}
 
 
 @lru_cache(maxsize=256)

@@ -7,7 +7,10 @@ per-layer ``attention.head_count_kv`` array whose zeros mark the conv layers: ``
 
 Opt-in harness (not run by CI), the same writer as make_gguf.py (sparse file, dummy vocabulary). Every figure
 comes from the profile YAML (model_profiles/NAME.yaml); nothing is shrunk: the recurrent and KV buffers llama.cpp
-allocates depend on the real widths.
+allocates depend on the real widths. Also built: granitehybrid, nemotron_h (Mamba2) and qwen35 (Gated DeltaNet, no
+MTP block), see each build_<arch>. Types as convert_hf_to_gguf.py writes them: F32 for 1-D tensors, norms, names not
+ending in ".weight" (ssm_a, ssm_d, biases) and the conv kernels (ssm_conv1d.weight, shortconv.conv.weight:
+conversion/base.py prepare_tensors keeps SSM_CONV1D and SHORTCONV_CONV F32), F16 for the other matrices.
 
 Usage:
     PYTHONPATH=LLAMA_CPP/gguf-py python tests/harness/make_hybrid_gguf.py lfm2-1.2b --out DIR
@@ -76,7 +79,7 @@ class HybridSpec(make_gguf.Spec):
             self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
             if i in recurrent:
-                self.t(f"{b}.shortconv.conv.weight", [int(s["conv_kernel_tokens"]), e])
+                self.t(f"{b}.shortconv.conv.weight", [int(s["conv_kernel_tokens"]), e], F32)  # SHORTCONV_CONV kept F32
                 self.t(f"{b}.shortconv.in_proj.weight", [e, 3 * e])
                 self.t(f"{b}.shortconv.out_proj.weight", [e, e])
             else:
@@ -113,7 +116,7 @@ class HybridSpec(make_gguf.Spec):
             self.t(f"{b}.attn_norm.weight", [e])
             if i in recurrent:
                 self.t(f"{b}.ssm_in.weight", [e, 2 * di + 2 * g * ds + nh])
-                self.t(f"{b}.ssm_conv1d.weight", [k, di + 2 * g * ds])
+                self.t(f"{b}.ssm_conv1d.weight", [k, di + 2 * g * ds], F32)  # converter: SSM_CONV1D kept F32
                 self.t(f"{b}.ssm_conv1d.bias", [di + 2 * g * ds])
                 self.t(f"{b}.ssm_dt.bias", [nh])
                 self.t(f"{b}.ssm_a", [1, nh], F32)
@@ -165,7 +168,7 @@ class HybridSpec(make_gguf.Spec):
             if i in recurrent:
                 self.t(f"{b}.attn_qkv.weight", [e, conv])
                 self.t(f"{b}.attn_gate.weight", [e, vd])
-                self.t(f"{b}.ssm_conv1d.weight", [k, conv])
+                self.t(f"{b}.ssm_conv1d.weight", [k, conv], F32)  # converter: SSM_CONV1D kept F32
                 self.t(f"{b}.ssm_dt.bias", [nv])
                 self.t(f"{b}.ssm_a", [nv], F32)
                 self.t(f"{b}.ssm_beta.weight", [e, nv])
@@ -216,7 +219,7 @@ class HybridSpec(make_gguf.Spec):
             self.t(f"{b}.attn_norm.weight", [e])
             if i in recurrent:
                 self.t(f"{b}.ssm_in.weight", [e, 2 * di + 2 * g * ds + nh])
-                self.t(f"{b}.ssm_conv1d.weight", [k, di + 2 * g * ds])
+                self.t(f"{b}.ssm_conv1d.weight", [k, di + 2 * g * ds], F32)  # converter: SSM_CONV1D kept F32
                 self.t(f"{b}.ssm_conv1d.bias", [di + 2 * g * ds])
                 self.t(f"{b}.ssm_dt.bias", [nh])
                 self.t(f"{b}.ssm_a", [1, nh], F32)

@@ -148,6 +148,8 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, default=REPO / "tests/data/llamacpp/quant")
     ap.add_argument("--version", default="")
     ap.add_argument("--verify", metavar="MODEL")
+    ap.add_argument("--source", default="make_gguf.py",
+                    help="the harness that wrote the F16 GGUFs (make_gguf.py, make_hybrid_gguf.py), recorded in the file")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     if a.verify:
@@ -162,7 +164,7 @@ def main(argv=None):
     for m in models:
         t0 = time.time()
         doc = {"llama_cpp": a.version, "harness": "tests/harness/quantize_all.py", "model": m,
-               "source_gguf": "weight-less F16 GGUF from tests/harness/make_gguf.py",
+               "source_gguf": f"weight-less F16 GGUF from tests/harness/{a.source}",
                "method": "llama-quantize --dry-run <F16 gguf> <TYPE>; bytes = nrows*row_size(type, ne0), checked against printed MiB",
                "types": {}}
         for qt in a.types:

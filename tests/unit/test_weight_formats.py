@@ -46,6 +46,17 @@ def _ffn_widths(p: dict) -> dict:
     if not isinstance(widths, list):
         return {"intermediate": widths}
     return {"intermediate": max(widths), "intermediate_per_layer": tuple(widths) if len(set(widths)) > 1 else ()}
+_STATE_WIDTHS = ("ssm_heads", "ssm_head_dim", "ssm_groups", "ssm_state_size", "linear_key_heads",
+                 "linear_key_head_dim", "linear_value_heads", "linear_value_head_dim")
+
+
+def _state_fields(p: dict) -> dict:
+    st = p.get("state")
+    if not st:
+        return {}
+    return {"state_mixer": st["mixer"], "state_layers": tuple(st["layers"]),
+            "feedforward_layers": tuple(st.get("feedforward_layers", [])), "conv_kernel": st["conv_kernel_tokens"],
+            **{k: st.get(k, 0) for k in _STATE_WIDTHS}}
 
 
 def profile_shape(name: str) -> ModelShape:
@@ -56,7 +67,7 @@ def profile_shape(name: str) -> ModelShape:
         vocab=p["vocab_size"], tied_embeddings=p["tie_embeddings"], v_head_dim=p.get("v_head_dim", 0),
         kv_lora_rank=mla.get("kv_lora_rank", 0), rope_dim=mla.get("qk_rope_head_dim", 0),
         per_layer_input=p.get("hidden_size_per_layer_input", 0), per_layer_vocab=p.get("vocab_size_per_layer_input", 0),
-        **_ffn_widths(p), **EXTRA_FIELDS.get(name, {}))
+        **_ffn_widths(p), **_state_fields(p), **EXTRA_FIELDS.get(name, {}))
 
 
 LLAMA2_7B = ModelShape("llama", 32, 4096, 32, 32, 128, 11008, 32000, False)
