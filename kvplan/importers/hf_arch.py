@@ -22,8 +22,6 @@ _RECURRENT = {
     **dict.fromkeys(("mamba", "mamba2", "falcon_mamba"), "a state-space model (Mamba)"),
     **dict.fromkeys(("jamba", "zamba", "zamba2", "bamba", "granitemoehybrid", "nemotron_h", "plamo2",
                      "hymba"), "a hybrid of attention and state-space (Mamba) layers"),
-    "falcon_h1": "a parallel hybrid (attention and Mamba2 side by side in every layer, a layout kvplan's profile "
-                 "fields do not express yet)",
     "recurrent_gemma": "a hybrid of local attention and recurrent (RG-LRU) layers",
     **dict.fromkeys(("lfm2", "lfm2_moe", "lfm2_vl"), "a hybrid of attention and short-convolution layers"),
     **dict.fromkeys(("qwen3_next", "kimi_linear", "minimax"), "a hybrid of attention and linear-attention layers"),

@@ -15,8 +15,11 @@ Five model types (transformers 5.17.0 ``models/<type>/configuration_<type>.py`` 
   ``layer_types``, Mamba2 with ``mamba_num_heads × mamba_head_dim``, ``n_groups``, ``ssm_state_size``,
   ``conv_kernel`` (``NemotronHMamba2Mixer``).
 
-``falcon_h1`` runs attention and Mamba2 side by side in every layer, a layout the profile fields do not
-express yet; it is refused by name.
+* ``falcon_h1``: every layer runs attention and Mamba2 side by side (``layers_block_type`` is ``hybrid`` on each:
+  ``FalconH1DecoderLayer`` builds ``self.mamba`` and ``self.self_attn``), Mamba2 of ``mamba_n_heads ×
+  mamba_d_head`` (``auto``: ``d_inner / mamba_n_heads``), ``d_inner = mamba_d_ssm`` (or ``mamba_expand ×
+  hidden_size``), ``mamba_n_groups``, ``mamba_d_state``, ``mamba_d_conv`` (``FalconH1Mixer``): a profile whose
+  ``state.layers`` are every layer, with ``parallel_attention``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 
 from kvplan.errors import ProfileError
 
-STATE_MODEL_TYPES = ("lfm2", "qwen3_5", "qwen3_5_text", "qwen3_next", "granitemoehybrid", "nemotron_h")
+STATE_MODEL_TYPES = ("lfm2", "qwen3_5", "qwen3_5_text", "qwen3_next", "granitemoehybrid", "nemotron_h", "falcon_h1")
 _NEMOTRON_KINDS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_TYPES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
                    "full_attention": "attention", "mlp": "mlp", "moe": "moe"}
@@ -37,7 +40,7 @@ class HybridLayout:
 
     state: dict  # the profile's state mapping
     note: str  # where each figure came from (sources.state)
-    kinds: tuple[str, ...]  # per layer: attention | state | mlp | moe
+    kinds: tuple[str, ...]  # per layer: attention | state | parallel (attention and state) | mlp | moe
     moe: bool  # experts somewhere: the weights are not derived here
 
 
@@ -87,15 +90,37 @@ def hybrid_layout(c: dict, model_type: str, layers: int, label: str) -> HybridLa
                 "mamba_head_dim, n_groups, ssm_state_size")
         missing[:] = [k for k in missing if not (k == "mamba_d_conv" and c.get("conv_kernel"))]
         moe = "moe" in kinds
+    elif model_type == "falcon_h1":
+        kinds = ["parallel"] * layers
+        heads = count("mamba_n_heads", 128)
+        if "mamba_d_ssm" in c and c["mamba_d_ssm"] is None:  # FalconH1Mixer: mamba_expand × hidden_size
+            inner = count("mamba_expand", 2) * count("hidden_size")
+        else:  # FalconH1Config's default 1024 when the key is absent
+            inner = count("mamba_d_ssm", 1024)
+        head_dim = c.get("mamba_d_head", "auto")
+        if head_dim == "auto" and heads:
+            head_dim = inner // heads
+        elif not isinstance(head_dim, int) or isinstance(head_dim, bool) or head_dim <= 0:
+            missing.append("mamba_d_head")
+            head_dim = 0
+        if heads and inner and head_dim and heads * head_dim != inner:
+            raise ProfileError([f"{label}: mamba_n_heads {heads} × mamba_d_head {head_dim} is not the Mamba2 width "
+                                f"mamba_d_ssm {inner} (FalconH1Config.validate_architecture refuses it too)"])
+        state = {"mixer": "mamba2", "conv_kernel_tokens": count("mamba_d_conv", 4), "ssm_heads": heads,
+                 "ssm_head_dim": head_dim, "ssm_groups": count("mamba_n_groups", 1),
+                 "ssm_state_size": count("mamba_d_state", 256), "parallel_attention": True}
+        note = ("every layer hybrid (FalconH1DecoderLayer: attention and Mamba2 side by side), mamba_d_conv, "
+                "mamba_n_heads × mamba_d_head = mamba_d_ssm, mamba_n_groups, mamba_d_state")
+        moe = False
     else:
         raise ProfileError([f"{label}: model_type {model_type!r} has no state-layer reader"])
     if missing:
         raise ProfileError([f"{label}: cannot read the state layers of this {model_type} config: missing or not a "
                             f"positive whole number: {', '.join(dict.fromkeys(missing))}"])
-    state["layers"] = [i for i, k in enumerate(kinds) if k == "state"]
+    state["layers"] = [i for i, k in enumerate(kinds) if k in ("state", "parallel")]
     if any(k in ("mlp", "moe") for k in kinds):
         state["feedforward_layers"] = [i for i, k in enumerate(kinds) if k in ("mlp", "moe")]
-    if "attention" not in kinds:
+    if "attention" not in kinds and "parallel" not in kinds:
         raise ProfileError([f"{label}: every layer of this {model_type} config keeps a state and none attends: "
                             "kvplan plans hybrids with at least one attention layer"])
     return HybridLayout(state, note, tuple(kinds), moe)
@@ -187,18 +212,32 @@ def hybrid_params(c: dict, model_type: str, layout: HybridLayout, heads: int, kv
         what = (f"Gated DeltaNet: in_proj_qkv {h}×{conv}, in_proj_z {h}×{vd}, in_proj_b/a 2×{h}×{nv}, conv "
                 f"{conv}×{s['conv_kernel_tokens']}, dt_bias + A_log 2×{nv}, norm {s['linear_value_head_dim']}, "
                 f"out_proj {vd}×{h}; gated attention (q ×2) + q/k norms; MLP 3×{h}×{inter}")
-    elif model_type in ("granitemoehybrid", "nemotron_h"):
+    elif model_type in ("granitemoehybrid", "nemotron_h", "falcon_h1"):
         nh, hd, g, ds, k = s["ssm_heads"], s["ssm_head_dim"], s["ssm_groups"], s["ssm_state_size"], \
             s["conv_kernel_tokens"]
         di = nh * hd
         conv = di + 2 * g * ds
         proj_bias = bool(c.get("mamba_proj_bias", c.get("use_bias", False)))
         conv_bias = bool(c.get("mamba_conv_bias", c.get("use_conv_bias", True)))
+        if model_type == "falcon_h1":  # FalconH1Mixer: the gated norm only with mamba_rms_norm, out_proj's bias
+            # from projectors_bias
+            norm = di if c.get("mamba_rms_norm", False) else 0
+            out_bias = h if c.get("projectors_bias", False) else 0
+        else:
+            norm, out_bias = di, (h if proj_bias else 0)
         mamba = (h * (di + conv + nh) + (di + conv + nh if proj_bias else 0) + conv * k + (conv if conv_bias else 0)
-                 + 3 * nh + di + di * h + (h if proj_bias else 0))
+                 + 3 * nh + norm + di * h + out_bias)
         bias = bool(c.get("attention_bias"))
         attn = qkv_o + ((heads + 2 * kv_heads) * head_dim + h if bias else 0)
-        if model_type == "granitemoehybrid":
+        if model_type == "falcon_h1":
+            inter = int(c["intermediate_size"])
+            mlp_bias = 2 * inter + h if c.get("mlp_bias") else 0
+            mixer = {"parallel": mamba + attn}
+            mlp, norms, final = 3 * h * inter + mlp_bias, 2 * h, h
+            what = (f"attention and Mamba2 side by side in every layer: Mamba2 (in_proj {h}×({di}+{conv}+{nh}), conv "
+                    f"{conv}×{k}, dt_bias/A_log/D 3×{nh}{f', norm {di}' if norm else ''}, out_proj {di}×{h}) + attention; "
+                    f"MLP 3×{h}×{inter}")
+        elif model_type == "granitemoehybrid":
             inter = int(c.get("shared_intermediate_size") or c["intermediate_size"])
             mixer = {"state": mamba, "attention": attn}
             mlp, norms, final = 3 * h * inter, 2 * h, h
