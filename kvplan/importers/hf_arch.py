@@ -61,7 +61,10 @@ def refuse_unpriceable(configs: list[dict], model_types: list[str], label: str) 
 # Mixtures of experts whose layout kvplan knows: routed experts of one width on the MoE layers, shared
 # experts of that width (DeepSeek), or a shared expert a multiple of it with a sigmoid gate (Qwen2-MoE);
 # gpt-oss's experts (intermediate_size wide, as Mixtral's) carry biases and its router a bias.
-PRICED_MOE = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "qwen2_moe", "qwen3_moe")
+PRICED_MOE = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_5_moe",
+              "qwen3_5_moe_text")
+# model_types with Qwen2-MoE's shared expert: shared_expert_intermediate_size wide, behind a sigmoid gate of H terms
+_SHARED_EXPERT_GATE = ("qwen2_moe", "qwen3_5_moe", "qwen3_5_moe_text")
 # model_types whose expert width is the config's intermediate_size (no moe_intermediate_size key)
 EXPERT_WIDTH_IS_INTERMEDIATE = ("gpt_oss", "mixtral")
 _EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
@@ -109,7 +112,7 @@ def moe_layout(c: dict, model_type: str, layers: int, label: str, missing: list[
     width_key = "intermediate_size" if model_type in EXPERT_WIDTH_IS_INTERMEDIATE else "moe_intermediate_size"
     width = positive_count(c, width_key, missing)
     shared, extra, extra_what = int(c.get("n_shared_experts") or 0), 0, ""
-    if model_type == "qwen2_moe":
+    if model_type in _SHARED_EXPERT_GATE:
         shared_width = _whole_or_zero(c.get("shared_expert_intermediate_size"))
         if shared_width and width:
             if shared_width % width:
@@ -158,7 +161,7 @@ def positive_count(c: dict, key: str, missing: list[str]) -> int | None:
 
 def _moe_layers(c: dict, model_type: str, layers: int) -> list[int]:
     """The layers with experts, as the transformers model of ``model_type`` builds them."""
-    if model_type in ("qwen2_moe", "qwen3_moe"):
+    if model_type in ("qwen2_moe", "qwen3_moe", "qwen3_5_moe", "qwen3_5_moe_text"):
         step = int(c.get("decoder_sparse_step") or 1)
         dense_only = set(c.get("mlp_only_layers") or [])
         return [i for i in range(layers) if i not in dense_only and (i + 1) % step == 0]

@@ -5,7 +5,7 @@ Five model types (transformers 5.17.0 ``models/<type>/configuration_<type>.py`` 
 
 * ``lfm2``: ``layer_types`` (``conv`` / ``full_attention``, or ``full_attn_idxs``), a short convolution over
   ``hidden_size`` channels with ``conv_L_cache`` taps (``Lfm2ShortConv``).
-* ``qwen3_5`` / ``qwen3_5_text`` / ``qwen3_next``: ``layer_types`` (``linear_attention`` / ``full_attention``, or
+* ``qwen3_5`` / ``qwen3_5_text`` / ``qwen3_5_moe`` / ``qwen3_5_moe_text`` / ``qwen3_next``: ``layer_types`` (``linear_attention`` / ``full_attention``, or
   every ``full_attention_interval``-th layer), Gated DeltaNet with ``linear_num_key_heads ×
   linear_key_head_dim`` keys, ``linear_num_value_heads × linear_value_head_dim`` values and a
   ``linear_conv_kernel_dim`` conv (``Qwen3_5GatedDeltaNet``).
@@ -28,7 +28,9 @@ from dataclasses import dataclass
 
 from kvplan.errors import ProfileError
 
-STATE_MODEL_TYPES = ("lfm2", "qwen3_5", "qwen3_5_text", "qwen3_next", "granitemoehybrid", "nemotron_h", "falcon_h1")
+STATE_MODEL_TYPES = ("lfm2", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_next",
+                     "granitemoehybrid", "nemotron_h", "falcon_h1")
+_QWEN3_5 = ("qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
 _NEMOTRON_KINDS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_TYPES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
                    "full_attention": "attention", "mlp": "mlp", "moe": "moe"}
@@ -62,7 +64,7 @@ def hybrid_layout(c: dict, model_type: str, layers: int, label: str) -> HybridLa
                  "conv_channels": count("hidden_size")}
         note = "layer_types / full_attn_idxs (conv layers), conv_L_cache taps over hidden_size channels"
         moe = False
-    elif model_type in ("qwen3_5", "qwen3_5_text", "qwen3_next"):
+    elif model_type in (*_QWEN3_5, "qwen3_next"):
         kinds = _typed_kinds(c, layers, label, {"linear_attention": "state", "full_attention": "attention"},
                              interval_key="full_attention_interval")
         state = {"mixer": "gated_deltanet", "conv_kernel_tokens": count("linear_conv_kernel_dim", 4),
@@ -182,12 +184,27 @@ def lfm2_mlp_width(c: dict) -> int:
     return ff
 
 
-def hybrid_params(c: dict, model_type: str, layout: HybridLayout, heads: int, kv_heads: int, head_dim: int
-                  ) -> tuple[int, str]:
+def _moe_block(moe, h: int) -> tuple[int, int, str]:
+    """(parameters, parameters one token uses, the arithmetic) of one MoE block of ``moe``
+    (:class:`~kvplan.importers.hf_arch.MoeLayout`): router, routed and shared experts, the extra terms."""
+    expert = 3 * h * moe.expert_intermediate_size + moe.per_expert_extra
+    always = moe.experts * h + moe.extra_per_layer
+    total = (moe.experts + moe.shared_experts) * expert + always
+    active = (moe.experts_per_token + moe.shared_experts) * expert + always
+    extra = f" + {moe.extra_what}" if moe.extra_what else ""
+    return total, active, (f"MoE ({moe.experts} routed + {moe.shared_experts} shared) experts × 3×{h}×"
+                           f"{moe.expert_intermediate_size} + router {moe.experts}×{h}{extra} = {total:,}, active "
+                           f"({moe.experts_per_token} + {moe.shared_experts}) experts + router{extra} = {active:,}")
+
+
+def hybrid_params(c: dict, model_type: str, layout: HybridLayout, heads: int, kv_heads: int, head_dim: int,
+                  moe=None) -> tuple[int, str] | tuple[int, int, str]:
     """The parameter count of a dense hybrid from its shapes, and the arithmetic (for sources.params): embeddings,
     each layer's mixer (attention, or the state layer's projections, conv and gates), MLP and norms, the final
     norm. The weights of the layer each transformers class builds (``modeling_<type>.py``), checked against
-    ``sum(p.numel())`` of the meta-device model (tests/unit/test_hf_state.py)."""
+    ``sum(p.numel())`` of the meta-device model (tests/unit/test_hf_state.py). With ``moe`` (a
+    :class:`~kvplan.importers.hf_arch.MoeLayout`: Qwen3.5-MoE's block on every layer) ``(total, active, text)``."""
+    active_mlp = None
     h, vocab = int(c["hidden_size"]), int(c["vocab_size"])
     tied = bool(c.get("tie_word_embeddings"))
     s = layout.state
@@ -199,19 +216,25 @@ def hybrid_params(c: dict, model_type: str, layout: HybridLayout, heads: int, kv
         mixer = {"state": 3 * h * h + h * k + h * h, "attention": qkv_o + 2 * head_dim}
         mlp, norms, final = 3 * h * ff, 2 * h, h
         what = f"short conv: in_proj 3×{h}² + conv {h}×{k} + out_proj {h}²; attention + q/k norms; MLP 3×{h}×{ff}"
-    elif model_type in ("qwen3_5", "qwen3_5_text"):
+    elif model_type in _QWEN3_5:
         kd, vd = s["linear_key_heads"] * s["linear_key_head_dim"], s["linear_value_heads"] * s["linear_value_head_dim"]
         conv = 2 * kd + vd
         nv = s["linear_value_heads"]
         gdn = h * conv + h * vd + 2 * h * nv + conv * s["conv_kernel_tokens"] + 2 * nv + s["linear_value_head_dim"] \
             + vd * h
         gated_q = h * heads * head_dim * 2 + 2 * h * kv_heads * head_dim + heads * head_dim * h + 2 * head_dim
-        inter = int(c["intermediate_size"])
         mixer = {"state": gdn, "attention": gated_q}
-        mlp, norms, final = 3 * h * inter, 2 * h, h
+        norms, final = 2 * h, h
         what = (f"Gated DeltaNet: in_proj_qkv {h}×{conv}, in_proj_z {h}×{vd}, in_proj_b/a 2×{h}×{nv}, conv "
                 f"{conv}×{s['conv_kernel_tokens']}, dt_bias + A_log 2×{nv}, norm {s['linear_value_head_dim']}, "
-                f"out_proj {vd}×{h}; gated attention (q ×2) + q/k norms; MLP 3×{h}×{inter}")
+                f"out_proj {vd}×{h}; gated attention (q ×2) + q/k norms")
+        if moe is None:
+            inter = int(c["intermediate_size"])
+            mlp = 3 * h * inter
+            what += f"; MLP 3×{h}×{inter}"
+        else:  # Qwen3_5MoeSparseMoeBlock on every layer: routed experts, the shared expert and its gate
+            mlp, active_mlp, moe_what = _moe_block(moe, h)
+            what += f"; {moe_what}"
     elif model_type in ("granitemoehybrid", "nemotron_h", "falcon_h1"):
         nh, hd, g, ds, k = s["ssm_heads"], s["ssm_head_dim"], s["ssm_groups"], s["ssm_state_size"], \
             s["conv_kernel_tokens"]
@@ -259,4 +282,7 @@ def hybrid_params(c: dict, model_type: str, layout: HybridLayout, heads: int, kv
     text = (f"derived from config: embeddings {vocab}×{h} = {embed:,}"
             f"{' (tied output layer)' if tied else f' + untied lm_head {embed:,}'}; {what}; {per}; final norm "
             f"{final:,}; total {total:,}")
-    return total, text
+    if active_mlp is None:
+        return total, text
+    active = total - len(layout.kinds) * (mlp - active_mlp)
+    return total, active, f"{text}, active {active:,} (embeddings included)"

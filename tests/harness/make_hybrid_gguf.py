@@ -36,13 +36,14 @@ class HybridSpec(make_gguf.Spec):
         self.model = p["name"]
         self.prof, self.cfg = p, {}
         self.arch = {"lfm2": "lfm2", "granitemoehybrid": "granitehybrid", "qwen3_5_text": "qwen35",
-                     "qwen3_5": "qwen35", "nemotron_h": "nemotron_h", "falcon_h1": "falcon-h1"}[p["architecture"]]
+                     "qwen3_5": "qwen35", "nemotron_h": "nemotron_h", "falcon_h1": "falcon-h1",
+                     "qwen3_5_moe": "qwen35moe"}[p["architecture"]]
         self.n_layer = int(p["layers"])
         self.n_head = int(p["attention_heads"])
         self.n_head_kv = int(p["kv_heads"])
         self.head_dim = self.v_head_dim = int(p["head_dim"])
         self.n_embd = int(p["hidden_size"])
-        self.n_ff = int(p["intermediate_size"])
+        self.n_ff = int(p.get("intermediate_size") or 0)  # a MoE without dense layers has none
         self.n_vocab = int(p["vocab_size"])
         self.tied = bool(p.get("tie_embeddings"))
         self.n_ctx_train = int(p["max_context"])
@@ -131,7 +132,12 @@ class HybridSpec(make_gguf.Spec):
             self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
 
-    def build_qwen35(self):
+    def build_qwen35moe(self):
+        """src/models/qwen35moe.cpp :: load_arch_hparams / load_arch_tensors (no MTP layer): qwen35's layers with a
+        MoE block (router, routed experts, the shared expert and its gate) in place of the dense MLP."""
+        self.build_qwen35(moe=True)
+
+    def build_qwen35(self, moe=False):
         """src/models/qwen35.cpp :: load_arch_hparams / load_arch_tensors (no MTP layer); llama.cpp reads value
         heads of ssm.state_size, so the profile's key and value head dims must be equal."""
         a, s = self.arch, self.state
@@ -143,8 +149,13 @@ class HybridSpec(make_gguf.Spec):
         kd, vd = nk * dk, nv * dk
         conv = 2 * kd + vd
         flags = [i in recurrent for i in range(self.n_layer)]
+        p = self.prof
+        ff = ([("expert_count", int(p["experts"]), "u32"), ("expert_used_count", int(p["experts_per_token"]), "u32"),
+               ("expert_feed_forward_length", int(p["expert_intermediate_size"]), "u32"),
+               ("expert_shared_feed_forward_length", int(p["expert_intermediate_size"]) * int(p["shared_experts"]),
+                "u32")] if moe else [("feed_forward_length", self.n_ff, "u32")])
         for key, val, kind in [("context_length", self.n_ctx_train, "u32"), ("embedding_length", e, "u32"),
-                               ("block_count", self.n_layer, "u32"), ("feed_forward_length", self.n_ff, "u32"),
+                               ("block_count", self.n_layer, "u32"), *ff,
                                ("attention.head_count", self.n_head, "u32"),
                                ("attention.head_count_kv", self.n_head_kv, "u32"),
                                ("attention.key_length", hd, "u32"), ("attention.value_length", hd, "u32"),
@@ -180,6 +191,18 @@ class HybridSpec(make_gguf.Spec):
                 self.t(f"{b}.attn_output.weight", [self.n_head * hd, e])
                 self.t(f"{b}.attn_q_norm.weight", [hd])
                 self.t(f"{b}.attn_k_norm.weight", [hd])
+            if moe:  # the converter writes the router F32 (make_gguf.py), experts as 3-D tensors
+                n_exp, f_exp = int(p["experts"]), int(p["expert_intermediate_size"])
+                f_sh = f_exp * int(p["shared_experts"])
+                self.t(f"{b}.ffn_gate_inp.weight", [e, n_exp], F32)
+                self.t(f"{b}.ffn_gate_exps.weight", [e, f_exp, n_exp])
+                self.t(f"{b}.ffn_up_exps.weight", [e, f_exp, n_exp])
+                self.t(f"{b}.ffn_down_exps.weight", [f_exp, e, n_exp])
+                self.t(f"{b}.ffn_gate_inp_shexp.weight", [e], F32)
+                self.t(f"{b}.ffn_gate_shexp.weight", [e, f_sh])
+                self.t(f"{b}.ffn_up_shexp.weight", [e, f_sh])
+                self.t(f"{b}.ffn_down_shexp.weight", [f_sh, e])
+                continue
             self.t(f"{b}.ffn_gate.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
