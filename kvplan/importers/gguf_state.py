@@ -2,7 +2,8 @@
 
 Which layers are recurrent (``hparams.is_recr_impl``):
 
-* ``lfm2``, ``granitehybrid``: ``attention.head_count_kv`` 0 on a layer (``src/models/lfm2.cpp``,
+* ``lfm2``, ``lfm2moe``, ``granitehybrid``: ``attention.head_count_kv`` 0 on a layer (``src/models/lfm2.cpp``,
+  ``lfm2moe.cpp``,
   ``src/models/granite-hybrid.cpp`` :: ``load_arch_hparams``);
 * ``nemotron_h``: ``head_count_kv`` 0 and ``feed_forward_length`` 0 (a layer with neither is MLP-only when its
   ``feed_forward_length`` is not 0; ``src/models/nemotron-h.cpp``);
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from kvplan.errors import ProfileError
 
-STATE_ARCHS = ("lfm2", "granitehybrid", "nemotron_h", "qwen35", "qwen35moe", "qwen3next", "falcon-h1")
+STATE_ARCHS = ("lfm2", "lfm2moe", "granitehybrid", "nemotron_h", "qwen35", "qwen35moe", "qwen3next", "falcon-h1")
 
 
 def _flags(value, layers: int, key: str, where: str) -> list[bool]:
@@ -66,7 +67,7 @@ def gguf_state(meta: dict, arch: str, layers: int, kv_heads, inter, read_int, wh
             feedforward = []
             how = f"{k}attention.head_count_kv 0"
     state_layers = [i for i, r in enumerate(recurrent) if r]
-    if arch == "lfm2":
+    if arch in ("lfm2", "lfm2moe"):
         state = {"mixer": "short_conv", "conv_kernel_tokens": read_int(k + "shortconv.l_cache", True),
                  "conv_channels": read_int(k + "embedding_length", True)}
         widths = f"{k}shortconv.l_cache taps over {k}embedding_length channels"

@@ -62,7 +62,13 @@ _DEFAULTS: dict[str, dict] = {
                   "max_window_layers": 28, "decoder_sparse_step": 1, "mlp_only_layers": []},
     # hybrids with state layers (transformers 5.17.0 configuration_<type>.py defaults)
     "lfm2": {"tie_word_embeddings": True, "conv_L_cache": 3},
+    "lfm2_moe": {"tie_word_embeddings": True, "conv_L_cache": 3, "num_dense_layers": 2, "num_experts": 32,
+                 "num_experts_per_tok": 4, "moe_intermediate_size": 1792},
     "qwen3_5_text": {"tie_word_embeddings": False, "head_dim": 256, "linear_conv_kernel_dim": 4},
+    "qwen3_5_moe_text": {"tie_word_embeddings": False, "head_dim": 256, "linear_conv_kernel_dim": 4,
+                         "num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512,
+                         "shared_expert_intermediate_size": 512},
+    "falcon_h1": {"tie_word_embeddings": False},
     "granitemoehybrid": {"tie_word_embeddings": False},
     "nemotron_h": {"tie_word_embeddings": False},
 }
@@ -474,7 +480,8 @@ def _moe_fields(moe: MoeLayout | None, model_type: str) -> list[tuple[str, objec
     dense_key = {"mixtral": "none: every layer has experts", "gpt_oss": "none: every layer has experts",
                  "qwen2_moe": "decoder_sparse_step, mlp_only_layers",
                  "qwen3_moe": "decoder_sparse_step, mlp_only_layers",
-                 "qwen3_5_moe_text": "none: every layer has experts"}.get(model_type, "first_k_dense_replace")
+                 "qwen3_5_moe_text": "none: every layer has experts",
+                 "lfm2_moe": "num_dense_layers"}.get(model_type, "first_k_dense_replace")
     return [("experts", moe.experts, "routed experts per MoE layer"),
             ("experts_per_token", moe.experts_per_token, "num_experts_per_tok"),
             ("expert_intermediate_size", moe.expert_intermediate_size, width_key),

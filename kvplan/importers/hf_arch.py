@@ -62,7 +62,7 @@ def refuse_unpriceable(configs: list[dict], model_types: list[str], label: str) 
 # experts of that width (DeepSeek), or a shared expert a multiple of it with a sigmoid gate (Qwen2-MoE);
 # gpt-oss's experts (intermediate_size wide, as Mixtral's) carry biases and its router a bias.
 PRICED_MOE = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_5_moe",
-              "qwen3_5_moe_text")
+              "qwen3_5_moe_text", "lfm2_moe")
 # model_types with Qwen2-MoE's shared expert: shared_expert_intermediate_size wide, behind a sigmoid gate of H terms
 _SHARED_EXPERT_GATE = ("qwen2_moe", "qwen3_5_moe", "qwen3_5_moe_text")
 # model_types whose expert width is the config's intermediate_size (no moe_intermediate_size key)
@@ -168,9 +168,13 @@ def _moe_layers(c: dict, model_type: str, layers: int) -> list[int]:
     if model_type in ("deepseek_v2", "deepseek_v3"):
         first, freq = int(c.get("first_k_dense_replace") or 0), int(c.get("moe_layer_freq") or 1)
         return [i for i in range(layers) if i >= first and i % freq == 0]
+    if model_type == "lfm2_moe":  # Lfm2MoeDecoderLayer: a dense Lfm2MoeMLP below num_dense_layers (default 2)
+        first = c.get("num_dense_layers", 2)
+        first = first if isinstance(first, int) and not isinstance(first, bool) and first >= 0 else 2
+        return list(range(min(first, layers), layers))
     return list(range(layers))
 
 
 def _layout_keys(c: dict) -> str:
-    keys = ("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers")
+    keys = ("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers", "num_dense_layers")
     return ", ".join(f"{k} {c[k]}" for k in keys if c.get(k) not in (None, [], 0)) or "its layout keys"

@@ -3,8 +3,9 @@ parameters of a dense hybrid.
 
 Five model types (transformers 5.17.0 ``models/<type>/configuration_<type>.py`` and ``modeling_<type>.py``):
 
-* ``lfm2``: ``layer_types`` (``conv`` / ``full_attention``, or ``full_attn_idxs``), a short convolution over
-  ``hidden_size`` channels with ``conv_L_cache`` taps (``Lfm2ShortConv``).
+* ``lfm2``, ``lfm2_moe``: ``layer_types`` (``conv`` / ``full_attention``, or ``full_attn_idxs``), a short
+  convolution over ``hidden_size`` channels with ``conv_L_cache`` taps (``Lfm2ShortConv``, ``Lfm2MoeShortConv``;
+  LFM2-MoE's first ``num_dense_layers`` have a dense MLP, the others a ``Lfm2MoeSparseMoeBlock``).
 * ``qwen3_5`` / ``qwen3_5_text`` / ``qwen3_5_moe`` / ``qwen3_5_moe_text`` / ``qwen3_next``: ``layer_types`` (``linear_attention`` / ``full_attention``, or
   every ``full_attention_interval``-th layer), Gated DeltaNet with ``linear_num_key_heads ×
   linear_key_head_dim`` keys, ``linear_num_value_heads × linear_value_head_dim`` values and a
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 
 from kvplan.errors import ProfileError
 
-STATE_MODEL_TYPES = ("lfm2", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_next",
+STATE_MODEL_TYPES = ("lfm2", "lfm2_moe", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_next",
                      "granitemoehybrid", "nemotron_h", "falcon_h1")
 _QWEN3_5 = ("qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
 _NEMOTRON_KINDS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
@@ -58,12 +59,12 @@ def hybrid_layout(c: dict, model_type: str, layers: int, label: str) -> HybridLa
             return 0
         return value
 
-    if model_type == "lfm2":
+    if model_type in ("lfm2", "lfm2_moe"):
         kinds = _lfm2_kinds(c, layers, label)
         state = {"mixer": "short_conv", "conv_kernel_tokens": count("conv_L_cache", 3),
                  "conv_channels": count("hidden_size")}
         note = "layer_types / full_attn_idxs (conv layers), conv_L_cache taps over hidden_size channels"
-        moe = False
+        moe = model_type == "lfm2_moe"
     elif model_type in (*_QWEN3_5, "qwen3_next"):
         kinds = _typed_kinds(c, layers, label, {"linear_attention": "state", "full_attention": "attention"},
                              interval_key="full_attention_interval")
@@ -210,6 +211,23 @@ def hybrid_params(c: dict, model_type: str, layout: HybridLayout, heads: int, kv
     s = layout.state
     embed = vocab * h
     qkv_o = h * heads * head_dim + 2 * h * kv_heads * head_dim + heads * head_dim * h
+    if model_type == "lfm2_moe":  # dense MLPs (intermediate_size, not adjusted) then MoE blocks: by layer index
+        k, ff = s["conv_kernel_tokens"], int(c["intermediate_size"])
+        mixer = {"state": 3 * h * h + h * k + h * h + (4 * h if c.get("conv_bias") else 0),
+                 "attention": qkv_o + 2 * head_dim}
+        moe_mlp, active_mlp, moe_what = _moe_block(moe, h)
+        dense = moe.dense_layers
+        mlps = [3 * h * ff if i < dense else moe_mlp for i in range(len(layout.kinds))]
+        total = embed * (1 if tied else 2) + h + sum(mixer[kind] + 2 * h + m for kind, m in zip(layout.kinds, mlps))
+        active = total - (len(layout.kinds) - dense) * (moe_mlp - active_mlp)
+        counts = {kind: layout.kinds.count(kind) for kind in ("state", "attention")}
+        text = (f"derived from config: embeddings {vocab}×{h} = {embed:,}"
+                f"{' (tied output layer)' if tied else f' + untied lm_head {embed:,}'}; short conv: in_proj 3×{h}² + "
+                f"conv {h}×{k} + out_proj {h}² = {mixer['state']:,} ({counts['state']} layers); attention + q/k norms "
+                f"{mixer['attention']:,} ({counts['attention']} layers); {dense} dense MLP layers 3×{h}×{ff}, "
+                f"{len(layout.kinds) - dense} layers of {moe_what}; 2 norms per layer; embedding norm {h:,}; total "
+                f"{total:,}, active {active:,} (embeddings included)")
+        return total, active, text
     if model_type == "lfm2":
         k = s["conv_kernel_tokens"]
         ff = lfm2_mlp_width(c)

@@ -202,7 +202,7 @@ def test_a_moe_of_unknown_layout_is_refused_not_counted_dense():
     problem = _problem(lambda: profile_from_hf_config(config, name="x", where="c.json"))
     assert problem.startswith("c.json: a mixture of experts (num_local_experts 16) of model_type 'llama4_text', "
                               "whose expert layout kvplan does not know (it knows deepseek_v2, deepseek_v3, "
-                              "gpt_oss, mixtral, qwen2_moe, qwen3_moe, qwen3_5_moe, qwen3_5_moe_text)")
+                              "gpt_oss, mixtral, qwen2_moe, qwen3_moe, qwen3_5_moe, qwen3_5_moe_text, lfm2_moe)")
 
 
 def test_given_params_keeps_the_expert_fields():
