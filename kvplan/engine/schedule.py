@@ -261,9 +261,9 @@ class Schedule(ComparedFigures):
 
     @property
     def attending_layers(self) -> int:
-        """How many layers compute attention [count]: the attention layers and the layers that read another's
-        cache; a state or feed-forward layer does not attend."""
-        return sum(count for count, layer in self.runs if layer.kind in ("attention", "shared_kv"))
+        """How many layers compute attention [count]: the attention layers, the parallel layers (attention beside
+        their state) and the layers that read another's cache; a state or feed-forward layer does not attend."""
+        return sum(count for count, layer in self.runs if layer.kind in ("attention", "parallel", "shared_kv"))
 
     @property
     def latent(self) -> bool:

@@ -295,7 +295,8 @@ class HybridSpec(make_gguf.Spec):
             self.t(f"{b}.attn_v.weight", [e, kv])
             self.t(f"{b}.attn_output.weight", [self.n_head * hd, e])
             self.t(f"{b}.attn_norm.weight", [e])
-            self.t(f"{b}.ffn_norm.weight", [e])
+            # load_arch_tensors asks for tn(LLM_TENSOR_FFN_NORM, i): the name without a ".weight" suffix
+            self.t(f"{b}.ffn_norm", [e], F32)
             self.t(f"{b}.ffn_gate.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_down.weight", [self.n_ff, e])

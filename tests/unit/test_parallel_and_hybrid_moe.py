@@ -74,3 +74,13 @@ def test_the_shipped_profile_has_the_imported_figures(name):
               "expert_intermediate_size", "shared_experts", "dense_layers")
     assert {f: getattr(imported, f) for f in fields} == {f: getattr(shipped, f) for f in fields}
     assert imported.state == shipped.state and imported.schedule == shipped.schedule
+
+
+def test_falcon_h1_prefill_pays_attention_and_the_scan_on_every_layer():
+    from kvplan.engine.prefill import schedule_state_flops_per_token
+
+    s = Catalog().model("falcon-h1-0.5b").profile.schedule
+    # every layer attends (the T² term counts 36 layers) and scans: 36 × (2 × 1,792 × 4 conv + 4 × 196,608 SSM)
+    # = 36 × 800,768 = 28,827,648 FLOP per token
+    assert s.attending_layers == 36
+    assert schedule_state_flops_per_token(s) == 36 * (2 * 1_792 * 4 + 4 * 196_608) == 28_827_648
