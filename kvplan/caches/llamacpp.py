@@ -469,6 +469,9 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
     layers = schedule.layers
     if swa:
         rules.append(rule("windowed_layers", windowed=layers - global_layers, layers=layers, window=window))
+    if full_schedule.parallel_layers:  # create_memory: filter_attn and filter_recr both true on these layers
+        rules.append(rule("parallel_layers", layers=full_schedule.parallel_layers, kv="llama_kv_cache",
+                          state="llama_memory_recurrent"))
     r_bpc = sum(count * state_r_bytes(layer) for count, layer in states)
     s_bpc = sum(count * state_s_bytes(layer) for count, layer in states)
     return LlamaCppCache(spec, k_format, v_format, global_bpc, swa_bpc, window if swa else None,

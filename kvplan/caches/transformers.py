@@ -247,6 +247,10 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
     if states:
         rules.append(rule("linear_attention_layers", layers=sum(c for c, _ in states), dtype=TORCH_DTYPES[k_format.name],
                           bytes_per_sequence=state_bytes))
+    if model.schedule.parallel_layers:  # layer type "hybrid": LinearAttentionAndFullAttentionLayer (cache_utils)
+        rules.append(rule("parallel_layers", layers=model.schedule.parallel_layers,
+                          kv="LinearAttentionAndFullAttentionLayer's keys/values",
+                          state="its conv_states and recurrent_states"))
     return TransformersCache(spec, k_format, v_format, full_bpt, sliding_bpt, window, global_layers,
                              schedule.layers - global_layers, tuple(rules), state_bytes, sum(c for c, _ in states))
 

@@ -72,13 +72,15 @@ def schedule_state_flops_per_token(schedule) -> int:
     Returns
     -------
     int [FLOP/token]
-        Σ over its state layers of :func:`kvplan.engine.state.state_flops_per_token`; 0 without any.
+        Σ over its state layers (a parallel layer's state mixer included) of
+        :func:`kvplan.engine.state.state_flops_per_token`; 0 without any.
     """
     from kvplan.engine.state import state_flops_per_token
 
+    states = ((count, layer.state if layer.kind == "parallel" else layer) for count, layer in schedule.groups()
+              if layer.kind in ("state", "parallel"))
     return sum(count * state_flops_per_token(layer.mixer, layer.conv_channels, layer.conv_kernel_tokens,
-                                             layer.recurrent_values)
-               for count, layer in schedule.groups() if layer.kind == "state")
+                                             layer.recurrent_values) for count, layer in states)
 
 
 # --- Prefill after a cached context, and time to first token -------------------------

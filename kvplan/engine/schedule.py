@@ -18,6 +18,10 @@ Layer kinds:
 * :class:`SharedKV` reads another layer's cache and holds none of its own.
 * :class:`State` keeps a fixed-size state per sequence (constant in the context): hybrid models (LFM2,
   Qwen3.5, Granite 4.0-H, Nemotron-H) mix them with attention layers (:func:`split_runs`).
+* :class:`Parallel` runs an attention mixer and a state mixer side by side in one layer (Falcon-H1's parallel
+  hybrid): it caches what its :class:`Attention` caches *and* keeps what its :class:`State` keeps. Every cache
+  model prices it as both (:func:`split_runs`, :func:`attention_only`), so a runtime's KV cache and recurrent
+  state each count the layer once.
 * :class:`Feedforward` keeps nothing (an MLP-only block).
 
 Gemma 3n's last ``num_kv_shared_layers`` layers are :class:`SharedKV` layers: :func:`split_runs` and
@@ -93,6 +97,23 @@ class State(ComparedFigures):
         return self.conv_channels * self.conv_kernel_tokens + self.recurrent_values
 
 
+class Parallel(ComparedFigures):
+    """A layer whose attention and state mixers run side by side on the same input (Falcon-H1): its KV rows are
+    its ``attention``'s, its per-sequence state its ``state``'s.
+
+    References
+    ----------
+    llama.cpp build 11434 ``src/llama-model.cpp`` :: ``llama_model::create_memory`` (``LLM_ARCH_FALCON_H1``:
+    ``filter_attn`` and ``filter_recr`` both true on every layer); transformers ``models/falcon_h1/modeling_falcon_h1.py``
+    ``FalconH1DecoderLayer`` (``self.mamba`` and ``self.self_attn`` on every layer, their outputs summed)."""
+
+    __slots__ = _fields = ("attention", "state")
+
+    kind: ClassVar[str] = "parallel"
+    attention: Attention
+    state: State
+
+
 class Feedforward(ComparedFigures):
     """A layer with no token mixer (Nemotron-H's MLP-only blocks): it keeps nothing per token or sequence."""
 
@@ -101,7 +122,23 @@ class Feedforward(ComparedFigures):
     kind: ClassVar[str] = "feedforward"
 
 
-Layer = Union[Attention, SharedKV, State, Feedforward]
+Layer = Union[Attention, SharedKV, State, Parallel, Feedforward]
+
+
+def attention_part(layer: Layer) -> Attention | None:
+    """The attention a layer caches through: itself, a parallel layer's attention mixer, or None.
+
+    Parameters
+    ----------
+    layer : Layer
+
+    Returns
+    -------
+    Attention or None
+    """
+    if isinstance(layer, Attention):
+        return layer
+    return layer.attention if isinstance(layer, Parallel) else None
 
 
 class Schedule(ComparedFigures):
@@ -200,8 +237,14 @@ class Schedule(ComparedFigures):
         -------
         Schedule
         """
-        return _merged((count, layer.with_changes(window_tokens=window_tokens) if isinstance(layer, Attention)
-                        else layer) for count, layer in self.runs)
+        def windowed(layer: Layer) -> Layer:
+            if isinstance(layer, Attention):
+                return layer.with_changes(window_tokens=window_tokens)
+            if isinstance(layer, Parallel):
+                return Parallel(layer.attention.with_changes(window_tokens=window_tokens), layer.state)
+            return layer
+
+        return _merged((count, windowed(layer)) for count, layer in self.runs)
 
     def windows(self) -> tuple[int, ...]:
         """The distinct windows of the attention layers, smallest first.
@@ -210,19 +253,24 @@ class Schedule(ComparedFigures):
         -------
         tuple of int [tokens]
         """
-        return tuple(sorted({layer.window_tokens for _, layer in self.runs
-                             if isinstance(layer, Attention) and layer.window_tokens is not None}))
+        attended = (attention_part(layer) for _, layer in self.runs)
+        return tuple(sorted({a.window_tokens for a in attended if a is not None and a.window_tokens is not None}))
+
+    @property
+    def parallel_layers(self) -> int:
+        """How many layers run attention and a state mixer side by side (:class:`Parallel`) [count]."""
+        return sum(count for count, layer in self.runs if isinstance(layer, Parallel))
 
     @property
     def attending_layers(self) -> int:
-        """How many layers compute attention [count]: the attention layers and the layers that read another's
-        cache; a state or feed-forward layer does not attend."""
-        return sum(count for count, layer in self.runs if layer.kind in ("attention", "shared_kv"))
+        """How many layers compute attention [count]: the attention layers, the parallel layers (attention beside
+        their state) and the layers that read another's cache; a state or feed-forward layer does not attend."""
+        return sum(count for count, layer in self.runs if layer.kind in ("attention", "parallel", "shared_kv"))
 
     @property
     def latent(self) -> bool:
         """Whether any attention layer caches an MLA latent."""
-        return any(isinstance(layer, Attention) and layer.latent_rank is not None for _, layer in self.runs)
+        return any(a is not None and a.latent_rank is not None for a in (attention_part(ly) for _, ly in self.runs))
 
 
 def compress(layers: Iterable[Layer]) -> Schedule:
@@ -268,7 +316,9 @@ def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention
         if not isinstance(layer, Attention):
             one = first == last
             what = {"shared_kv": f"{'reads' if one else 'read'} layer {getattr(layer, 'source_layer', '?')}'s KV cache",
-                    "state": "keeps a fixed-size state per sequence"}.get(layer.kind, "is not an attention layer")
+                    "state": "keeps a fixed-size state per sequence",
+                    "parallel": "attends and keeps a fixed-size state per sequence side by side"
+                    }.get(layer.kind, "is not an attention layer")
             span = f"layer {first}" if one else f"layers {first}–{last}"
             raise FieldError("model", f"{span} {what} ({layer.kind}); the {cache} cache model prices only "
                              "attention layers, so this model cannot be priced yet")
@@ -277,7 +327,8 @@ def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention
 
 def split_runs(schedule: Schedule, cache: str) -> tuple[tuple[tuple[int, Attention], ...], tuple[tuple[int, State], ...]]:
     """The schedule's distinct attention layers and distinct state layers, each as ``(count, layer)`` groups
-    (:meth:`Schedule.groups`); feed-forward layers keep nothing and shared-KV layers hold no cache of their own
+    (:meth:`Schedule.groups`); a parallel layer counts in both, its attention among the attention layers and its
+    state among the state layers; feed-forward layers keep nothing and shared-KV layers hold no cache of their own
     (they read their source layer's), so both are left out; any other kind is refused by name for ``cache``, as
     :func:`attention_runs` does.
 
@@ -298,14 +349,18 @@ def split_runs(schedule: Schedule, cache: str) -> tuple[tuple[tuple[int, Attenti
             attention.append((count, layer))
         elif isinstance(layer, State):
             states.append((count, layer))
+        elif isinstance(layer, Parallel):
+            attention.append((count, layer.attention))
+            states.append((count, layer.state))
         elif not isinstance(layer, (Feedforward, SharedKV)):
             attention_runs(schedule, cache)  # raises, naming the layers
     return tuple(attention), tuple(states)
 
 
 def attention_only(schedule: Schedule) -> Schedule:
-    """The schedule without its state, feed-forward and shared-KV layers: what a KV cache holds (an attention layer count
-    that keeps the model's own layer indices is not needed by any cache rule, which are order-free).
+    """The schedule without its state, feed-forward and shared-KV layers, a parallel layer as its attention: what a KV
+    cache holds (an attention layer count that keeps the model's own layer indices is not needed by any cache rule,
+    which are order-free).
 
     Parameters
     ----------
@@ -315,7 +370,8 @@ def attention_only(schedule: Schedule) -> Schedule:
     -------
     Schedule
     """
-    return _merged((count, layer) for count, layer in schedule.runs if isinstance(layer, Attention))
+    return _merged((count, attention_part(layer)) for count, layer in schedule.runs
+                   if attention_part(layer) is not None)
 
 
 

@@ -2,10 +2,14 @@
 
 Which layers are recurrent (``hparams.is_recr_impl``):
 
-* ``lfm2``, ``granitehybrid``: ``attention.head_count_kv`` 0 on a layer (``src/models/lfm2.cpp``,
+* ``lfm2``, ``lfm2moe``, ``granitehybrid``: ``attention.head_count_kv`` 0 on a layer (``src/models/lfm2.cpp``,
+  ``lfm2moe.cpp``,
   ``src/models/granite-hybrid.cpp`` :: ``load_arch_hparams``);
 * ``nemotron_h``: ``head_count_kv`` 0 and ``feed_forward_length`` 0 (a layer with neither is MLP-only when its
   ``feed_forward_length`` is not 0; ``src/models/nemotron-h.cpp``);
+* ``falcon-h1``: every layer, and every layer attends as well (``std::fill(is_recr_impl…, true)`` in
+  ``src/models/falcon-h1.cpp`` :: ``load_arch_hparams``; ``llama_model::create_memory`` gives the hybrid memory
+  ``filter_attn`` and ``filter_recr`` both true): a profile with ``parallel_attention``;
 * ``qwen35``, ``qwen35moe``, ``qwen3next``: ``attention.recurrent_layers`` (booleans), else every layer but each
   ``full_attention_interval``-th (default 4; ``src/models/qwen35.cpp``, ``qwen3next.cpp``), among the first
   ``block_count − nextn_predict_layers`` (the MTP layers after them are a draft model's).
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 from kvplan.errors import ProfileError
 
-STATE_ARCHS = ("lfm2", "granitehybrid", "nemotron_h", "qwen35", "qwen35moe", "qwen3next")
+STATE_ARCHS = ("lfm2", "lfm2moe", "granitehybrid", "nemotron_h", "qwen35", "qwen35moe", "qwen3next", "falcon-h1")
 
 
 def _flags(value, layers: int, key: str, where: str) -> list[bool]:
@@ -50,7 +54,11 @@ def gguf_state(meta: dict, arch: str, layers: int, kv_heads, inter, read_int, wh
     else:
         per = kv_heads if isinstance(kv_heads, list) else [kv_heads] * layers
         ff = inter if isinstance(inter, list) else [inter or 0] * layers
-        if arch == "nemotron_h":
+        if arch == "falcon-h1":
+            recurrent = [True] * layers
+            feedforward = []
+            how = "every layer (falcon-h1: attention and Mamba2 side by side in each)"
+        elif arch == "nemotron_h":
             recurrent = [per[i] == 0 and ff[i] == 0 for i in range(layers)]
             feedforward = [i for i in range(layers) if per[i] == 0 and ff[i] != 0]
             how = f"{k}attention.head_count_kv and {k}feed_forward_length both 0 (MLP-only: head_count_kv 0 alone)"
@@ -59,7 +67,7 @@ def gguf_state(meta: dict, arch: str, layers: int, kv_heads, inter, read_int, wh
             feedforward = []
             how = f"{k}attention.head_count_kv 0"
     state_layers = [i for i, r in enumerate(recurrent) if r]
-    if arch == "lfm2":
+    if arch in ("lfm2", "lfm2moe"):
         state = {"mixer": "short_conv", "conv_kernel_tokens": read_int(k + "shortconv.l_cache", True),
                  "conv_channels": read_int(k + "embedding_length", True)}
         widths = f"{k}shortconv.l_cache taps over {k}embedding_length channels"
@@ -71,9 +79,11 @@ def gguf_state(meta: dict, arch: str, layers: int, kv_heads, inter, read_int, wh
         groups = read_int(k + "ssm.group_count", True)
         if inner % rank:
             raise ProfileError([f"{where}: {k}ssm.inner_size {inner} is not a multiple of {k}ssm.time_step_rank {rank}"])
-        if arch in ("granitehybrid", "nemotron_h"):
+        if arch in ("granitehybrid", "nemotron_h", "falcon-h1"):
             state = {"mixer": "mamba2", "conv_kernel_tokens": conv, "ssm_heads": rank, "ssm_head_dim": inner // rank,
                      "ssm_groups": groups, "ssm_state_size": d_state}
+            if arch == "falcon-h1":
+                state["parallel_attention"] = True
             widths = (f"Mamba2: {k}ssm.time_step_rank heads of {k}ssm.inner_size / time_step_rank, "
                       f"{k}ssm.group_count, {k}ssm.state_size, {k}ssm.conv_kernel")
         else:

@@ -63,7 +63,13 @@ _DEFAULTS: dict[str, dict] = {
                   "max_window_layers": 28, "decoder_sparse_step": 1, "mlp_only_layers": []},
     # hybrids with state layers (transformers 5.17.0 configuration_<type>.py defaults)
     "lfm2": {"tie_word_embeddings": True, "conv_L_cache": 3},
+    "lfm2_moe": {"tie_word_embeddings": True, "conv_L_cache": 3, "num_dense_layers": 2, "num_experts": 32,
+                 "num_experts_per_tok": 4, "moe_intermediate_size": 1792},
     "qwen3_5_text": {"tie_word_embeddings": False, "head_dim": 256, "linear_conv_kernel_dim": 4},
+    "qwen3_5_moe_text": {"tie_word_embeddings": False, "head_dim": 256, "linear_conv_kernel_dim": 4,
+                         "num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512,
+                         "shared_expert_intermediate_size": 512},
+    "falcon_h1": {"tie_word_embeddings": False},
     "granitemoehybrid": {"tie_word_embeddings": False},
     "nemotron_h": {"tie_word_embeddings": False},
     "gemma3n_text": hf_gemma3n.DEFAULTS,
@@ -351,7 +357,7 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         head_note = f"hidden_size / num_attention_heads = {hidden} / {heads}"
     max_context = c.get("max_position_embeddings")
     hybrid = hybrid_layout(c, model_type, layers, label) if model_type in STATE_MODEL_TYPES else None
-    if hybrid is not None and hybrid.moe and params is None:
+    if hybrid is not None and hybrid.moe and moe is None and params is None:
         raise ProfileError([f"{label}: a {model_type} mixture of experts: kvplan reads its state and attention "
                             "layers but does not derive its expert weights; give its parameter count (params)"])
     gemma3n_fields = {}
@@ -369,7 +375,10 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     if towers:
         notes.append(f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)")
     if params is None and hybrid is not None:
-        params, params_note = hybrid_params(c, model_type, hybrid, heads, kv_heads, head_dim)
+        if moe is not None:  # a hybrid MoE (Qwen3.5-MoE): total and active
+            params, params_active, params_note = hybrid_params(c, model_type, hybrid, heads, kv_heads, head_dim, moe)
+        else:
+            params, params_note = hybrid_params(c, model_type, hybrid, heads, kv_heads, head_dim)
         if towers:
             params_note += f"; {', '.join(towers)} not counted"
     elif params is None and gemma3n:
@@ -496,7 +505,9 @@ def _moe_fields(moe: MoeLayout | None, model_type: str) -> list[tuple[str, objec
     width_key = "intermediate_size" if model_type in EXPERT_WIDTH_IS_INTERMEDIATE else "moe_intermediate_size"
     dense_key = {"mixtral": "none: every layer has experts", "gpt_oss": "none: every layer has experts",
                  "qwen2_moe": "decoder_sparse_step, mlp_only_layers",
-                 "qwen3_moe": "decoder_sparse_step, mlp_only_layers"}.get(model_type, "first_k_dense_replace")
+                 "qwen3_moe": "decoder_sparse_step, mlp_only_layers",
+                 "qwen3_5_moe_text": "none: every layer has experts",
+                 "lfm2_moe": "num_dense_layers"}.get(model_type, "first_k_dense_replace")
     return [("experts", moe.experts, "routed experts per MoE layer"),
             ("experts_per_token", moe.experts_per_token, "num_experts_per_tok"),
             ("expert_intermediate_size", moe.expert_intermediate_size, width_key),

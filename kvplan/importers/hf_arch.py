@@ -22,8 +22,6 @@ _RECURRENT = {
     **dict.fromkeys(("mamba", "mamba2", "falcon_mamba"), "a state-space model (Mamba)"),
     **dict.fromkeys(("jamba", "zamba", "zamba2", "bamba", "granitemoehybrid", "nemotron_h", "plamo2",
                      "hymba"), "a hybrid of attention and state-space (Mamba) layers"),
-    "falcon_h1": "a parallel hybrid (attention and Mamba2 side by side in every layer, a layout kvplan's profile "
-                 "fields do not express yet)",
     "recurrent_gemma": "a hybrid of local attention and recurrent (RG-LRU) layers",
     **dict.fromkeys(("lfm2", "lfm2_moe", "lfm2_vl"), "a hybrid of attention and short-convolution layers"),
     **dict.fromkeys(("qwen3_next", "kimi_linear", "minimax"), "a hybrid of attention and linear-attention layers"),
@@ -63,7 +61,10 @@ def refuse_unpriceable(configs: list[dict], model_types: list[str], label: str) 
 # Mixtures of experts whose layout kvplan knows: routed experts of one width on the MoE layers, shared
 # experts of that width (DeepSeek), or a shared expert a multiple of it with a sigmoid gate (Qwen2-MoE);
 # gpt-oss's experts (intermediate_size wide, as Mixtral's) carry biases and its router a bias.
-PRICED_MOE = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "qwen2_moe", "qwen3_moe")
+PRICED_MOE = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_5_moe",
+              "qwen3_5_moe_text", "lfm2_moe")
+# model_types with Qwen2-MoE's shared expert: shared_expert_intermediate_size wide, behind a sigmoid gate of H terms
+_SHARED_EXPERT_GATE = ("qwen2_moe", "qwen3_5_moe", "qwen3_5_moe_text")
 # model_types whose expert width is the config's intermediate_size (no moe_intermediate_size key)
 EXPERT_WIDTH_IS_INTERMEDIATE = ("gpt_oss", "mixtral")
 _EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
@@ -111,7 +112,7 @@ def moe_layout(c: dict, model_type: str, layers: int, label: str, missing: list[
     width_key = "intermediate_size" if model_type in EXPERT_WIDTH_IS_INTERMEDIATE else "moe_intermediate_size"
     width = positive_count(c, width_key, missing)
     shared, extra, extra_what = int(c.get("n_shared_experts") or 0), 0, ""
-    if model_type == "qwen2_moe":
+    if model_type in _SHARED_EXPERT_GATE:
         shared_width = _whole_or_zero(c.get("shared_expert_intermediate_size"))
         if shared_width and width:
             if shared_width % width:
@@ -160,16 +161,20 @@ def positive_count(c: dict, key: str, missing: list[str]) -> int | None:
 
 def _moe_layers(c: dict, model_type: str, layers: int) -> list[int]:
     """The layers with experts, as the transformers model of ``model_type`` builds them."""
-    if model_type in ("qwen2_moe", "qwen3_moe"):
+    if model_type in ("qwen2_moe", "qwen3_moe", "qwen3_5_moe", "qwen3_5_moe_text"):
         step = int(c.get("decoder_sparse_step") or 1)
         dense_only = set(c.get("mlp_only_layers") or [])
         return [i for i in range(layers) if i not in dense_only and (i + 1) % step == 0]
     if model_type in ("deepseek_v2", "deepseek_v3"):
         first, freq = int(c.get("first_k_dense_replace") or 0), int(c.get("moe_layer_freq") or 1)
         return [i for i in range(layers) if i >= first and i % freq == 0]
+    if model_type == "lfm2_moe":  # Lfm2MoeDecoderLayer: a dense Lfm2MoeMLP below num_dense_layers (default 2)
+        first = c.get("num_dense_layers", 2)
+        first = first if isinstance(first, int) and not isinstance(first, bool) and first >= 0 else 2
+        return list(range(min(first, layers), layers))
     return list(range(layers))
 
 
 def _layout_keys(c: dict) -> str:
-    keys = ("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers")
+    keys = ("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers", "num_dense_layers")
     return ", ".join(f"{k} {c[k]}" for k in keys if c.get(k) not in (None, [], 0)) or "its layout keys"

@@ -143,6 +143,8 @@ STATE_FIELD_DOCS = {
     "mixer": "what computes the state: short_conv (LFM2), mamba2 (Granite 4.0-H, Nemotron-H), gated_deltanet (Qwen3.5)",
     "layers": "0-based indices of the state layers; every layer not listed here or in feedforward_layers attends",
     "feedforward_layers": "0-based indices of MLP-only layers (no attention, no state)",
+    "parallel_attention": "true: each state layer also attends, attention and the mixer side by side (Falcon-H1); "
+                          "it caches K/V rows and keeps its state",
     "conv_kernel_tokens": "taps of the causal depthwise conv [tokens] (conv_L_cache, linear_conv_kernel_dim, mamba_d_conv)",
     "conv_channels": "short_conv: channels of the conv (hidden_size)",
     "ssm_heads": "mamba2: SSM heads (mamba_n_heads)",

@@ -99,18 +99,20 @@ def mlp_widths(model) -> tuple[int, ...]:
 
 def schedule_from_fields(model) -> Schedule:
     """The schedule the model fields write: a state layer at each index of ``state.layers``
-    (:func:`state_layer_of`), a feed-forward layer at each of ``state.feedforward_layers``, and an attention layer
+    (:func:`state_layer_of`; with ``state.parallel_attention`` a parallel layer, that state beside the attention layer
+    of that index), a feed-forward layer at each of ``state.feedforward_layers``, and an attention layer
     at every other index of ``layers``, its K/V heads from
     ``kv_heads`` (one count or one per layer), its head dims from ``head_dim``/``v_head_dim`` (MLA: one head of
     ``kv_lora_rank + qk_rope_head_dim`` K values and no V), its window from ``sliding_window`` on the layers
     ``sliding_window_pattern`` names; the last ``shared_kv_layers`` layers are :class:`SharedKV` layers that read
     their source's cache (:func:`shared_kv_sources`) and hold none."""
-    from kvplan.engine.schedule import Attention, Feedforward, SharedKV, compress
+    from kvplan.engine.schedule import Attention, Feedforward, Parallel, SharedKV, compress
 
     state = getattr(model, "state", None)
     state_at = frozenset(state.layers) if state is not None else frozenset()
     feedforward_at = frozenset(state.feedforward_layers) if state is not None else frozenset()
     state_layer = state_layer_of(state) if state is not None else None
+    parallel = bool(getattr(state, "parallel_attention", False))
     feedforward = Feedforward()
     window = model.sliding_window
     pattern = model.sliding_window_pattern
@@ -126,9 +128,12 @@ def schedule_from_fields(model) -> Schedule:
             source = sources[i]
             return SharedKV(source, window if window is not None and local_layer(pattern, source) else None)
         if i in state_at:
-            return state_layer
+            return Parallel(attention_at(i), state_layer) if parallel else state_layer
         if i in feedforward_at:
             return feedforward
+        return attention_at(i)
+
+    def attention_at(i: int):
         n_kv = heads[i] if isinstance(heads, list) else heads
         local = window is not None and local_layer(pattern, i)
         key = (n_kv, local)

@@ -189,6 +189,7 @@ class StateSpec(BaseModel):
     mixer: StateMixer
     layers: LayerIndices
     feedforward_layers: LayerIndices = []
+    parallel_attention: bool = False
     conv_kernel_tokens: PositiveInt
     conv_channels: PositiveInt | None = None
     ssm_heads: PositiveInt | None = None
@@ -438,7 +439,7 @@ class Model(_Profile, ModelMethods):
                 if bad:
                     raise ValueError(f"{name}: layer index {bad[0]} out of range (the model has {layers} layers, "
                                      "0-based)")
-            if len(set(value.layers) | set(value.feedforward_layers)) >= layers:
+            if not value.parallel_attention and len(set(value.layers) | set(value.feedforward_layers)) >= layers:
                 raise ValueError("every layer is a state or feed-forward layer: give at least one attention layer")
         return value
 

@@ -152,9 +152,15 @@ def schedule_json(model) -> list[dict]:
     its 0-based ``first_layer``/``last_layer``, ``layers`` (how many), ``kind`` and the kind's own figures
     (attention: ``kv_heads``, ``k_head_dim``, ``v_head_dim``, ``window_tokens``, ``latent_rank``; state: ``mixer``,
     ``conv_channels``, ``conv_kernel_tokens``, ``recurrent_values``; shared KV: ``source_layer``,
-    ``window_tokens``)."""
+    ``window_tokens``; parallel: ``attention`` and ``state``, each an object of its kind's figures)."""
+
+    def figures(layer) -> dict:  # a parallel layer: its attention's and its state's figures, each under its kind
+        if layer.kind == "parallel":
+            return {"attention": layer.attention.as_dict(), "state": layer.state.as_dict()}
+        return layer.as_dict()
+
     return [{"first_layer": first, "last_layer": last, "layers": last - first + 1, "kind": layer.kind,
-             **layer.as_dict()} for first, last, layer in model.schedule.spans()]
+             **figures(layer)} for first, last, layer in model.schedule.spans()]
 
 
 def show_json(kind: str, profile, path: Path, origin: str, figures: dict, warnings: list[str]) -> dict:
@@ -176,6 +182,12 @@ def show_json(kind: str, profile, path: Path, origin: str, figures: dict, warnin
             "path": str(path), **fields, **schedule, "derived": derived, "sources": sources}
 
 
+def _state_words(layer) -> str:
+    recurrent = f" + recurrent {layer.recurrent_values:,} values" if layer.recurrent_values else ""
+    return (f"state ({layer.mixer}): conv {layer.conv_channels:,} channels × {layer.conv_kernel_tokens} "
+            f"taps{recurrent} per sequence")
+
+
 def schedule_table(model) -> Table:
     """The model's layers as runs of identical layers: which layers, their kind, K/V heads, head dims, window."""
     t = Table("schedule", ["layers", "kind", "K/V heads", "K/V head dims", "window"])
@@ -183,9 +195,13 @@ def schedule_table(model) -> Table:
     for first, last, layer in model.schedule.spans():
         span = str(first) if first == last else f"{first}–{last}"
         if layer.kind == "state":
-            recurrent = f" + recurrent {layer.recurrent_values:,} values" if layer.recurrent_values else ""
-            t.add(span, f"state ({layer.mixer}): conv {layer.conv_channels:,} channels × {layer.conv_kernel_tokens} "
-                        f"taps{recurrent} per sequence", "", "", "")
+            t.add(span, _state_words(layer), "", "", "")
+            continue
+        if layer.kind == "parallel":  # attention and a state side by side: the attention's figures, both kinds named
+            a = layer.attention
+            window = "global" if a.window_tokens is None else f"{a.window_tokens:,} tokens"
+            t.add(span, f"attention + {_state_words(layer.state)}", str(a.kv_heads),
+                  f"{a.k_head_dim} / {a.v_head_dim or '—'}", window)
             continue
         if layer.kind == "shared_kv":  # no cache of its own: it attends through its source's
             window = "global" if layer.window_tokens is None else f"{layer.window_tokens:,} tokens"

@@ -36,6 +36,8 @@ _WORDS = {
     "linear_attention_layers": lambda v: (f"state layers: {v['layers']} LinearAttentionLayer in the DynamicCache, "
                                           f"conv_states of the whole kernel in {v['dtype']}, recurrent_states in "
                                           f"float32, {v['bytes_per_sequence']:,} B per sequence"),
+    "parallel_layers": lambda v: (f"parallel layers: each of {v['layers']} layers attends and keeps a state side by "
+                                  f"side, K/V in {v['kv']} and a state in {v['state']}"),
     "recurrent_state": lambda v: (f"state layers: llama_memory_recurrent, {v['layers']} layers × {v['cells']} cells "
                                   f"(max(1, -np)), r + s rows in f32 whatever the KV cache type, "
                                   f"{v['bytes_per_cell']:,} B per cell"),

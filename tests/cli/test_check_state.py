@@ -29,3 +29,21 @@ def test_state_bytes_in_the_json_and_linear_in_sequences(run_json):
 def test_a_model_without_state_layers_has_no_state_key(run_json):
     code, doc = run_json("check", "--device", "pixel8", "--model", "qwen3-0.6b", "--ctx", "4k")
     assert code == 0 and "state_bytes" not in doc["memory"]
+
+
+def test_falcon_h1_every_layer_holds_kv_and_a_state(run, run_json):
+    # 36 parallel layers: KV 36 × 2 × 2 heads × 64 × 2 B = 18,432 B/token × 16,384 cells = 301,989,888 B; state
+    # 36 × (3 × 1,792 × 4 + 196,608 × 4) = 29,085,696 B per cell, f32 whatever the cache type
+    for config in ("falcon-h1", "tests/data/hf_configs/falcon-h1-0.5b.json"):
+        code, doc = run_json("check", "--device", "pixel8", "--model", config, "--ctx", "16k", "--runtime", "llama.cpp",
+                             "--kv-type", "q8_0")
+        assert code == 0
+        # q8_0: 36 × 2 × 2 heads × 64 values at 34 B per 32 = 9,792 B/token × 16,384 = 160,432,128 B
+        assert doc["kv_bytes_per_token"] == 9_792
+        assert doc["memory"]["state_bytes"] == 29_085_696
+        assert doc["memory"]["kv_bytes"] == 160_432_128 + 29_085_696
+    out = run("check", "--device", "pixel8", "--model", "falcon-h1", "--ctx", "16k", "--runtime", "llama.cpp").stdout
+    assert "parallel layers: each of 36 layers attends and keeps a state side by side, K/V in llama_kv_cache and " \
+           "a state in llama_memory_recurrent" in out
+    shown = run("profiles", "show", "falcon-h1").stdout
+    assert "attention + state (mamba2): conv 1,792 channels × 4 taps + recurrent 196,608 values per sequence" in shown

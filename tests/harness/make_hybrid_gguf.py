@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Write a weight-less F16 GGUF of a kvplan hybrid model profile (state layers: LFM2's short convolution), with the
-tensor names and shapes llama.cpp's loader asks for (build 11434, src/models/lfm2.cpp ::
+tensor names and shapes llama.cpp's loader asks for (build 11434; LFM2, Granite 4.0-H, Qwen3.5, Nemotron-H and
+Falcon-H1 — the builders below name their source files; for LFM2: src/models/lfm2.cpp ::
 llama_model_lfm2::load_arch_tensors) and the metadata its hparams loader reads (``lfm2.shortconv.l_cache``, a
 per-layer ``attention.head_count_kv`` array whose zeros mark the conv layers: ``is_recr_impl[il] = n_head_kv(il)
 == 0``).
@@ -38,13 +39,14 @@ class HybridSpec(make_gguf.Spec):
         self.model = p["name"]
         self.prof, self.cfg = p, {}
         self.arch = {"lfm2": "lfm2", "granitemoehybrid": "granitehybrid", "qwen3_5_text": "qwen35",
-                     "qwen3_5": "qwen35", "nemotron_h": "nemotron_h"}[p["architecture"]]
+                     "qwen3_5": "qwen35", "nemotron_h": "nemotron_h", "falcon_h1": "falcon-h1",
+                     "qwen3_5_moe": "qwen35moe"}[p["architecture"]]
         self.n_layer = int(p["layers"])
         self.n_head = int(p["attention_heads"])
         self.n_head_kv = int(p["kv_heads"])
         self.head_dim = self.v_head_dim = int(p["head_dim"])
         self.n_embd = int(p["hidden_size"])
-        self.n_ff = int(p["intermediate_size"])
+        self.n_ff = int(p.get("intermediate_size") or 0)  # a MoE without dense layers has none
         self.n_vocab = int(p["vocab_size"])
         self.tied = bool(p.get("tie_embeddings"))
         self.n_ctx_train = int(p["max_context"])
@@ -133,7 +135,12 @@ class HybridSpec(make_gguf.Spec):
             self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
 
-    def build_qwen35(self):
+    def build_qwen35moe(self):
+        """src/models/qwen35moe.cpp :: load_arch_hparams / load_arch_tensors (no MTP layer): qwen35's layers with a
+        MoE block (router, routed experts, the shared expert and its gate) in place of the dense MLP."""
+        self.build_qwen35(moe=True)
+
+    def build_qwen35(self, moe=False):
         """src/models/qwen35.cpp :: load_arch_hparams / load_arch_tensors (no MTP layer); llama.cpp reads value
         heads of ssm.state_size, so the profile's key and value head dims must be equal."""
         a, s = self.arch, self.state
@@ -145,8 +152,13 @@ class HybridSpec(make_gguf.Spec):
         kd, vd = nk * dk, nv * dk
         conv = 2 * kd + vd
         flags = [i in recurrent for i in range(self.n_layer)]
+        p = self.prof
+        ff = ([("expert_count", int(p["experts"]), "u32"), ("expert_used_count", int(p["experts_per_token"]), "u32"),
+               ("expert_feed_forward_length", int(p["expert_intermediate_size"]), "u32"),
+               ("expert_shared_feed_forward_length", int(p["expert_intermediate_size"]) * int(p["shared_experts"]),
+                "u32")] if moe else [("feed_forward_length", self.n_ff, "u32")])
         for key, val, kind in [("context_length", self.n_ctx_train, "u32"), ("embedding_length", e, "u32"),
-                               ("block_count", self.n_layer, "u32"), ("feed_forward_length", self.n_ff, "u32"),
+                               ("block_count", self.n_layer, "u32"), *ff,
                                ("attention.head_count", self.n_head, "u32"),
                                ("attention.head_count_kv", self.n_head_kv, "u32"),
                                ("attention.key_length", hd, "u32"), ("attention.value_length", hd, "u32"),
@@ -182,6 +194,18 @@ class HybridSpec(make_gguf.Spec):
                 self.t(f"{b}.attn_output.weight", [self.n_head * hd, e])
                 self.t(f"{b}.attn_q_norm.weight", [hd])
                 self.t(f"{b}.attn_k_norm.weight", [hd])
+            if moe:  # the converter writes the router F32 (make_gguf.py), experts as 3-D tensors
+                n_exp, f_exp = int(p["experts"]), int(p["expert_intermediate_size"])
+                f_sh = f_exp * int(p["shared_experts"])
+                self.t(f"{b}.ffn_gate_inp.weight", [e, n_exp], F32)
+                self.t(f"{b}.ffn_gate_exps.weight", [e, f_exp, n_exp])
+                self.t(f"{b}.ffn_up_exps.weight", [e, f_exp, n_exp])
+                self.t(f"{b}.ffn_down_exps.weight", [f_exp, e, n_exp])
+                self.t(f"{b}.ffn_gate_inp_shexp.weight", [e], F32)
+                self.t(f"{b}.ffn_gate_shexp.weight", [e, f_sh])
+                self.t(f"{b}.ffn_up_shexp.weight", [e, f_sh])
+                self.t(f"{b}.ffn_down_shexp.weight", [f_sh, e])
+                continue
             self.t(f"{b}.ffn_gate.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
@@ -236,6 +260,51 @@ class HybridSpec(make_gguf.Spec):
                 self.t(f"{b}.attn_output.weight", [self.n_head * hd, e])
 
 
+    def build_falcon_h1(self):
+        """src/models/falcon-h1.cpp :: load_arch_hparams / load_arch_tensors: every layer has the Mamba2 mixer, the
+        attention and the MLP (convert_hf_to_gguf's FalconH1Model writes one head_count_kv, key_length and
+        value_length head_dim, ssm.inner_size mamba_d_ssm); no ssm_norm (mamba_rms_norm false), untied output."""
+        a, s = self.arch, self.state
+        e, hd = self.n_embd, self.head_dim
+        kv = self.n_head_kv * hd
+        nh, dh, g, ds, k = s["ssm_heads"], s["ssm_head_dim"], s["ssm_groups"], s["ssm_state_size"], s["conv_kernel_tokens"]
+        di = nh * dh
+        conv = di + 2 * g * ds
+        for key, val, kind in [("context_length", self.n_ctx_train, "u32"), ("embedding_length", e, "u32"),
+                               ("block_count", self.n_layer, "u32"), ("feed_forward_length", self.n_ff, "u32"),
+                               ("attention.head_count", self.n_head, "u32"),
+                               ("attention.head_count_kv", self.n_head_kv, "u32"),
+                               ("attention.key_length", hd, "u32"), ("attention.value_length", hd, "u32"),
+                               ("attention.layer_norm_rms_epsilon", 1e-5, "f32"), ("rope.freq_base", 1e11, "f32"),
+                               ("ssm.conv_kernel", k, "u32"), ("ssm.inner_size", di, "u32"),
+                               ("ssm.state_size", ds, "u32"), ("ssm.time_step_rank", nh, "u32"),
+                               ("ssm.group_count", g, "u32"), ("vocab_size", self.n_vocab, "u32")]:
+            self.k(f"{a}.{key}", val, kind)
+        self.t("token_embd.weight", [e, self.n_vocab])
+        self.t("output_norm.weight", [e])
+        if not self.tied:
+            self.t("output.weight", [e, self.n_vocab])
+        for i in range(self.n_layer):
+            b = f"blk.{i}"
+            self.t(f"{b}.ssm_in.weight", [e, di + conv + nh])
+            self.t(f"{b}.ssm_conv1d.weight", [k, conv])
+            self.t(f"{b}.ssm_conv1d.bias", [conv])
+            self.t(f"{b}.ssm_dt.bias", [nh])
+            self.t(f"{b}.ssm_a", [1, nh], F32)
+            self.t(f"{b}.ssm_d", [1, nh], F32)
+            self.t(f"{b}.ssm_out.weight", [di, e])
+            self.t(f"{b}.attn_q.weight", [e, self.n_head * hd])
+            self.t(f"{b}.attn_k.weight", [e, kv])
+            self.t(f"{b}.attn_v.weight", [e, kv])
+            self.t(f"{b}.attn_output.weight", [self.n_head * hd, e])
+            self.t(f"{b}.attn_norm.weight", [e])
+            # load_arch_tensors asks for tn(LLM_TENSOR_FFN_NORM, i): the name without a ".weight" suffix
+            self.t(f"{b}.ffn_norm", [e], F32)
+            self.t(f"{b}.ffn_gate.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
+            self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="+")
@@ -244,7 +313,7 @@ def main(argv=None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     for m in a.models:
         spec = HybridSpec(m)
-        getattr(spec, "build_" + spec.arch)()
+        getattr(spec, "build_" + spec.arch.replace("-", "_"))()
         print(json.dumps(make_gguf.write(spec, a.out / f"{spec.model}-F16.gguf")))
     return 0
 

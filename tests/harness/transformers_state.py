@@ -60,6 +60,21 @@ def config_of(profile: dict) -> dict:
                 "mamba_n_groups": state["ssm_groups"], "mamba_d_state": state["ssm_state_size"],
                 "mamba_expand": state["ssm_heads"] * state["ssm_head_dim"] // profile["hidden_size"],
                 "num_local_experts": 0, "num_experts_per_tok": 0, "shared_intermediate_size": SHRUNK["intermediate_size"]}
+    if arch == "falcon_h1":  # every layer hybrid (attention and Mamba2 side by side): no layer_types to write
+        return {"model_type": arch, **common, "head_dim": profile["head_dim"],
+                "mamba_d_conv": state["conv_kernel_tokens"], "mamba_n_heads": state["ssm_heads"],
+                "mamba_d_head": state["ssm_head_dim"], "mamba_d_ssm": state["ssm_heads"] * state["ssm_head_dim"],
+                "mamba_n_groups": state["ssm_groups"], "mamba_d_state": state["ssm_state_size"],
+                "mamba_rms_norm": False, "tie_word_embeddings": False}
+    if arch == "qwen3_5_moe":  # the text model, experts shrunk (they never reach the cache)
+        types = ["linear_attention" if i in state["layers"] else "full_attention" for i in range(layers)]
+        return {"model_type": "qwen3_5_moe_text", **common, "layer_types": types, "head_dim": profile["head_dim"],
+                "linear_conv_kernel_dim": state["conv_kernel_tokens"],
+                "linear_num_key_heads": state["linear_key_heads"], "linear_key_head_dim": state["linear_key_head_dim"],
+                "linear_num_value_heads": state["linear_value_heads"],
+                "linear_value_head_dim": state["linear_value_head_dim"],
+                "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+                "shared_expert_intermediate_size": 64}
     raise SystemExit(f"no config writer for architecture {arch!r}")
 
 

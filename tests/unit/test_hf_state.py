@@ -1,4 +1,4 @@
-"""`kvplan import hf` on the hybrid model types with state layers (lfm2, qwen3_5, granitemoehybrid, nemotron_h).
+"""`kvplan import hf` on the hybrid model types with state layers (lfm2, lfm2_moe, qwen3_5, granitemoehybrid, nemotron_h).
 
 The configs in tests/data/hf_configs_other/synthetic-*.json are written for these tests (they are not copies of
 published files): the key names and layouts of transformers 5.17.0's config classes, LFM2 with LFM2-1.2B's
@@ -19,7 +19,7 @@ from tests.conftest import DATA
 
 OTHER = DATA / "hf_configs_other"
 META_DEVICE_PARAMS = {"lfm2": 1_170_340_608, "qwen3_5_text": 170_232_768, "granitemoehybrid": 333_142_032,
-                      "nemotron_h": 57_378_176}
+                      "nemotron_h": 57_378_176, "lfm2_moe": 2_458_327_296}
 
 
 def _model(name):
@@ -77,3 +77,16 @@ def test_a_multimodal_wrapper_prices_its_text_model_and_says_the_vision_tower_is
 def test_lfm2_mlp_width_is_the_auto_adjusted_one():
     # block_ff_dim 12,288, auto-adjusted: int(2 · 12,288 / 3) = 8,192, × 1.0, a multiple of 256 → 8,192
     assert _model("lfm2").intermediate_size == 8192
+
+
+def test_lfm2_moe_dense_layers_then_experts():
+    # synthetic-lfm2_moe: 8 layers (attention at 2 and 6), num_dense_layers 2 with a dense MLP of intermediate_size
+    # 7,168, then 6 MoE blocks of 32 experts × 3 × 2,048 × 1,792 + a router 32 × 2,048 (expert_bias is a buffer)
+    m = _model("lfm2_moe")
+    assert (m.experts, m.experts_per_token, m.expert_intermediate_size, m.shared_experts, m.dense_layers) == \
+        (32, 4, 1_792, 0, 2)
+    expert, router = 3 * 2_048 * 1_792, 32 * 2_048
+    # active: each MoE layer runs 4 of its 32 experts
+    assert m.params_active == m.params - 6 * 28 * expert == 608_639_232
+    assert m.state.layers == [0, 1, 3, 4, 5, 7] and m.schedule.layer(0) == State("short_conv", 2_048, 3, 0)
+    assert router == 65_536

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.engine.schedule import Attention, Feedforward, State
+from kvplan.engine.schedule import Attention, Feedforward, Parallel, State
 from kvplan.errors import ProfileError
 
 gguf = pytest.importorskip("gguf")
@@ -77,3 +77,15 @@ def test_inconsistent_gated_deltanet_widths_are_refused(tmp_path):
              "{arch}.ssm.time_step_rank": 16, "{arch}.ssm.group_count": 16}
     with pytest.raises(ProfileError, match="inner_size 2000 is not time_step_rank 16 × state_size 128"):
         profile_from_gguf_file(write(tmp_path / "q.gguf", "qwen35", 2, extra=extra))
+
+
+def test_falcon_h1_every_layer_attends_and_keeps_a_mamba2_state(tmp_path):
+    # Falcon-H1-0.5B's widths in its GGUF (convert_hf_to_gguf FalconH1Model): inner 1,536 = 24 heads × 64, 1 group,
+    # state 128, kernel 4; one head_count_kv for every layer (llama.cpp fills is_recr_impl with true and its hybrid
+    # memory's filter_attn and filter_recr are both true on every layer)
+    extra = {"{arch}.ssm.conv_kernel": 4, "{arch}.ssm.inner_size": 1536, "{arch}.ssm.state_size": 128,
+             "{arch}.ssm.time_step_rank": 24, "{arch}.ssm.group_count": 1}
+    m = profile_from_gguf_file(write(tmp_path / "f.gguf", "falcon-h1", 2, extra=extra)).model
+    assert m.state.parallel_attention and m.state.layers == [0, 1, 2, 3]
+    # conv 1,536 + 2 · 128 = 1,792 channels; SSM 1,536 · 128 = 196,608 values; attention 2 KV heads × 512 / 8
+    assert m.schedule.runs == ((4, Parallel(Attention(2, 64, 64), State("mamba2", 1792, 4, 196_608))),)

@@ -57,9 +57,11 @@ def test_hybrid_model_types_are_refused(model_type):
     assert f"model_type {model_type!r} is a hybrid of" in _problem(lambda: profile_from_hf_config(config, name="x"))
 
 
-def test_falcon_h1_is_refused_as_a_parallel_hybrid():
-    config = {**LLAMA_2_7B, "model_type": "falcon_h1"}
-    assert "model_type 'falcon_h1' is a parallel hybrid (attention and Mamba2 side by side in every layer" in \
+def test_falcon_h1_whose_mamba_heads_do_not_make_its_width_is_refused():
+    """A parallel hybrid is priced (tests/unit/test_falcon_h1.py); one whose Mamba2 heads × head dim is not
+    mamba_d_ssm is refused, as FalconH1Config.validate_architecture refuses it."""
+    config = {**LLAMA_2_7B, "model_type": "falcon_h1", "mamba_d_ssm": 1536, "mamba_n_heads": 24, "mamba_d_head": 32}
+    assert "mamba_n_heads 24 × mamba_d_head 32 is not the Mamba2 width mamba_d_ssm 1536" in \
         _problem(lambda: profile_from_hf_config(config, name="x"))
 
 
@@ -200,7 +202,7 @@ def test_a_moe_of_unknown_layout_is_refused_not_counted_dense():
     problem = _problem(lambda: profile_from_hf_config(config, name="x", where="c.json"))
     assert problem.startswith("c.json: a mixture of experts (num_local_experts 16) of model_type 'llama4_text', "
                               "whose expert layout kvplan does not know (it knows deepseek_v2, deepseek_v3, "
-                              "gpt_oss, mixtral, qwen2_moe, qwen3_moe)")
+                              "gpt_oss, mixtral, qwen2_moe, qwen3_moe, qwen3_5_moe, qwen3_5_moe_text, lfm2_moe)")
 
 
 def test_given_params_keeps_the_expert_fields():

@@ -10,7 +10,10 @@ tests/harness/make_hybrid_gguf.py): every row, exact to the byte.
 * synthetic-nemotron_h: imported from tests/data/hf_configs_other/synthetic-nemotron_h.json (pattern "M-M*-M-M":
   4 Mamba2 layers of 32 heads × 64, 8 groups, d_state 128, 3 MLP-only layers, 1 attention layer);
 * qwen3.5-2b, granite-4.0-h-1b, nemotron-nano-9b-v2: the built-in profiles of the real models (measured in
-  session 7 on the same build).
+  session 7 on the same build);
+* falcon-h1-0.5b (a parallel hybrid: every one of its 36 layers in llama_kv_cache *and* llama_memory_recurrent) and
+  qwen3.5-35b-a3b (qwen35moe: the Gated DeltaNet hybrid with a MoE block on every layer; its weight-less GGUF holds
+  the 34,660,610,688 parameters): the built-in profiles.
 """
 
 from __future__ import annotations
@@ -42,10 +45,17 @@ MIB = 2**20
 #   = 1,572,864 B) = 36 × 1,612,800 = 58,060,800 B
 # nemotron-nano-9b-v2: 27 Mamba2 layers of 128 heads × 80 = 10,240 × (r: 3 × (10,240 + 2 · 8 · 128) × 4 = 147,456 B
 #   + s: 128 × 10,240 × 4 = 5,242,880 B) = 27 × 5,390,336 = 145,539,072 B
+# falcon-h1-0.5b: 36 Mamba2 layers of 24 heads × 64 = 1,536 × (r: 3 × (1,536 + 2 · 1 · 128) × 4 = 21,504 B
+#   + s: 128 × 1,536 × 4 = 786,432 B) = 36 × 807,936 = 29,085,696 B — and every one of them holds KV too
+# qwen3.5-35b-a3b: 30 Gated DeltaNet layers × (r: 3 × (2 · 16 · 128 + 32 · 128) × 4 = 98,304 B
+#   + s: 128 × (32 · 128) × 4 = 2,097,152 B) = 30 × 2,195,456 = 65,863,680 B
 STATE_PER_CELL = {"lfm2-1.2b": 163_840, "synthetic-granitemoehybrid": 14_515_200, "synthetic-qwen3_5_text": 6_733_824,
                   "synthetic-nemotron_h": 4_390_912, "qwen3.5-2b": 20_201_472, "granite-4.0-h-1b": 58_060_800,
-                  "nemotron-nano-9b-v2": 145_539_072}
-BUILT_IN = ("lfm2-1.2b", "qwen3.5-2b", "granite-4.0-h-1b", "nemotron-nano-9b-v2")
+                  "nemotron-nano-9b-v2": 145_539_072, "falcon-h1-0.5b": 29_085_696, "qwen3.5-35b-a3b": 65_863_680}
+BUILT_IN = ("lfm2-1.2b", "qwen3.5-2b", "granite-4.0-h-1b", "nemotron-nano-9b-v2", "falcon-h1-0.5b", "qwen3.5-35b-a3b")
+# KV bytes per cell by hand at f16: falcon-h1-0.5b 36 layers × 2 × 2 heads × 64 × 2 B = 18,432;
+# qwen3.5-35b-a3b 10 layers × 2 × 2 heads × 256 × 2 B = 20,480 (q8_0: 34 B per 32 values, × 34/64)
+KV_PER_CELL_F16 = {"falcon-h1-0.5b": 18_432, "qwen3.5-35b-a3b": 20_480}
 
 
 def _profile(name):
@@ -88,3 +98,13 @@ def test_kv_and_recurrent_state_equal_llama_cpp(name, run):
     assert round(kv / MIB, 2) == run["logged_mib"]["KV_mib"]["CPU"]
     # the context buffer type holds exactly the KV cache and the recurrent state (llama_get_memory_breakdown)
     assert c.kv_bytes(p["n_ctx"], n) == run["breakdown_bytes"]["CPU"]["context"]
+
+
+@pytest.mark.parametrize("name", sorted(KV_PER_CELL_F16))
+def test_the_new_hybrids_kv_by_hand(name):
+    runs = [r for n, r in RUNS if n == name and r["params"]["n_seq_max"] == 1]
+    for run in runs:
+        p = run["params"]
+        per_cell = KV_PER_CELL_F16[name] * (34 if p["type_k"] == "q8_0" else 64) // 64
+        kv = run["breakdown_bytes"]["CPU"]["context"] - STATE_PER_CELL[name]
+        assert kv == p["n_ctx"] * per_cell  # -c is a multiple of 256: no padding

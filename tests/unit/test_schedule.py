@@ -15,8 +15,8 @@ from kvplan.caches.llamacpp import llamacpp_cache
 from kvplan.caches.policy import policy_cache
 from kvplan.caches.transformers import transformers_cache
 from kvplan.engine.formats import format_from_bits
-from kvplan.engine.schedule import (Attention, Feedforward, Schedule, SharedKV, State, attention_only, attention_runs,
-                                    compress, split_runs)
+from kvplan.engine.schedule import (Attention, Feedforward, Parallel, Schedule, SharedKV, State, attention_only,
+                                    attention_part, attention_runs, compress, split_runs)
 from kvplan.errors import FieldError
 from kvplan.profiles.catalog import Catalog
 from kvplan.profiles.catalog import load_profile
@@ -97,8 +97,9 @@ def test_every_shipped_model_has_its_layer_count_and_one_attention_layer_per_ind
         state = m.state
         others = set(state.layers) | set(state.feedforward_layers) if state is not None else set()
         shared_from = m.layers - (m.shared_kv_layers or 0)  # Gemma 3n: the last layers read an earlier cache
+        parallel = state is not None and state.parallel_attention
         for i, layer in enumerate(layers):  # an attention layer at every index the state mapping leaves
-            assert isinstance(layer, State if state is not None and i in state.layers else
+            assert isinstance(layer, (Parallel if parallel else State) if state is not None and i in state.layers else
                               Feedforward if i in others else SharedKV if i >= shared_from else Attention), (name, i)
 
 
@@ -139,6 +140,8 @@ def _with_schedule(base, schedule):
     (SharedKV(source_layer=1), "layers 2–3 read layer 1's KV cache (shared_kv)", ("compression policy",)),
     # a state layer is priced by the ideal, llama.cpp and transformers caches; a compression policy has none
     (State("mamba2", 4096, 4, 0), "layers 2–3 keeps a fixed-size state per sequence (state)", ("compression policy",)),
+    (Parallel(Attention(32, 128, 128), State("mamba2", 4096, 4, 0)),
+     "layers 2–3 attends and keeps a fixed-size state per sequence side by side (parallel)", ("compression policy",)),
 ])
 def test_the_new_kinds_are_refused_by_the_cache_models_that_do_not_price_them(odd, words, refusing):
     a = Attention(32, 128, 128)
@@ -212,3 +215,29 @@ def test_feedforward_and_shared_kv_layers_keep_nothing():
     assert split_runs(compress([Attention(2, 64, 64), SharedKV(0)]), "ideal") == (((1, Attention(2, 64, 64)),), ())
     with pytest.raises(FieldError, match="layer 1 reads layer 0"):
         attention_runs(compress([Attention(2, 64, 64), SharedKV(0)]), "mlx-lm")
+
+
+def test_falcon_h1_every_layer_is_parallel_and_priced_as_both_by_hand():
+    # Falcon-H1-0.5B: 36 layers, each attention (2 KV heads × 64) beside Mamba2 (24 heads × 64 = d_inner 1,536,
+    # 1 group, d_state 128, kernel 4): conv channels 1,536 + 2 · 1 · 128 = 1,792, recurrent 24 · 64 · 128 = 196,608
+    m = model("falcon-h1-0.5b")
+    attn, mamba = Attention(2, 64, 64), State("mamba2", 1792, 4, 196_608)
+    assert m.schedule.runs == ((36, Parallel(attn, mamba)),)
+    assert m.schedule.parallel_layers == 36 and attention_part(m.schedule.layer(7)) == attn
+    assert split_runs(m.schedule, "ideal") == (((36, attn),), ((36, mamba),))
+    assert attention_only(m.schedule).runs == ((36, attn),)
+    assert m.schedule.with_window(256).runs == ((36, Parallel(Attention(2, 64, 64, 256), mamba)),)
+    assert m.schedule.with_window(256).windows() == (256,) and m.schedule.windows() == ()
+    # ideal: 36 × 2 (K, V) × 2 × 64 × 2 B = 18,432 B/token; state 36 × (1,792 × 3 + 196,608) × 2 B (bf16)
+    # = 36 × 403,968 = 14,542,848 B per sequence
+    layout = cache_layout(m, FP16, FP16)
+    assert layout.bytes_per_token == 18_432 and layout.state_bytes_per_sequence == 14_542_848
+    # llama.cpp: every layer in llama_kv_cache and in llama_memory_recurrent: 36 × (3 × 1,792 × 4 = 21,504
+    # + 196,608 × 4 = 786,432) = 29,085,696 B per cell; 16,384 cells × 18,432 = 301,989,888 B of KV
+    c = llamacpp_cache(LlamaCppSpec(), m, FP16, FP16)
+    assert c.state_bytes(16384, 1) == 29_085_696 and c.kv_bytes(16384, 1) == 301_989_888 + 29_085_696
+    assert ("parallel_layers", 36) in {(r.kind, r.facts().get("layers")) for r in c.rules}
+    # transformers: the whole kernel in the model's dtype + float32 recurrent: 36 × (1,792 × 4 × 2 + 196,608 × 4)
+    # = 36 × 800,768 = 28,827,648 B per sequence
+    t = transformers_cache(TransformersSpec(), m, FP16, FP16)
+    assert t.state_bytes_per_sequence == 28_827_648 and t.bytes_per_token == 18_432

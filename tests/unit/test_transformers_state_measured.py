@@ -11,7 +11,7 @@ import pytest
 
 from kvplan.caches.transformers import layer_bytes_per_token, transformers_cache, transformers_state_bytes
 from kvplan.engine.formats import format_from_name
-from kvplan.engine.schedule import State
+from kvplan.engine.schedule import Parallel, State
 from kvplan.importers.hf import profile_from_hf_config
 from kvplan.profiles.runtime import TransformersSpec
 
@@ -28,8 +28,9 @@ def _model(name):
 
 def test_five_models_two_lengths_several_dtypes():
     # the real qwen3.5-2b (Gated DeltaNet) and granite-4.0-h-1b (Mamba2) profiles beside LFM2 and two synthetic ones
+    # and falcon-h1-0.5b, whose every layer attends and keeps a Mamba2 state side by side
     assert {f.name.split("_state")[0] for f in FILES} == {"lfm2-1.2b", "synthetic-gdn", "synthetic-mamba2",
-                                                          "qwen3.5-2b", "granite-4.0-h-1b"}
+                                                          "qwen3.5-2b", "granite-4.0-h-1b", "falcon-h1-0.5b"}
     assert len(CASES) >= 20
 
 
@@ -42,7 +43,14 @@ def test_every_returned_tensor_is_priced(name, run):
     assert cache.kv_bytes(run["tokens"], 1) == run["total_bytes"]
     for layer, measured in zip(m.schedule.layer_kinds(), run["layers"]):
         got = sum(t["bytes"] for t in measured["tensors"])
-        if isinstance(layer, State):
+        if isinstance(layer, Parallel):  # layer type "hybrid": K/V of every token and the Mamba2 states
+            assert measured["class"] == "LinearAttentionAndFullAttentionLayer"
+            assert got == run["tokens"] * layer_bytes_per_token(layer.attention, fmt, fmt) + \
+                transformers_state_bytes(layer.state, fmt)
+            conv = next(t for t in measured["tensors"] if t["name"].startswith("conv_states"))
+            assert conv["shape"] == [1, layer.state.conv_channels, layer.state.conv_kernel_tokens]
+            assert all(t["dtype"] == "float32" for t in measured["tensors"] if t["name"].startswith("recurrent"))
+        elif isinstance(layer, State):
             assert measured["class"] == "LinearAttentionLayer"
             assert got == transformers_state_bytes(layer, fmt)
             conv = next(t for t in measured["tensors"] if t["name"].startswith("conv_states"))
