@@ -134,6 +134,7 @@ class MemoryCurves:
     ctx_limit: tuple[int, str] | None = None  # (tokens, option): the cache holds no more; the axis ends there
     buffers_bytes: object = 0  # ndarray [bytes]: the runtime's buffers (llama.cpp compute + output) at each ctx
     warnings: tuple[WarningFact, ...] = ()  # :func:`warnings_at` --ctx, else the axis end
+    parts_bytes: object = 0  # ndarray [bytes]: the resident parts in RAM (a draft model, an encoder) at each ctx
 
 
 def _basis(ev: Evaluation):
@@ -149,7 +150,7 @@ def memory_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
     memory = core.memory_at(_basis(ev), ctx, scenario.sequences)
     quoted = scenario.ctx if show_ctx else int(ctx[-1])
     return MemoryCurves(ev, ctx, memory.kv_peak_bytes, memory.total_bytes, show_ctx, ctx_limit_of(ev.cache),
-                        memory.buffers_bytes, warnings_at(scenario, ev, quoted))
+                        memory.buffers_bytes, warnings_at(scenario, ev, quoted), memory.parts_bytes)
 
 
 # --- decode -----------------------------------------------------------------------------------
@@ -191,7 +192,7 @@ def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
              scenario.ctx if show_ctx else None, *_windows(ev.cache))
     ctx = ctx_grid(ctx_max_tokens, marks)
     memory = core.memory_at(b, ctx, scenario.sequences)
-    decode = core.decode_at(b, memory.kv_bytes)
+    decode = core.decode_at(b, memory.kv_bytes, memory.parts_read_bytes)
     streamed = core.streamed_at(b, memory, decode)
     codes = memory.verdict_code
     fits = np.flatnonzero(codes == 0)

@@ -38,7 +38,7 @@ class SweepColumns:
     decode target.
 
     Every row satisfies ``total_bytes = weights_bytes + kv_peak_bytes + pinned_prefix_bytes +
-    overhead_bytes + buffers_bytes (+ process_bytes under llama.cpp)`` (``kv_bytes`` is the steady allocation; the
+    overhead_bytes + buffers_bytes (+ process_bytes under llama.cpp) (+ parts_bytes with resident parts)`` (``kv_bytes`` is the steady allocation; the
     peak, right after a one-shot prefill, is what the total counts).
     """
 
@@ -76,6 +76,9 @@ class SweepColumns:
     max_ctx_at_target: object = None  # int64 [tokens], only with a decode target
     # under llama.cpp: the process's baseline and repacked copy, counted in total_bytes (None: not that runtime)
     process_bytes: object = None  # int64 [bytes]
+    # the resident parts beside the model (a draft model, an encoder: kvplan.plan.parts), counted in total_bytes
+    # (None: no group of the sweep has any)
+    parts_bytes: object = None  # int64 [bytes]
 
     def __len__(self) -> int:
         return len(self.ctx)
@@ -137,7 +140,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
             raise FieldError(("ctx", "sequences"), f"the largest point needs {largest:,} bytes, beyond the "
                              f"{EXACT_LIMIT:,} a vectorized sweep holds exactly; use kvplan check for it", lead="/")
     memory = core.memory_at(b, ctx, sequences)
-    decode = core.decode_at(b, memory.kv_bytes)
+    decode = core.decode_at(b, memory.kv_bytes, memory.parts_read_bytes)
     solved = core.max_ctx_at(b, sequences)
     limited_by = core.limited_by_at(b, solved, sequences)
     at_target = None
@@ -180,6 +183,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
         max_ctx=core.tokens_or_none(solved),
         prefill_s=np.broadcast_to(np.asarray(prefill, dtype=np.float64), (n,)), max_ctx_at_target=at_target,
         process_bytes=const(b.process_bytes, dtype=np.int64) if b.process is not None else None,
+        parts_bytes=np.broadcast_to(np.asarray(memory.parts_bytes, dtype=np.int64), (n,)) if b.parts else None,
     )
 
 
@@ -192,6 +196,9 @@ def concat(parts: list[SweepColumns]) -> SweepColumns:
     total = sum(len(p) for p in parts)
     if any(p.process_bytes is not None for p in parts):  # a llama.cpp group beside others: 0 bytes there
         parts = [p if p.process_bytes is not None else replace(p, process_bytes=np.broadcast_to(
+            np.zeros(1, dtype=np.int64), (len(p),))) for p in parts]
+    if any(p.parts_bytes is not None for p in parts):  # a group with resident parts beside others: 0 bytes there
+        parts = [p if p.parts_bytes is not None else replace(p, parts_bytes=np.broadcast_to(
             np.zeros(1, dtype=np.int64), (len(p),))) for p in parts]
     names = parts[0].columns()
     if any(p.columns() != names for p in parts):

@@ -25,7 +25,7 @@ class Basis(Figures):
 
     __slots__ = _fields = ("scenario", "cache", "weights_bytes", "weights_read_bytes", "weight_bits",
                            "weights_pricing", "overhead_bytes", "budget_bytes", "pinned_prefix_bytes", "n_ubatch",
-                           "process", "buffers_memo", "crossings")
+                           "process", "buffers_memo", "crossings", "parts")
     scenario: Scenario
     cache: CacheModel  # the cache model in force (CacheLayout for the ideal formula)
     weights_bytes: int
@@ -43,7 +43,9 @@ class Basis(Figures):
     buffers_memo: dict
     # sequences → (first crossing, largest fitting -c) of llama.cpp's max-context search (core.max_ctx_at)
     crossings: dict
-    _defaults = {"process": None}
+    # what the configuration holds beside the model's weights and cache (kvplan.plan.parts): a draft model …
+    parts: tuple
+    _defaults = {"process": None, "parts": ()}
     _factories = {"buffers_memo": dict, "crossings": dict}  # each Basis its own memos
     _hidden = ("buffers_memo", "crossings")
 
@@ -66,11 +68,22 @@ class Basis(Figures):
         return self.reclaimable_bytes if judge == "non_reclaimable" else 0
 
     @property
+    def constant_parts_bytes(self) -> int:
+        """The resident parts in RAM whose bytes do not depend on the context or the sequences [bytes]."""
+        return sum(p.bytes_of for p in self.parts if p.constant and p.memory == "ram")
+
+    @property
+    def varying_parts(self) -> tuple:
+        """The resident parts in RAM whose bytes depend on the context or the sequences (a draft's KV cache)."""
+        return tuple(p for p in self.parts if not p.constant and p.memory == "ram")
+
+    @property
     def cache_allowance_bytes(self) -> int:
-        """What the budget leaves for the cache (and runtime buffers) beside weights, overhead, prefix and the
-        process, of what the verdict judges [bytes]."""
+        """What the budget leaves for the cache (and runtime buffers, and the resident parts that grow with the
+        context) beside weights, overhead, prefix, the process and the constant resident parts, of what the
+        verdict judges [bytes]."""
         return (self.budget_bytes - self.weights_bytes - self.overhead_bytes - self.pinned_prefix_bytes
-                - self.process_bytes + self.judged_discount_bytes)
+                - self.process_bytes + self.judged_discount_bytes - self.constant_parts_bytes)
 
 
 def basis_of(s: Scenario) -> Basis:
@@ -80,7 +93,17 @@ def basis_of(s: Scenario) -> Basis:
     weights, weights_read, bits, pricing = weights_in_force(s)
     return Basis(s, cache, weights, weights_read, bits, pricing, s.device.runtime_overhead, s.budget_bytes,
                  int(cache.kv_bytes(s.pinned_prefix_tokens, 1)), prefill_n_ubatch(s),
-                 process_of(s, weights, pricing))
+                 process_of(s, weights, pricing), parts=resident_parts_of(s))
+
+
+def resident_parts_of(s: Scenario) -> tuple:
+    """The resident parts of a scenario (:func:`kvplan.plan.parts.parts_of`), priced with this module's rules."""
+    from kvplan.plan import parts
+
+    if not parts.PART_SOURCES:
+        return ()
+    return parts.parts_of(s, parts.Pricer(weights_in_force, cache_model_for))
+
 
 
 def process_of(s: Scenario, weights_bytes: int, pricing):

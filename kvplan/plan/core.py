@@ -118,16 +118,55 @@ def buffers_bytes_at(b: Basis, ctx, sequences):
     return np.asarray(sized, dtype=np.int64)[inverse.reshape(-1)].reshape(ctx.shape)
 
 
+# --- resident parts (kvplan.plan.parts) -------------------------------------------------------
+
+
+def _part_over(value, ctx, sequences):
+    """A part's bytes (an integer, or a function of ``(ctx, sequences)``) at a point or over arrays."""
+    if callable(value):
+        return _cache_over(value, ctx, sequences)
+    if not (_is_array(ctx) or _is_array(sequences)):
+        return value
+    import numpy as np
+
+    ctx, _ = _arrays(ctx, sequences)
+    return np.full(ctx.shape, value, dtype=np.int64)
+
+
+def part_bytes_at(b: Basis, ctx, sequences) -> tuple:
+    """Each resident part's bytes at each point, in the order of ``b.parts`` [bytes]."""
+    return tuple(_part_over(p.bytes_of, ctx, sequences) for p in b.parts)
+
+
+def part_read_bytes_at(b: Basis, ctx, sequences) -> tuple:
+    """The bytes a decode step reads from each resident part at each point, in the order of ``b.parts`` [bytes]."""
+    return tuple(_part_over(p.read_bytes_of, ctx, sequences) for p in b.parts)
+
+
+def _in_ram(b: Basis, values) -> object:
+    """The sum of ``values`` (one per part of ``b.parts``) over the parts that live in the device's RAM."""
+    return sum((v for p, v in zip(b.parts, values) if p.memory == "ram"), 0)
+
+
+def varying_parts_bytes_at(b: Basis, ctx, sequences):
+    """The resident parts in RAM whose bytes grow with the context or the sequences, summed [bytes] (what the
+    max-context search counts beside the cache; the constant ones are out of ``cache_allowance_bytes``)."""
+    return sum((_part_over(p.bytes_of, ctx, sequences) for p in b.varying_parts), 0)
+
+
 class Memory(Figures):  # Figures, not a dataclass: nothing compiled at import (kvplan.records)
     """What a configuration holds at each point [bytes]; ``verdict_code`` indexes :data:`kvplan.engine.VERDICTS`."""
 
     __slots__ = _fields = ("kv_bytes", "kv_peak_bytes", "buffers_bytes", "total_bytes", "headroom_bytes",
-                           "verdict_code", "prompt_cache_bytes")
+                           "verdict_code", "prompt_cache_bytes", "part_bytes", "parts_bytes", "parts_read_bytes")
 
     kv_bytes: object  # steady cache of all sequences
     kv_peak_bytes: object  # the most the cache holds at any moment (what the total counts)
     prompt_cache_bytes: object  # of the peak, what a runtime keeps between requests (mlx_lm.server), else 0
-    _defaults = {"prompt_cache_bytes": 0}
+    part_bytes: object  # each resident part's bytes, in the order of Basis.parts (a tuple)
+    parts_bytes: object  # the resident parts in RAM, summed (in the total)
+    parts_read_bytes: object  # what a decode step reads of the parts in RAM, summed
+    _defaults = {"prompt_cache_bytes": 0, "part_bytes": (), "parts_bytes": 0, "parts_read_bytes": 0}
     buffers_bytes: object  # runtime buffers (llama.cpp compute + output)
     total_bytes: object  # weights + kv peak + pinned prefix + overhead + buffers + process (the resident peak)
     headroom_bytes: object  # budget − what the verdict judges (the total, or its non-reclaimable part)
@@ -137,8 +176,9 @@ class Memory(Figures):  # Figures, not a dataclass: nothing compiled at import (
 def memory_at(b: Basis, ctx, sequences) -> Memory:
     """The memory figures at ``ctx`` tokens with ``sequences`` concurrent sequences.
 
-    ``total = weights + kv_peak(ctx) + pinned prefix + overhead + buffers + process`` (under llama.cpp the
-    process's baseline and repacked copy: the resident peak); ``headroom = budget − total`` (less the reclaimable
+    ``total = weights + kv_peak(ctx) + pinned prefix + overhead + buffers + process + parts`` (under llama.cpp
+    the process's baseline and repacked copy: the resident peak; ``parts``: the resident parts in RAM,
+    :mod:`kvplan.plan.parts`); ``headroom = budget − total`` (less the reclaimable
     mapped weights when the runtime judges the non-reclaimable part); the verdict is ``tight`` when the headroom
     is under ``margin_fraction · budget``, ``over`` when negative."""
     cache = b.cache
@@ -148,6 +188,12 @@ def memory_at(b: Basis, ctx, sequences) -> Memory:
     total = engine.total_bytes(b.weights_bytes, kv_peak, 1, b.pinned_prefix_bytes, b.overhead_bytes) + buffers
     if b.process is not None:
         total = total + b.process_bytes
+    parts = part_bytes_at(b, ctx, sequences) if b.parts else ()
+    parts_bytes = parts_read = 0
+    if parts:
+        parts_bytes = _in_ram(b, parts)
+        parts_read = _in_ram(b, part_read_bytes_at(b, ctx, sequences))
+        total = total + parts_bytes
     headroom = engine.headroom_bytes(b.budget_bytes, total - b.judged_discount_bytes)
     code = engine.verdict_code(headroom, b.budget_bytes, b.scenario.margin_fraction)
     if _is_array(total):
@@ -156,7 +202,7 @@ def memory_at(b: Basis, ctx, sequences) -> Memory:
         code = np.asarray(code, dtype=np.int8)
     held = getattr(cache, "prompt_cache_bytes", None)
     held = _cache_over(held, ctx, sequences) if held is not None else 0
-    return Memory(kv, kv_peak, buffers, total, headroom, code, held)
+    return Memory(kv, kv_peak, buffers, total, headroom, code, held, parts, parts_bytes, parts_read)
 
 
 # --- decode -----------------------------------------------------------------------------------
@@ -167,16 +213,17 @@ class Decode(Figures):
 
     __slots__ = _fields = ("bytes_per_step", "tokens_per_s", "roofline_tokens_per_s")
 
-    bytes_per_step: object  # weights read + the steady cache + the pinned prefix
+    bytes_per_step: object  # weights read + the steady cache + the pinned prefix + what it reads of the parts
     tokens_per_s: object  # at the device's bandwidth efficiency, plus its fixed decode_latency per step
     roofline_tokens_per_s: object  # the bound: 100 % bandwidth, no latency
 
 
-def decode_at(b: Basis, kv_bytes) -> Decode:
+def decode_at(b: Basis, kv_bytes, parts_read_bytes=0) -> Decode:
     """Decode from RAM with a steady cache of ``kv_bytes`` [bytes] (all sequences): every step streams the
-    weights a token uses and the whole cache once, ``t = bytes / (bandwidth · efficiency) + decode_latency``."""
+    weights a token uses and the whole cache once, ``t = bytes / (bandwidth · efficiency) + decode_latency``;
+    ``parts_read_bytes`` (:attr:`Memory.parts_read_bytes`): what it reads of the resident parts."""
     device = b.scenario.device
-    step = engine.bytes_per_step(b.weights_read_bytes, kv_bytes + b.pinned_prefix_bytes)
+    step = engine.bytes_per_step(b.weights_read_bytes, kv_bytes + b.pinned_prefix_bytes + parts_read_bytes)
     rate = engine.decode_tokens_per_s(device.memory_bandwidth, step, device.bandwidth_efficiency,
                                       device.decode_latency)
     roofline = engine.decode_tokens_per_s(device.memory_bandwidth, step, 1.0)
@@ -237,6 +284,8 @@ def mean_decode_at(b: Basis, ctx: int, sequences: int) -> tuple[float, int]:
     n = max(ctx, 1)
     steps = max(min(n, tokens_per_sequence_of(cache, n, sequences)), 1)
     read = cache.kv_bytes_read_over_generation(n, sequences) + steps * b.pinned_prefix_bytes
+    if b.parts:  # each step reads the parts as at the end of the generation (a bound for those that grow)
+        read = read + steps * _in_ram(b, part_read_bytes_at(b, n, sequences))
     rate = engine.mean_decode_tokens_per_s(steps, b.weights_read_bytes, read, device.memory_bandwidth,
                                            device.bandwidth_efficiency, device.decode_latency)
     return rate, steps
@@ -251,18 +300,20 @@ def max_ctx_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, k
     return max_ctx_search(s, cache, allowance_bytes, kv_only_max_ctx)[1]
 
 
-def _fits_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, priced=None):
+def _fits_with_buffers(s: Scenario, cache: CacheModel, allowance_bytes: int, priced=None, extra=None):
     """Whether llama.cpp's KV allocation plus its buffers at ``-c ctx`` fit ``allowance_bytes``, as a predicate of
-    ``ctx``; ``priced(ctx)`` gives the buffers (by default :func:`runtime_buffers`, unmemoised)."""
+    ``ctx``; ``priced(ctx)`` gives the buffers (by default :func:`runtime_buffers`, unmemoised); ``extra(ctx)``:
+    more bytes that grow with the context (the resident parts that do: a draft's cache), none by default."""
     priced = priced or (lambda ctx: runtime_buffers(s, cache, ctx))
+    extra = extra or (lambda ctx: 0)
 
     def fits(ctx: int) -> bool:
-        return cache.kv_peak_bytes(ctx, s.sequences) + priced(ctx).total_bytes <= allowance_bytes
+        return cache.kv_peak_bytes(ctx, s.sequences) + priced(ctx).total_bytes + extra(ctx) <= allowance_bytes
 
     return fits
 
 
-def max_ctx_search(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only_max_ctx, priced=None):
+def max_ctx_search(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only_max_ctx, priced=None, extra=None):
     """(first crossing, largest fitting ``-c``) of llama.cpp's KV allocation plus buffers in ``allowance_bytes``.
 
     The answer is at most the KV-only one. Bisection below it finds a ``-c`` that fits with one token more not
@@ -272,8 +323,9 @@ def max_ctx_search(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only
     lower bound on the buffers there (the output buffer and the compute buffer's largest tensor, which only grow
     with ``-c``) still fits. Both are ``engine.NO_CONTEXT_FITS`` when not even ``-c 1`` fits; they differ when a
     larger ``-c`` fits again past one that does not (:func:`every_fitting_ctx`). ``priced``: as for
-    :func:`_fits_with_buffers`."""
-    fits = _fits_with_buffers(s, cache, allowance_bytes, priced)
+    :func:`_fits_with_buffers` (and ``extra``)."""
+    fits = _fits_with_buffers(s, cache, allowance_bytes, priced, extra)
+    grows = extra or (lambda ctx: 0)
 
     if kv_only_max_ctx == engine.NO_CONTEXT_FITS or not fits(1):
         return engine.NO_CONTEXT_FITS, engine.NO_CONTEXT_FITS
@@ -288,7 +340,8 @@ def max_ctx_search(s: Scenario, cache: CacheModel, allowance_bytes: int, kv_only
     block = _cells_block(s, cache)
     floor = runtime_buffers(s, cache, lo, floor=True).total_bytes
     start = lo + 2  # lo + 1 does not fit
-    while start <= kv_only_max_ctx and cache.kv_peak_bytes(start, s.sequences) + floor <= allowance_bytes:
+    while start <= kv_only_max_ctx and (cache.kv_peak_bytes(start, s.sequences) + floor + grows(start)
+                                        <= allowance_bytes):
         end = min((start + block - 1) // block * block, int(kv_only_max_ctx))
         if fits(end):
             lo = end
@@ -303,7 +356,8 @@ def _cells_block(s: Scenario, cache: CacheModel) -> int:
     return 256 * (1 if cache.spec.kv_unified else s.sequences)
 
 
-def every_fitting_ctx(s: Scenario, cache: CacheModel, allowance_bytes: int, last: int, priced=None) -> int:
+def every_fitting_ctx(s: Scenario, cache: CacheModel, allowance_bytes: int, last: int, priced=None,
+                      extra=None) -> int:
     """The largest ``-c`` at or below ``last`` such that it and every smaller ``-c`` fit [tokens].
 
     Scans llama.cpp's blocks of cells upward from ``-c 1``: a block fits whole when its last ``-c`` fits (the
@@ -311,8 +365,8 @@ def every_fitting_ctx(s: Scenario, cache: CacheModel, allowance_bytes: int, last
     whose end does not fit holds the answer, found by bisection inside it. One allocator replay per block:
     called only where :func:`max_ctx_search` found a larger ``-c`` fitting past one that does not (``priced``: as
     for :func:`_fits_with_buffers`; the core passes the basis's memo, so the blocks that search priced are not
-    replayed again)."""
-    fits = _fits_with_buffers(s, cache, allowance_bytes, priced)
+    replayed again); ``extra``: as for :func:`_fits_with_buffers`."""
+    fits = _fits_with_buffers(s, cache, allowance_bytes, priced, extra)
 
     block = _cells_block(s, cache)
     start = 1
@@ -384,16 +438,40 @@ def _over_sequences(solve, sequences):
     return found[inverse.reshape(-1)].reshape(sequences.shape)
 
 
-def _solved(cache: CacheModel, allowance_bytes: int, sequences, solve):
+def _solved(cache: CacheModel, allowance_bytes: int, sequences, solve, closed: bool = True):
     """A largest-context answer at one sequence count or an array of them: the ideal layout's closed form over
-    the whole array at once, else ``solve(n)`` once per distinct count."""
+    the whole array at once (unless ``closed`` is false: resident parts grow with the context), else
+    ``solve(n)`` once per distinct count."""
     if not _is_array(sequences):
         return solve(int(sequences))
-    if isinstance(cache, CacheLayout):
+    if closed and isinstance(cache, CacheLayout):
         import numpy as np
 
         return np.asarray(cache.max_ctx(allowance_bytes, sequences), dtype=np.float64)
     return _over_sequences(solve, sequences)
+
+
+def _growing(parts_fn, b: Basis, n: int, parts):
+    """``ctx → bytes`` of the resident parts ``parts`` at ``n`` sequences (``parts_fn``: a part's field), or None
+    when there are none."""
+    if not parts:
+        return None
+    return lambda ctx: sum(int(_part_over(getattr(p, parts_fn), ctx, n)) for p in parts)
+
+
+def largest_with_parts(kv_of, allowance_bytes: int, sequences: int, kv_only_max_ctx, extra):
+    """The largest ``ctx`` with ``kv_of(ctx, sequences) + extra(ctx) ≤ allowance_bytes`` [tokens], by bisection
+    below the cache-only answer ``kv_only_max_ctx`` (both only grow with the context); the same special values as
+    :func:`max_ctx_at`."""
+    def fits(ctx: int) -> bool:
+        return kv_of(ctx, sequences) + extra(ctx) <= allowance_bytes
+
+    if kv_only_max_ctx == engine.NO_CONTEXT_FITS or not fits(1):
+        return engine.NO_CONTEXT_FITS
+    hi = 2**40 if kv_only_max_ctx == math.inf else int(kv_only_max_ctx)
+    if fits(hi):
+        return kv_only_max_ctx
+    return engine.largest_fitting(fits, 1, hi)
 
 
 def max_ctx_at(b: Basis, sequences):
@@ -402,26 +480,36 @@ def max_ctx_at(b: Basis, sequences):
     float64 with the same two special values. Never capped at the model's trained context.
 
     The ideal layout solves in closed form; the other cache models search exactly (once per distinct sequence
-    count: the answer does not depend on the context), with llama.cpp's buffers counted beside the cache."""
-    cache, allowance = b.cache, b.cache_allowance_bytes
+    count: the answer does not depend on the context), with llama.cpp's buffers counted beside the cache, and the
+    resident parts that grow with the context (a draft's cache)."""
+    cache, allowance, varying = b.cache, b.cache_allowance_bytes, b.varying_parts
 
     def solve(n: int):
         kv_only = cache.max_ctx(allowance, n)
         s = _with_sequences(b.scenario, n)
+        extra = _growing("bytes_of", b, n, varying)
         if getattr(cache, "family", None) != "llama.cpp" or runtime_buffers(s, cache, 1) is None:
-            return kv_only
-        first, last = max_ctx_search(s, cache, allowance, kv_only, priced=lambda ctx: buffers_at(b, ctx, n))
+            return kv_only if extra is None else largest_with_parts(cache.kv_peak_bytes, allowance, n, kv_only,
+                                                                    extra)
+        first, last = max_ctx_search(s, cache, allowance, kv_only, priced=lambda ctx: buffers_at(b, ctx, n),
+                                     extra=extra)
         b.crossings[n] = (first, last)
         return last
 
-    return _solved(cache, allowance, sequences, solve)
+    return _solved(cache, allowance, sequences, solve, closed=not varying)
 
 
 def fit_ctx_at(b: Basis, margin_bytes: int, buffers_bytes: int, sequences: int):
     """The largest ``ctx`` still ``fit`` rather than ``tight``: the cache's own ``max_ctx`` in what the budget
     leaves beside the margin, the fixed parts and ``buffers_bytes`` (the buffers at the scenario's own context:
-    where the plots start the tight zone) [tokens]; the same special values as :func:`max_ctx_at`."""
-    return b.cache.max_ctx(b.cache_allowance_bytes - margin_bytes - buffers_bytes, sequences)
+    where the plots start the tight zone) [tokens]; the same special values as :func:`max_ctx_at`. Resident
+    parts that grow with the context are counted at each context."""
+    allowance = b.cache_allowance_bytes - margin_bytes - buffers_bytes
+    kv_only = b.cache.max_ctx(allowance, sequences)
+    extra = _growing("bytes_of", b, int(sequences), b.varying_parts)
+    if extra is None:
+        return kv_only
+    return largest_with_parts(b.cache.kv_peak_bytes, allowance, int(sequences), kv_only, extra)
 
 
 def every_fitting_ctx_at(b: Basis, sequences: int, solved):
@@ -433,23 +521,34 @@ def every_fitting_ctx_at(b: Basis, sequences: int, solved):
     if found is None or found[0] == found[1] or not math.isfinite(solved) or solved < 0:
         return solved
     return every_fitting_ctx(_with_sequences(b.scenario, n), b.cache, b.cache_allowance_bytes, int(solved),
-                             priced=lambda ctx: buffers_at(b, ctx, n))
+                             priced=lambda ctx: buffers_at(b, ctx, n),
+                             extra=_growing("bytes_of", b, n, b.varying_parts))
 
 
 def step_allowance_bytes(b: Basis, target_tokens_per_s: float) -> int:
     """What a decode step may read of the cache and still run at ``target_tokens_per_s`` per sequence [bytes]:
-    ``floor(B / target − latency · B) − weights read − pinned prefix`` (B: effective bandwidth)."""
+    ``floor(B / target − latency · B) − weights read − pinned prefix − constant reads of the resident parts``
+    (B: effective bandwidth)."""
     device = b.scenario.device
+    constant_reads = sum(p.read_bytes_of for p in b.parts if p.constant_read and p.memory == "ram")
     return (math.floor(engine.step_bytes_at_rate(target_tokens_per_s, device.memory_bandwidth,
                                                  device.bandwidth_efficiency, device.decode_latency))
-            - b.weights_read_bytes - b.pinned_prefix_bytes)
+            - b.weights_read_bytes - b.pinned_prefix_bytes - constant_reads)
 
 
 def speed_ctx_at(b: Basis, target_tokens_per_s: float, sequences):
     """The largest ``ctx`` whose steady cache decodes at ``target_tokens_per_s`` or faster, at each sequence count
-    (runtime buffers are not read per step); the same special values as :func:`max_ctx_at`."""
+    (runtime buffers are not read per step; the resident parts' reads that grow with the context are counted);
+    the same special values as :func:`max_ctx_at`."""
     cache, allowance = b.cache, step_allowance_bytes(b, target_tokens_per_s)
-    return _solved(cache, allowance, sequences, lambda n: steady_max_ctx(cache, allowance, n))
+    varying = tuple(p for p in b.parts if not p.constant_read and p.memory == "ram")
+
+    def solve(n: int):
+        steady = steady_max_ctx(cache, allowance, n)
+        extra = _growing("read_bytes_of", b, n, varying)
+        return steady if extra is None else largest_with_parts(cache.kv_bytes, allowance, n, steady, extra)
+
+    return _solved(cache, allowance, sequences, solve, closed=not varying)
 
 
 def limited_by_at(b: Basis, solved, sequences):

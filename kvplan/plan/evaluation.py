@@ -17,7 +17,7 @@ from kvplan.plan import core
 from kvplan.plan.basis import Basis, basis_of, cache_model_for, prefill_n_ubatch, weights_in_force, weights_of
 from kvplan.plan.core import (max_ctx_limited_by, max_ctx_with_buffers, prefill_s_of, prefill_times_of,
                               runtime_buffers, steady_max_ctx)
-from kvplan.plan.results import Evaluation, Flash, Process
+from kvplan.plan.results import Evaluation, Flash, Part, Process
 from kvplan.plan.scenario import Scenario
 from kvplan.plan.warnings import warnings_of
 
@@ -48,13 +48,22 @@ def process_of(b: Basis, buffers, total_bytes: int) -> Process | None:
         resident_bytes=total_bytes, reclaimable_bytes=b.reclaimable_bytes, extra_bytes=parts.extra_bytes)
 
 
+def parts_of(b: Basis, memory, ctx: int, sequences: int) -> tuple[Part, ...]:
+    """The resident parts at this point (:mod:`kvplan.plan.parts`), () for none."""
+    if not b.parts:
+        return ()
+    reads = core.part_read_bytes_at(b, ctx, sequences)
+    return tuple(Part(p.key, p.memory, int(held), int(read), p.values)
+                 for p, held, read in zip(b.parts, memory.part_bytes, reads))
+
+
 def evaluation_of(b: Basis) -> Evaluation:
     """The :class:`Evaluation` of a basis at its scenario's ``ctx`` and ``sequences``."""
     s = b.scenario
     model, cache = s.model, b.cache
     ctx, sequences = s.ctx, s.sequences
     memory = core.memory_at(b, ctx, sequences)
-    decode = core.decode_at(b, memory.kv_bytes)
+    decode = core.decode_at(b, memory.kv_bytes, memory.parts_read_bytes)
     mean_rate, steps = core.mean_decode_at(b, ctx, sequences)
 
     solved = core.max_ctx_at(b, sequences)
@@ -102,6 +111,7 @@ def evaluation_of(b: Basis) -> Evaluation:
         output_buffer_bytes=buffers.output_bytes if buffers is not None else 0,
         basis=b,
         process=process_of(b, buffers, int(memory.total_bytes)),
+        parts=parts_of(b, memory, ctx, sequences),
     )
     # the warnings read the finished figures; set once, before the evaluation is handed to anyone
     object.__setattr__(ev, "warnings", warnings_of(ev))

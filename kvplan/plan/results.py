@@ -74,6 +74,24 @@ class Process(Figures):  # read, never compared
         return self.non_reclaimable_bytes if self.judge == "non_reclaimable" else self.resident_bytes
 
 
+class Part(Figures):  # read, never compared
+    """One resident part at the evaluated point (:mod:`kvplan.plan.parts`) [bytes]."""
+
+    __slots__ = _fields = ("key", "memory", "bytes", "read_bytes", "values")
+    _defaults = {"values": ()}
+
+    key: str  # stable: draft_weights, draft_kv, encoder_weights, encoder_compute …
+    memory: str  # the memory it lives in ("ram": the device's RAM)
+    bytes: int  # what it holds (in total_bytes when it lives in RAM)
+    read_bytes: int  # what a decode step reads from it (in bytes_per_step)
+    values: tuple  # ((name, value), …): facts about it, worded by render and echoed in JSON
+
+    @property
+    def facts(self) -> dict:
+        """``values`` as a mapping."""
+        return dict(self.values)
+
+
 class Evaluation(Figures):  # read, never compared; no __slots__: the cached figure below keeps a __dict__
     """Every figure of one configuration, in base units."""
 
@@ -84,13 +102,14 @@ class Evaluation(Figures):  # read, never compared; no __slots__: the cached fig
                "max_ctx_limited_by", "max_ctx_at_target", "flash", "notes", "prefill_s", "pinned_prefix_recompute_s",
                "target_reach", "prefill_compute_s", "prefill_memory_s", "prefill_n_ubatch", "max_ctx_trained",
                "ctx_per_sequence_tokens", "mean_decode_tokens", "ctx_beyond_trained", "weights_pricing",
-               "compute_buffer_bytes", "output_buffer_bytes", "warnings", "max_ctx_contiguous", "basis", "process")
+               "compute_buffer_bytes", "output_buffer_bytes", "warnings", "max_ctx_contiguous", "basis", "process",
+               "parts")
     _defaults = {"notes": (), "prefill_s": None, "pinned_prefix_recompute_s": None, "target_reach": None,
                  "prefill_compute_s": None, "prefill_memory_s": None, "prefill_n_ubatch": 512,
                  "max_ctx_trained": None, "ctx_per_sequence_tokens": 0, "mean_decode_tokens": 0,
                  "ctx_beyond_trained": False, "weights_pricing": None, "compute_buffer_bytes": 0,
                  "output_buffer_bytes": 0, "warnings": (), "max_ctx_contiguous": None, "basis": None,
-                 "process": None}
+                 "process": None, "parts": ()}
 
     scenario: Scenario
     cache: CacheModel  # the cache model used (CacheLayout for the ideal formula)
@@ -141,6 +160,8 @@ class Evaluation(Figures):  # read, never compared; no __slots__: the cached fig
     max_ctx_contiguous: int | None
     basis: object | None  # the kvplan.plan.basis.Basis it was evaluated from (curves reuse it)
     process: Process | None  # under llama.cpp: the process's parts; None elsewhere
+    # what it holds beside the model's weights and cache (a draft model, an encoder …), in total_bytes; () for none
+    parts: tuple[Part, ...]
 
     @cached_property
     def llamacpp_buffers_bytes(self) -> int | None:
@@ -166,6 +187,20 @@ class Evaluation(Figures):  # read, never compared; no __slots__: the cached fig
     def process_bytes(self) -> int:
         """Under llama.cpp, the process's bytes beyond weights, cache and buffers, in the total; 0 elsewhere."""
         return self.process.extra_bytes if self.process is not None else 0
+
+    @property
+    def parts_bytes(self) -> int:
+        """The resident parts in RAM, counted in the total [bytes]; 0 without parts."""
+        return sum(p.bytes for p in self.parts if p.memory == "ram")
+
+    @property
+    def parts_read_bytes(self) -> int:
+        """What a decode step reads of the resident parts in RAM, counted in bytes_per_step [bytes]."""
+        return sum(p.read_bytes for p in self.parts if p.memory == "ram")
+
+    def part(self, key: str) -> Part | None:
+        """The resident part of ``key``, or None."""
+        return next((p for p in self.parts if p.key == key), None)
 
     @property
     def buffers_bytes(self) -> int:

@@ -15,6 +15,7 @@ COLORS = {
     "weights": "#4c72b0", "kv": "#dd8452", "pinned": "#937860", "overhead": "#8c8c8c", "budget": "#c44e52",
     "margin": "#f2c14e", "total": "#222222", "ctx": "#555555", "max_ctx": "#c44e52", "decode": "#4c72b0",
     "roofline": "#9aa9c9", "flash": "#c44e52", "target": "#55a868", "ctx_limit": "#8172b3", "buffers": "#64b5cd", "process": "#b3a36b",
+    "parts": "#55a868",
     "tight": "#f2c14e",
 }
 

@@ -30,6 +30,10 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
         at_ctx = f", {size_label(ev.buffers_bytes, units)} at {ctx_label(s.ctx)}" if s.ctx else ""
         runtime = getattr(s.runtime, "name", None) or "runtime"
         layers.append(("buffers", f"{runtime} buffers (compute + output{at_ctx})", curves.buffers_bytes * ones))
+    if np.any(curves.parts_bytes):  # as check's rows: a draft model, an encoder … (one band for all of them)
+        keys = ", ".join(p.key for p in ev.parts)
+        layers.append(("parts", f"resident parts ({keys}; {size_label(ev.parts_bytes, units)} at "
+                       f"{ctx_label(s.ctx)})", curves.parts_bytes * ones))
     process = ev.process_bytes
     if process:  # as check's rows: llama.cpp's heap and libraries, and a repacked copy under mmap
         layers.append(("process", f"{s.runtime.name} process (heap, libraries, repacked copy; "

@@ -9,6 +9,7 @@ import math
 from kvplan.knob_table import KNOBS
 from kvplan.render import fmt, rates
 from kvplan.render import maxctx as maxctx_render
+from kvplan.render import parts as parts_render
 from kvplan.render import policy as policy_render
 from kvplan.render import runtime as runtime_render
 from kvplan.render.tables import Table
@@ -127,6 +128,7 @@ def memory_json(ev: Evaluation) -> dict:
         "headroom_bytes": ev.headroom_bytes,
         "margin_bytes": ev.margin_bytes,
         **({"process": process_json(ev.process)} if ev.process is not None else {}),
+        **parts_render.parts_json(ev),
     }
 
 
@@ -232,6 +234,8 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
                 p.repack_copy_bytes)
         if p.staging_bytes:
             row("loader's staging buffer (largest repacked tensor, --no-mmap)", p.staging_bytes)
+    for part in ev.parts:  # a draft model, an encoder … (kvplan.plan.parts)
+        row(parts_render.part_label(part), part.bytes)
     row("runtime overhead", ev.overhead_bytes)
     row("total (resident peak)" if p is not None else "total", ev.total_bytes, "bold")
     if p is not None:

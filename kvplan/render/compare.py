@@ -22,15 +22,19 @@ if TYPE_CHECKING:
 CSV_COLUMNS = output_columns(SweepColumns.names())
 _AT_TARGET = "max_ctx_at_target"
 _PROCESS = "process_bytes"
+_PARTS = "parts_bytes"
 
 
 def columns_of(evaluations: list[list[Evaluation]]) -> list[str]:
     """The CSV columns (and the first keys of a JSON row): ``max_ctx_at_target`` only with a decode target,
-    ``process_bytes`` only where a cell runs under llama.cpp (as sweep writes them)."""
+    ``process_bytes`` only where a cell runs under llama.cpp, ``parts_bytes`` only where a cell has resident
+    parts (as sweep writes them)."""
     first = evaluations[0][0].scenario if evaluations and evaluations[0] else None
     target = first is not None and first.target_tokens_per_s
     process = any(ev.process is not None for row in evaluations for ev in row)
-    return [c for c in CSV_COLUMNS if (c != _AT_TARGET or target) and (c != _PROCESS or process)]
+    parts = any(ev.parts for row in evaluations for ev in row)
+    return [c for c in CSV_COLUMNS if (c != _AT_TARGET or target) and (c != _PROCESS or process)
+            and (c != _PARTS or parts)]
 
 
 def weight_type_of(ev: Evaluation) -> str:
@@ -61,6 +65,7 @@ def _row(ev: Evaluation) -> dict:
         "buffers_bytes": ev.buffers_bytes, "weight_type": weight_type_of(ev),
         # under llama.cpp the process's baseline and repacked copy, in total_bytes (a column only there)
         "process_bytes": ev.process_bytes,
+        "parts_bytes": ev.parts_bytes,  # the resident parts (a draft model, an encoder), in total_bytes
     }
 
 
@@ -113,10 +118,11 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
     peak_column = any(ev.kv_peak_bytes != ev.kv_bytes for ev in cells)
     buffers_column = any(ev.buffers_bytes for ev in cells)
     process_column = any(ev.process is not None for ev in cells)
+    parts_column = any(ev.parts for ev in cells)
     several = s.sequences > 1  # one --sequences for every cell
     columns = ["device", "model"] + ["runtime"] * runtime_column + ["KV policy"] * policy_column + \
         ["verdict", "KV cache"] + ["KV peak"] * peak_column + ["buffers"] * buffers_column + \
-        ["process"] * process_column + ["total", "headroom", rates.decode_heading(several)] + [rates.AGGREGATE] * several + ["max ctx"]
+        ["process"] * process_column + ["parts"] * parts_column + ["total", "headroom", rates.decode_heading(several)] + [rates.AGGREGATE] * several + ["max ctx"]
     if target:
         columns.append(f"max ctx ≥ {target:g} tok/s")
     extra = (f", {s.sequences} sequences" if s.sequences > 1 else "") + \
@@ -133,6 +139,7 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
             [fmt.bytes_(ev.kv_peak_bytes, units)] * peak_column + \
             [fmt.bytes_(ev.buffers_bytes, units)] * buffers_column + \
             [fmt.bytes_(ev.process_bytes, units)] * process_column + \
+            [fmt.bytes_(ev.parts_bytes, units)] * parts_column + \
             [fmt.bytes_(ev.total_bytes, units), fmt.bytes_(ev.headroom_bytes, units),
              fmt.per_s(ev.decode_tokens_per_s)] + [fmt.per_s(ev.aggregate_decode_tokens_per_s)] * several + \
             [_max_ctx(ev)]

@@ -81,14 +81,15 @@ def summary_table(result: GateResult, units: str = "si", label: str | None = Non
     title = f"kvplan gate {label}: {'PASSED' if result.passed else 'FAILED'} — " \
             f"{n - failed} of {n} configurations pass"
     several = any(several_sequences(c) for c in result.configurations)
+    parts = any(c.evaluation.parts for c in result.configurations)  # a draft model, an encoder … beside the model
     columns = ["configuration", "device", "model", "ctx"] + ["seq"] * several + \
-        ["verdict", "total", "headroom", rates.decode_heading(several)] + [rates.AGGREGATE] * several + \
+        ["verdict"] + ["parts"] * parts + ["total", "headroom", rates.decode_heading(several)] + [rates.AGGREGATE] * several + \
         ["max ctx", "result"]
     t = Table(title, columns, align=["left", "left", "left"] + ["right"] * (len(columns) - 3))
     for c in result.configurations:
         ev, s = c.evaluation, c.evaluation.scenario
         t.add(c.name, s.device.name, s.model.name, f"{s.ctx:,}", *[s.sequences] * several, ev.verdict.value,
-              fmt.bytes_(ev.total_bytes, units), fmt.bytes_(ev.headroom_bytes, units),
+              *[fmt.bytes_(ev.parts_bytes, units)] * parts, fmt.bytes_(ev.total_bytes, units), fmt.bytes_(ev.headroom_bytes, units),
               fmt.per_s(ev.decode_tokens_per_s), *[fmt.per_s(ev.aggregate_decode_tokens_per_s)] * several,
               max_ctx_cell(ev), _status(c), style=None if c.passed else "bold red")
         note = beyond_trained_note(ev)

@@ -222,11 +222,11 @@ def json_chunks(parts: list[SweepColumns], chunk_rows: int = JSON_CHUNK_ROWS):
 
 
 TABLE_COLUMNS = ("device", "model", "runtime", "kv_policy", "ctx", "sequences", "weight_bits", "k_format",
-                 "v_format", "kv_bytes", "kv_peak_bytes", "buffers_bytes", "process_bytes", "total_bytes",
-                 "headroom_bytes", "verdict",
+                 "v_format", "kv_bytes", "kv_peak_bytes", "buffers_bytes", "process_bytes", "parts_bytes",
+                 "total_bytes", "headroom_bytes", "verdict",
                  "decode_tokens_per_s", AGGREGATE, "max_ctx", "max_ctx_at_target")
 _TABLE_HEADINGS = ("device", "model", "runtime", "KV policy", "ctx", "seq", "W bits", "K type", "V type", "KV cache",
-                   "KV peak", "buffers", "process", "total", "headroom", "verdict", rates.DECODE, rates.AGGREGATE, "max ctx",
+                   "KV peak", "buffers", "process", "parts", "total", "headroom", "verdict", rates.DECODE, rates.AGGREGATE, "max ctx",
                    "max ctx at target")
 _LEFT = ("device", "model", "runtime", "kv_policy", "k_format", "v_format")
 
@@ -290,6 +290,8 @@ def _hidden(cols: SweepColumns, fixed: dict) -> set:
         hidden.add("buffers_bytes")
     if cols.process_bytes is None:
         hidden.add("process_bytes")
+    if cols.parts_bytes is None:
+        hidden.add("parts_bytes")
     if cols.max_ctx_at_target is None:
         hidden.add("max_ctx_at_target")
     return hidden
@@ -356,6 +358,9 @@ def table(cols: SweepColumns, indices, omitted_after: int | None, omitted: int, 
     if "process_bytes" in names:
         t.notes.append("process: llama.cpp's own heap and libraries, and a repacked copy of the weights under "
                        "mmap, counted in the total (its resident peak)")
+    if "parts_bytes" in names:
+        t.notes.append("parts: what is resident beside the model's weights and cache (a draft model, an "
+                       "encoder), counted in the total")
     if "weight_bits" in names and bool(np.any(cols.weight_type != "")):
         t.notes.append("W bits: a named weight format with its effective bits per weight in brackets")
     t.notes.extend(rates.warning_notes(warnings))

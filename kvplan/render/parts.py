@@ -1,0 +1,46 @@
+"""How check words a resident part (:mod:`kvplan.plan.parts`): one row label per part key, and its JSON.
+
+Keyed by the part's stable key, never by a runtime: a key without words is shown by its key (a test fails for a
+key a built-in source makes without words here).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvplan.plan.results import Evaluation, Part
+
+# key → the row's label, with the part's values in {name} placeholders
+PART_WORDS = {
+    "draft_weights": "draft model {model}: weights ({weights})",
+    "draft_kv": "draft model {model}: KV cache ({kv_format}, {ctx_tokens:,} tokens)",
+    "encoder_weights": "encoder {model}: weights ({weights})",
+    "encoder_compute": "encoder {model}: compute buffer",
+}
+
+
+class _Missing(dict):
+    def __missing__(self, name: str) -> str:
+        return "?"
+
+
+def part_label(part: Part) -> str:
+    """The memory table's row label of ``part``."""
+    words = PART_WORDS.get(part.key)
+    if words is None:
+        return part.key.replace("_", " ")
+    try:
+        return words.format_map(_Missing(part.facts))
+    except (ValueError, TypeError):  # a value of another type than its placeholder formats: the plain words
+        return part.key.replace("_", " ")
+
+
+def parts_json(ev: Evaluation) -> dict:
+    """``memory.parts`` (key → ``bytes``, ``read_bytes_per_step``, ``memory`` and the part's own values) and
+    ``memory.parts_bytes``; no keys at all when the configuration has no resident part."""
+    if not ev.parts:
+        return {}
+    return {"parts": {p.key: {"bytes": p.bytes, "read_bytes_per_step": p.read_bytes, "memory": p.memory,
+                              **p.facts} for p in ev.parts},
+            "parts_bytes": ev.parts_bytes}
