@@ -43,6 +43,7 @@ KINDS = {
     "cache_type": "a cache type by runtime name (q8_0)",
     "runtime": "a runtime (its own option group: --runtime and each runtime's options)",
     "policy": "a KV compression policy (its own option group: --kv-policy and the --kv-* policy options)",
+    "image_size": "an image size in pixels, WIDTHxHEIGHT (896x896)",
 }
 
 TOKENS_HELP = f"Tokens: {TOKENS_RULE}."
@@ -119,6 +120,12 @@ KNOBS: tuple[Knob, ...] = (
          "above this many tokens/s.", in_gate=False, json_key="target_tokens_per_s"),
     Knob("sliding_window", "--sliding-window", "tokens", "Put every layer behind a sliding window of this many "
          "tokens (4096, 4k).", noun="a window", json_key="sliding_window"),
+    Knob("images", "--images", "count", "Images in the context: the model's vision encoder (weights and compute "
+         "buffer) is resident and each image's tokens are added to the context the KV cache holds.", default=0,
+         typed_default="0", minimum=0, maximum=10_000, json_key="images"),
+    Knob("image_size", "--image-size", "image_size", "Size of each image, WIDTHxHEIGHT in pixels (default: the "
+         "encoder's native size; Gemma 3 resizes every image to 896x896, Qwen2.5-VL's tokens follow the size).",
+         json_key="image_size"),
     Knob("kv_policy", "--kv-policy", "policy", "KV cache compression policy: a YAML file (docs/kv-policies.md), "
          "or 'none' for the plain cache even when the model profile has a kv_policy.", json_key="kv_policy",
          json_plain=False, argv=False),
@@ -132,7 +139,8 @@ BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}
 
 # kind → the Python type of the value once read (what a Knobs / Scenario field holds)
 VALUE_TYPES = {"count": int, "tokens": int, "size": int, "fraction": float, "rate": float, "bits": int,
-               "fractional_bits": float, "weight_format": str, "cache_type": str, "runtime": object, "policy": object}
+               "fractional_bits": float, "weight_format": str, "cache_type": str, "runtime": object, "policy": object,
+               "image_size": str}
 
 # The knobs of the CLI's cache option group (runtime and policy are groups of their own).
 CACHE_KNOBS: tuple[Knob, ...] = tuple(k for k in KNOBS if k.kind not in ("runtime", "policy"))

@@ -35,6 +35,8 @@ class Scenario:
     gpu_working_set_bytes: int | None = None  # Metal's recommended working set, over the device's own
     margin_fraction: float = engine.DEFAULT_MARGIN_FRACTION
     target_tokens_per_s: float | None = None
+    images: int = 0  # images in the context: the model's vision encoder is resident (kvplan.plan.encoder_parts)
+    image_size: str | None = None  # "WIDTHxHEIGHT" of each image, None: the encoder's native size
     kv_policy: object | None = None  # a compression policy (kvplan.profiles.policy), None: plain cache
     runtime: object | None = None  # runtime-exact rules (kvplan.profiles.runtime), None: the ideal formula
     runtime_from_profile: bool = False  # the runtime is the model profile's default (none given)
@@ -99,6 +101,20 @@ class Scenario:
         if self.target_tokens_per_s is not None and not (isinstance(self.target_tokens_per_s, (int, float))
                                                          and 0 < self.target_tokens_per_s < math.inf):
             raise FieldError("target_tokens_per_s", f"must be a positive, finite rate, got {self.target_tokens_per_s!r}")
+        _check_count("images", self.images, minimum=0)
+        if self.image_size is not None:
+            object.__setattr__(self, "image_size", _image_size(self.image_size))
+        if self.images and getattr(self.model, "encoder", None) is None:
+            raise FieldError("images", f"model {getattr(self.model, 'name', '?')} has no vision encoder (no "
+                             "'encoder:' in its profile): images cannot be priced")
+
+    @property
+    def image_pixels(self) -> tuple[int, int] | None:
+        """``(width, height)`` of each image, None: the encoder's native size [pixels]."""
+        if self.image_size is None:
+            return None
+        w, h = self.image_size.split("x")
+        return int(w), int(h)
 
     @property
     def os_reserve_in_force_bytes(self) -> int:
@@ -127,6 +143,16 @@ class Scenario:
             # rather than contradicting it
             changes["runtime"] = replace(self.runtime, **{field: None})
         return replace(self, **changes)
+
+
+def _image_size(value) -> str:
+    """``"WIDTHxHEIGHT"`` (``896x896``, ``1280 x 720``), each side 1-100,000 pixels, as ``"1280x720"``."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", value) if isinstance(value, str) else None
+    if m is None or not (0 < int(m[1]) <= 100_000 and 0 < int(m[2]) <= 100_000):
+        raise FieldError("image_size", f"expected WIDTHxHEIGHT in pixels, each side 1-100000 (896x896), got {value!r}")
+    return f"{int(m[1])}x{int(m[2])}"
 
 
 def _check_count(name: str, value, *, minimum: int) -> None:

@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 PART_WORDS = {
     "draft_weights": "draft model {model}: weights ({weights})",
     "draft_kv": "draft model {model}: KV cache ({kv_format}, {ctx_tokens:,} tokens)",
-    "encoder_weights": "encoder {model}: weights ({weights})",
-    "encoder_compute": "encoder {model}: compute buffer",
+    "encoder_weights": "vision encoder ({encoder}): weights ({weight_type})",
+    "encoder_compute": "vision encoder ({encoder}): compute buffer (one {encoded_size} image)",
+    "image_kv": "KV of {images} images ({image_tokens:,} tokens added to the context)",
 }
 
 
