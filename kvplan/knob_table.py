@@ -122,10 +122,9 @@ KNOBS: tuple[Knob, ...] = (
          "tokens (4096, 4k).", noun="a window", json_key="sliding_window"),
     Knob("images", "--images", "count", "Images in the context: the model's vision encoder (weights and compute "
          "buffer) is resident and each image's tokens are added to the context the KV cache holds.", default=0,
-         typed_default="0", minimum=0, maximum=10_000, json_key="images"),
+         minimum=0, maximum=10_000),
     Knob("image_size", "--image-size", "image_size", "Size of each image, WIDTHxHEIGHT in pixels (default: the "
-         "encoder's native size; Gemma 3 resizes every image to 896x896, Qwen2.5-VL's tokens follow the size).",
-         json_key="image_size"),
+         "encoder's native size; Gemma 3 resizes every image to 896x896, Qwen2.5-VL's tokens follow the size)."),
     Knob("kv_policy", "--kv-policy", "policy", "KV cache compression policy: a YAML file (docs/kv-policies.md), "
          "or 'none' for the plain cache even when the model profile has a kv_policy.", json_key="kv_policy",
          json_plain=False, argv=False),

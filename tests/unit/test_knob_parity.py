@@ -141,7 +141,10 @@ RUNS = [
      "--v-type", "q8_0", "--runtime", "ideal", "--kv-policy", "none"],
 ]
 # Knobs check's JSON does not echo, and why; knobs the check command line written back from a scenario leaves out.
-NOT_ECHOED: dict[str, str] = {}
+NOT_ECHOED: dict[str, str] = {
+    "images": "echoed with the encoder's parts (memory.parts.encoder_weights.images) when above 0",
+    "image_size": "echoed with the encoder's parts (memory.parts.encoder_weights.image_size) when images are set",
+}
 NOT_WRITTEN_BACK: dict[str, str] = {}
 
 
