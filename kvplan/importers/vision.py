@@ -18,7 +18,7 @@ from pathlib import Path
 from kvplan.errors import ProfileError
 
 # config model_type → llama.cpp projector type
-_KINDS = {"gemma3": "gemma3", "idefics3": "idefics3", "smolvlm": "idefics3", "qwen2_5_vl": "qwen2.5vl"}
+KINDS = _KINDS = {"gemma3": "gemma3", "idefics3": "idefics3", "smolvlm": "idefics3", "qwen2_5_vl": "qwen2.5vl"}
 # GGUF clip.projector_type → kvplan's kind
 _GGUF_KINDS = {"gemma3": "gemma3", "idefics3": "idefics3", "qwen2.5vl_merger": "qwen2.5vl"}
 
@@ -26,7 +26,7 @@ _GGUF_KINDS = {"gemma3": "gemma3", "idefics3": "idefics3", "qwen2.5vl_merger": "
 def _need(d: dict, key: str, where: str):
     value = d.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ProfileError(f"{where}: {key} must be a positive whole number, got {value!r}")
+        raise ProfileError([f"{where}: {key} must be a positive whole number, got {value!r}"])
     return value
 
 
@@ -50,8 +50,8 @@ def encoder_from_hf_config(config: dict, *, where: str = "config.json") -> dict:
     kind = _KINDS.get(model_type)
     v = config.get("vision_config")
     if kind is None or not isinstance(v, dict):
-        raise ProfileError(f"{where}: no vision encoder kvplan prices (model_type {model_type!r}; known: "
-                           f"{', '.join(sorted(_KINDS))}, with a vision_config)")
+        raise ProfileError([f"{where}: no vision encoder kvplan prices (model_type {model_type!r}; known: "
+                            f"{', '.join(sorted(_KINDS))}, with a vision_config)"])
     w = f"{where} vision_config"
     pre = config.get("preprocessor") if isinstance(config.get("preprocessor"), dict) else {}
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
@@ -67,7 +67,7 @@ def encoder_from_hf_config(config: dict, *, where: str = "config.json") -> dict:
                   # Qwen2VLImageProcessor defaults (preprocessor_config.json of Qwen2.5-VL: 3136, 12845056)
                   "min_pixels": pre.get("min_pixels", 56 * 56), "max_pixels": pre.get("max_pixels", 28 * 28 * 1280)}
         if fields["window_pattern"] is None:
-            raise ProfileError(f"{w}: fullatt_block_indexes is required for qwen2_5_vl")
+            raise ProfileError([f"{w}: fullatt_block_indexes is required for qwen2_5_vl"])
         return fields
     defaults = {"hidden_size": 1152, "num_attention_heads": 16, "intermediate_size": 3072} if kind == "idefics3" else {}
     vv = {**defaults, **v}
@@ -107,13 +107,13 @@ def encoder_from_mmproj(path: str | Path) -> dict:
     proj = meta.get("clip.projector_type") or meta.get("clip.vision.projector_type")
     kind = _GGUF_KINDS.get(proj)
     if kind is None:
-        raise ProfileError(f"{where}: projector type {proj!r} is not one kvplan prices "
-                           f"(known: {', '.join(sorted(_GGUF_KINDS))})")
+        raise ProfileError([f"{where}: projector type {proj!r} is not one kvplan prices "
+                            f"(known: {', '.join(sorted(_GGUF_KINDS))})"])
 
     def key(name, default=None):
         value = meta.get(f"clip.vision.{name}", default)
         if value is None:
-            raise ProfileError(f"{where}: clip.vision.{name} is missing")
+            raise ProfileError([f"{where}: clip.vision.{name} is missing"])
         return int(value)
 
     fields = {"kind": kind, "hidden_size": key("embedding_length"), "intermediate_size": key("feed_forward_length"),

@@ -41,16 +41,20 @@ def build(src: Path, work: Path) -> Path:
     return exe
 
 
-def run(exe: Path, gguf: Path, max_tokens: int | None) -> dict:
-    args = [str(exe), str(gguf)] + ([str(max_tokens)] if max_tokens else [])
+def run(exe: Path, gguf: Path, max_tokens: int | None, image: str | None = None) -> dict:
+    args = [str(exe), str(gguf), str(max_tokens or 0)] + ([image] if image else [])
     p = subprocess.run(args, capture_output=True, text=True, check=True)
     log = p.stderr + p.stdout
     keep = [ln for ln in log.splitlines() if re.search(
         r"projector:|model size:|compute buffer size|warmup with|flash attention is|n_wa_pattern|n_merge", ln)]
     m = re.search(r"PROBE weights_bytes=(\d+) compute_bytes=(\d+) warmup_image_size=(\d+) flash_attn=(\d)", log)
-    return {"gguf": gguf.name, "image_max_tokens": max_tokens, "weights_bytes": int(m[1]),
-            "compute_bytes": int(m[2]), "warmup_image_size": int(m[3]), "flash_attn": bool(int(m[4])),
-            "log": keep}
+    out = {"gguf": gguf.name, "image_max_tokens": max_tokens, "weights_bytes": int(m[1]),
+           "compute_bytes": int(m[2]), "warmup_image_size": int(m[3]), "flash_attn": bool(int(m[4])),
+           "log": keep}
+    if image:
+        m2 = re.search(r"PROBE image=(\d+)x(\d+) compute_bytes=(\d+)", log)
+        out["image"] = {"width": int(m2[1]), "height": int(m2[2]), "compute_bytes": int(m2[3])}
+    return out
 
 
 def main(argv=None):
@@ -68,6 +72,12 @@ def main(argv=None):
         for mt in ([None, 256, 1024] if "qwen" in gguf.name else [None]):
             runs.append(run(exe, gguf, mt))
             print(json.dumps({k: v for k, v in runs[-1].items() if k != "log"}))
+        # Qwen2.5-VL's graph follows the image: the buffer after reserving one image of each size
+        # (smart_resize'd sizes: 1920x1080 → 1932x1092, 2240x1260; 644x644 is below the warmup's)
+        if "qwen" in gguf.name and "f16" in gguf.name:
+            for image in ("1932x1092", "644x644", "2240x1260"):
+                runs.append(run(exe, gguf, None, image))
+                print(json.dumps({k: v for k, v in runs[-1].items() if k != "log"}))
     doc = {"llama_cpp": a.version, "backend": "CPU (GGML_NATIVE=OFF), clip flash attention auto",
            "harness": "tests/harness/make_mmproj_gguf.py + tests/harness/mmproj_buffers.py",
            "seconds_total": round(time.time() - t0, 1), "runs": runs}

@@ -149,3 +149,23 @@ def test_idefics3_one_tile_has_no_global_image():
 def test_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="unknown encoder kind"):
         enc.encoder_weight_bytes("llava", n_embd=1, n_ff=1, n_layer=1, patch_size=1, image_size=1, projection_dim=1)
+
+
+IMAGE_RUNS = [r for r in MEASURED["runs"] if "image" in r]
+
+
+@pytest.mark.parametrize("run", IMAGE_RUNS, ids=[f"{r['image']['width']}x{r['image']['height']}" for r in IMAGE_RUNS])
+def test_qwen25vl_buffer_after_an_image_of_its_own_size(run):
+    # llama.cpp reserves the warmup graph, then the graph of each image it encodes: the buffer is the larger
+    from kvplan.plan.encoder_parts import encoder_figures
+    from kvplan.profiles.spec import EncoderSpec
+
+    e = EncoderSpec(**_encoder("qwen2.5-vl-3b", "f16"))
+    w, h = run["image"]["width"], run["image"]["height"]
+    f = encoder_figures(e, w, h)
+    assert f["compute_bytes"] == run["image"]["compute_bytes"]
+    assert run["image"]["compute_bytes"] >= run["compute_bytes"]  # never below the warmup's
+
+
+def test_three_image_runs_were_measured():
+    assert len(IMAGE_RUNS) == 3
