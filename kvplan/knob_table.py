@@ -44,6 +44,7 @@ KINDS = {
     "runtime": "a runtime (its own option group: --runtime and each runtime's options)",
     "policy": "a KV compression policy (its own option group: --kv-policy and the --kv-* policy options)",
     "image_size": "an image size in pixels, WIDTHxHEIGHT (896x896)",
+    "path": "a file path",
 }
 
 TOKENS_HELP = f"Tokens: {TOKENS_RULE}."
@@ -125,6 +126,8 @@ KNOBS: tuple[Knob, ...] = (
          minimum=0, maximum=10_000),
     Knob("image_size", "--image-size", "image_size", "Size of each image, WIDTHxHEIGHT in pixels (default: the "
          "encoder's native size; Gemma 3 resizes every image to 896x896, Qwen2.5-VL's tokens follow the size)."),
+    Knob("mmproj", "--mmproj", "path", "A projector GGUF (llama.cpp's mmproj file): the vision encoder priced from "
+         "its header (clip.* keys, exact tensor bytes), in place of the model profile's encoder."),
     Knob("kv_policy", "--kv-policy", "policy", "KV cache compression policy: a YAML file (docs/kv-policies.md), "
          "or 'none' for the plain cache even when the model profile has a kv_policy.", json_key="kv_policy",
          json_plain=False, argv=False),
@@ -139,7 +142,7 @@ BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}
 # kind → the Python type of the value once read (what a Knobs / Scenario field holds)
 VALUE_TYPES = {"count": int, "tokens": int, "size": int, "fraction": float, "rate": float, "bits": int,
                "fractional_bits": float, "weight_format": str, "cache_type": str, "runtime": object, "policy": object,
-               "image_size": str}
+               "image_size": str, "path": str}
 
 # The knobs of the CLI's cache option group (runtime and policy are groups of their own).
 CACHE_KNOBS: tuple[Knob, ...] = tuple(k for k in KNOBS if k.kind not in ("runtime", "policy"))

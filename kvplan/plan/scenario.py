@@ -37,6 +37,7 @@ class Scenario:
     target_tokens_per_s: float | None = None
     images: int = 0  # images in the context: the model's vision encoder is resident (kvplan.plan.encoder_parts)
     image_size: str | None = None  # "WIDTHxHEIGHT" of each image, None: the encoder's native size
+    mmproj: str | None = None  # a projector GGUF whose header replaces the model profile's encoder
     kv_policy: object | None = None  # a compression policy (kvplan.profiles.policy), None: plain cache
     runtime: object | None = None  # runtime-exact rules (kvplan.profiles.runtime), None: the ideal formula
     runtime_from_profile: bool = False  # the runtime is the model profile's default (none given)
@@ -104,6 +105,8 @@ class Scenario:
         _check_count("images", self.images, minimum=0)
         if self.image_size is not None:
             object.__setattr__(self, "image_size", _image_size(self.image_size))
+        if self.mmproj is not None:
+            object.__setattr__(self, "model", _with_mmproj(self.model, self.mmproj))
         if self.images and getattr(self.model, "encoder", None) is None:
             raise FieldError("images", f"model {getattr(self.model, 'name', '?')} has no vision encoder (no "
                              "'encoder:' in its profile): images cannot be priced")
@@ -143,6 +146,31 @@ class Scenario:
             # rather than contradicting it
             changes["runtime"] = replace(self.runtime, **{field: None})
         return replace(self, **changes)
+
+
+def _with_mmproj(model, path):
+    """``model`` with the encoder a projector GGUF's header describes (a plain record; errors name ``mmproj``)."""
+    from kvplan.errors import KvplanError
+    from kvplan.importers.vision import encoder_from_mmproj
+    from kvplan.profiles.records import EncoderRecord
+
+    if not isinstance(path, str) or not path:
+        raise FieldError("mmproj", f"expected the path of a projector GGUF, got {path!r}")
+    try:
+        fields = encoder_from_mmproj(path)
+        from kvplan.profiles.spec import EncoderSpec
+
+        # the checks of a profile's encoder mapping, and every field (the optional ones None)
+        fields = EncoderSpec(**{**fields, "weights": f"{fields['weights']} B"}).model_dump()
+    except KvplanError as exc:
+        raise FieldError("mmproj", str(exc)) from None
+    except ValueError as exc:  # pydantic's ValidationError
+        raise FieldError("mmproj", f"{path}: {exc}") from None
+    hidden = getattr(model, "hidden_size", None)
+    if hidden is not None and hidden != fields["projection_dim"]:
+        raise FieldError("mmproj", f"{path} projects to {fields['projection_dim']} values, model "
+                         f"{getattr(model, 'name', '?')} embeds {hidden} (hidden_size): not this model's projector")
+    return model.model_copy(update={"encoder": EncoderRecord(fields)})
 
 
 def _image_size(value) -> str:

@@ -144,6 +144,7 @@ RUNS = [
 NOT_ECHOED: dict[str, str] = {
     "images": "echoed with the encoder's parts (memory.parts.encoder_weights.images) when above 0",
     "image_size": "echoed with the encoder's parts (memory.parts.encoder_weights.image_size) when images are set",
+    "mmproj": "a file: its encoder is echoed through the parts (memory.parts.encoder_weights)",
 }
 NOT_WRITTEN_BACK: dict[str, str] = {}
 
