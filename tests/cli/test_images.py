@@ -39,3 +39,16 @@ def test_image_size_is_checked(run):
 def test_without_images_nothing_changes(run_json):
     _, doc = run_json("check", "--device", "pixel8", "--model", "gemma-3-4b", "--ctx", "8k")
     assert "parts" not in doc["memory"]
+
+
+def test_fit_suggests_fewer_images(run):
+    # 500 images × 256 tokens = 128,000 tokens more on pixel8's 6 GB budget: over; fit offers the most images that
+    # still fit, with the command line that applies it
+    text = run("fit", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "500", "--ctx", "32k").stdout
+    assert "OVER" in text
+    assert "436 images" in text
+    assert "kvplan check --device pixel8 --model gemma-3-4b --ctx 32768 --images 436" in text
+    # 437 images would not fit: the suggestion is the largest count
+    code_436 = run("check", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "436", "--ctx", "32k").exit_code
+    code_437 = run("check", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "437", "--ctx", "32k").exit_code
+    assert code_436 == 0 and code_437 == 1
