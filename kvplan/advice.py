@@ -108,6 +108,11 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         if trial.fits:
             changes.append(_change("sequences", n, trial))
             break
+    for n in range(s.images - 1, -1, -1):  # the most images that fit (0: the encoder unloaded, text only)
+        trial = evaluate(s.with_changes(images=n))
+        if trial.fits:
+            changes.append(_change("images", n, trial))
+            break
     format_steps = smaller_weight_types(ev)
     if format_steps is not None:  # a real format: the real smaller ones of its family, not uniform widths no file has
         changes.extend(_change("weight_type", name, evaluate(s.with_changes(weight_type=name)))
@@ -133,7 +138,12 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         changes.append(_change("draft", None, evaluate(s.with_changes(draft=None, acceptance_rate=None,
                                                                       draft_kv_type=None))))
     for model in smaller_models:
-        changes.append(_change("model", model.name, evaluate(s.with_changes(model=model))))
+        if s.images and getattr(model, "encoder", None) is None and s.mmproj is None:
+            continue  # a model that cannot read the images is no answer to a configuration with images
+        try:
+            changes.append(_change("model", model.name, evaluate(s.with_changes(model=model))))
+        except KvplanError:  # --mmproj: the projector of another width than this model's
+            continue
     return changes
 
 

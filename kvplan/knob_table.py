@@ -44,6 +44,8 @@ KINDS = {
     "runtime": "a runtime (its own option group: --runtime and each runtime's options)",
     "policy": "a KV compression policy (its own option group: --kv-policy and the --kv-* policy options)",
     "model": "a model profile by name or file, as --model (llama-3.2-1b)",
+    "image_size": "an image size in pixels, WIDTHxHEIGHT (896x896)",
+    "path": "a file path",
 }
 
 TOKENS_HELP = f"Tokens: {TOKENS_RULE}."
@@ -129,6 +131,13 @@ KNOBS: tuple[Knob, ...] = (
          "and below 1 (0.7 or 70%): prices speculative decoding's speed.", json_key=None),
     Knob("draft_kv_type", "--draft-kv-type", "cache_type", "Cache type of the draft's K and V (llama.cpp "
          "-ctkd/-ctvd; default f16 under llama.cpp, else the cache format of the model).", json_key=None),
+    Knob("images", "--images", "count", "Images in the context: the model's vision encoder (weights and compute "
+         "buffer) is resident and each image's tokens are added to the context the KV cache holds.", default=0,
+         minimum=0, maximum=10_000),
+    Knob("image_size", "--image-size", "image_size", "Size of each image, WIDTHxHEIGHT in pixels (default: the "
+         "encoder's native size; Gemma 3 resizes every image to 896x896, Qwen2.5-VL's tokens follow the size)."),
+    Knob("mmproj", "--mmproj", "path", "A projector GGUF (llama.cpp's mmproj file): the vision encoder priced from "
+         "its header (clip.* keys, exact tensor bytes), in place of the model profile's encoder."),
     Knob("kv_policy", "--kv-policy", "policy", "KV cache compression policy: a YAML file (docs/kv-policies.md), "
          "or 'none' for the plain cache even when the model profile has a kv_policy.", json_key="kv_policy",
          json_plain=False, argv=False),
@@ -143,7 +152,7 @@ BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}
 # kind → the Python type of the value once read (what a Knobs / Scenario field holds)
 VALUE_TYPES = {"count": int, "tokens": int, "size": int, "fraction": float, "rate": float, "bits": int,
                "fractional_bits": float, "weight_format": str, "cache_type": str, "runtime": object, "policy": object,
-               "model": object}
+               "model": object, "image_size": str, "path": str}
 
 # The knobs of the CLI's cache option group (runtime and policy are groups of their own).
 CACHE_KNOBS: tuple[Knob, ...] = tuple(k for k in KNOBS if k.kind not in ("runtime", "policy"))

@@ -400,6 +400,7 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         notes.append(f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)")
         params_note += f"; {', '.join(towers)} not counted"
     source = config.get("_name_or_path") or where
+    encoder = _vision_encoder(config, place)
     fields = [
         ("name", name, ""),
         ("description", f"imported from {Path(where).name} ({model_type or 'unknown model_type'})", ""),
@@ -433,13 +434,25 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         *(_released_weights(config, model_type) if weight_bits is None and weight_type is None
           else weight_fields(weight_bits, weight_type)),
         ("kv_bits", 16, "fp16 KV cache"),
+        ("encoder", encoder, "vision encoder (vision_config): see sources.encoder"),
         ("sources", {"config": f"{source} (config.json, imported by kvplan)", "params": params_note,
                      "sliding_window": window_note,
+                     **({"encoder": "config vision_config (kvplan.importers.vision); weight_type f16: "
+                                    "convert_hf_to_gguf.py --mmproj's default"} if encoder else {}),
                      **({"state": f"config {hybrid.note}"} if hybrid is not None else {})}, ""),
     ]
     header = [f"Model profile imported by 'kvplan import hf' from {where}.",
               "Check every figure against the model card, then run 'kvplan profiles validate'."]
     return finish(fields, header, label, notes, keys=_source_keys(c, model_type, moe, head_note), place=place)
+
+
+def _vision_encoder(config: dict, place: str) -> dict | None:
+    """The ``encoder`` mapping of a multimodal config whose vision tower kvplan prices (None otherwise)."""
+    from kvplan.importers.vision import KINDS, encoder_from_hf_config
+
+    if config.get("model_type") not in KINDS or not isinstance(config.get("vision_config"), dict):
+        return None
+    return {**encoder_from_hf_config(config, where=place), "weight_type": "f16"}
 
 
 def _released_weights(config: dict, model_type: str) -> list[tuple[str, object, str]]:

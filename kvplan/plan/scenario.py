@@ -35,6 +35,9 @@ class Scenario:
     gpu_working_set_bytes: int | None = None  # Metal's recommended working set, over the device's own
     margin_fraction: float = engine.DEFAULT_MARGIN_FRACTION
     target_tokens_per_s: float | None = None
+    images: int = 0  # images in the context: the model's vision encoder is resident (kvplan.plan.encoder_parts)
+    image_size: str | None = None  # "WIDTHxHEIGHT" of each image, None: the encoder's native size
+    mmproj: str | None = None  # a projector GGUF whose header replaces the model profile's encoder
     kv_policy: object | None = None  # a compression policy (kvplan.profiles.policy), None: plain cache
     runtime: object | None = None  # runtime-exact rules (kvplan.profiles.runtime), None: the ideal formula
     runtime_from_profile: bool = False  # the runtime is the model profile's default (none given)
@@ -106,6 +109,22 @@ class Scenario:
         if self.target_tokens_per_s is not None and not (isinstance(self.target_tokens_per_s, (int, float))
                                                          and 0 < self.target_tokens_per_s < math.inf):
             raise FieldError("target_tokens_per_s", f"must be a positive, finite rate, got {self.target_tokens_per_s!r}")
+        _check_count("images", self.images, minimum=0)
+        if self.image_size is not None:
+            object.__setattr__(self, "image_size", _image_size(self.image_size))
+        if self.mmproj is not None:
+            object.__setattr__(self, "model", _with_mmproj(self.model, self.mmproj))
+        if self.images and getattr(self.model, "encoder", None) is None:
+            raise FieldError("images", f"model {getattr(self.model, 'name', '?')} has no vision encoder (no "
+                             "'encoder:' in its profile): images cannot be priced")
+
+    @property
+    def image_pixels(self) -> tuple[int, int] | None:
+        """``(width, height)`` of each image, None: the encoder's native size [pixels]."""
+        if self.image_size is None:
+            return None
+        w, h = self.image_size.split("x")
+        return int(w), int(h)
 
     @property
     def os_reserve_in_force_bytes(self) -> int:
@@ -170,6 +189,39 @@ def _check_draft(s: Scenario) -> None:
         raise FieldError("draft", f"{s.draft.name} has a vocabulary of {draft:,} tokens, {s.model.name} one of "
                          f"{target:,}: llama.cpp refuses a draft whose vocabulary size differs by more than "
                          f"{DRAFT_VOCAB_MAX_DIFFERENCE} (common_speculative_are_compatible)")
+def _with_mmproj(model, path):
+    """``model`` with the encoder a projector GGUF's header describes (a plain record; errors name ``mmproj``)."""
+    from kvplan.errors import KvplanError
+    from kvplan.importers.vision import encoder_from_mmproj
+    from kvplan.profiles.records import EncoderRecord
+
+    if not isinstance(path, str) or not path:
+        raise FieldError("mmproj", f"expected the path of a projector GGUF, got {path!r}")
+    try:
+        fields = encoder_from_mmproj(path)
+        from kvplan.profiles.spec import EncoderSpec
+
+        # the checks of a profile's encoder mapping, and every field (the optional ones None)
+        fields = EncoderSpec(**{**fields, "weights": f"{fields['weights']} B"}).model_dump()
+    except KvplanError as exc:
+        raise FieldError("mmproj", str(exc)) from None
+    except ValueError as exc:  # pydantic's ValidationError
+        raise FieldError("mmproj", f"{path}: {exc}") from None
+    hidden = getattr(model, "hidden_size", None)
+    if hidden is not None and hidden != fields["projection_dim"]:
+        raise FieldError("mmproj", f"{path} projects to {fields['projection_dim']} values, model "
+                         f"{getattr(model, 'name', '?')} embeds {hidden} (hidden_size): not this model's projector")
+    return model.model_copy(update={"encoder": EncoderRecord(fields)})
+
+
+def _image_size(value) -> str:
+    """``"WIDTHxHEIGHT"`` (``896x896``, ``1280 x 720``), each side 1-100,000 pixels, as ``"1280x720"``."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", value) if isinstance(value, str) else None
+    if m is None or not (0 < int(m[1]) <= 100_000 and 0 < int(m[2]) <= 100_000):
+        raise FieldError("image_size", f"expected WIDTHxHEIGHT in pixels, each side 1-100000 (896x896), got {value!r}")
+    return f"{int(m[1])}x{int(m[2])}"
 
 
 def _check_count(name: str, value, *, minimum: int) -> None:

@@ -65,11 +65,15 @@ class StateRecord(_Record):
     __slots__ = ()
 
 
+class EncoderRecord(_Record):
+    __slots__ = ()
+
+
 class ModelRecord(_Record, ModelMethods):
     __slots__ = ()
     # Model fields added after records were first cached: a record without them reads the pydantic default.
     DEFAULTS = {"state": None, "shared_kv_layers": 0, "hidden_size_per_layer_input": None,
-                "vocab_size_per_layer_input": None}
+                "vocab_size_per_layer_input": None, "encoder": None}
 
     def __init__(self, data: dict):
         mla = data.get("mla")
@@ -78,6 +82,9 @@ class ModelRecord(_Record, ModelMethods):
         state = data.get("state")
         if isinstance(state, dict):
             data = {**data, "state": StateRecord(state)}
+        encoder = data.get("encoder")
+        if isinstance(encoder, dict):
+            data = {**data, "encoder": EncoderRecord(encoder)}
         super().__init__({**self.DEFAULTS, **data})
 
 

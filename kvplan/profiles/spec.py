@@ -220,6 +220,54 @@ class StateSpec(BaseModel):
         return self
 
 
+EncoderKind = Annotated[Literal["gemma3", "idefics3", "qwen2.5vl"], BeforeValidator(lower_name)]
+_ENCODER_FIELDS = {"gemma3": ("tokens_per_image",), "idefics3": ("scale_factor", "longest_edge"),
+                   "qwen2.5vl": ("merge", "window_pattern", "min_pixels", "max_pixels")}
+
+
+class EncoderSpec(BaseModel):
+    """A vision encoder (ViT + projector, llama.cpp's ``mmproj`` file) beside the language model:
+    its shape, the GGUF type of its matrices, and how its processor turns an image into context tokens
+    (docs/profiles.md "Vision encoder")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    kind: EncoderKind  # llama.cpp clip.projector_type
+    hidden_size: PositiveInt
+    intermediate_size: PositiveInt
+    layers: PositiveInt
+    heads: PositiveInt
+    patch_size: PositiveInt
+    image_size: PositiveInt  # the encoder's native image side (Idefics3: its tile)
+    projection_dim: PositiveInt  # the language model's embedding width
+    weight_type: Literal["f16", "f32", "bf16", "q8_0"] = "f16"
+    weights: PositiveSizeBytes | None = None  # exact tensor bytes (read from a projector GGUF)
+    tokens_per_image: PositiveInt | None = None  # gemma3: mm_tokens_per_image
+    scale_factor: PositiveInt | None = None  # idefics3: pixel shuffle
+    longest_edge: PositiveInt | None = None  # idefics3: the processor's resize before tiling
+    merge: PositiveInt | None = None  # qwen2.5vl: spatial merge
+    window_pattern: PositiveInt | None = None  # qwen2.5vl: a full-attention layer every this many
+    min_pixels: PositiveInt | None = None  # qwen2.5vl processor bounds
+    max_pixels: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_the_kind(self):
+        needed = _ENCODER_FIELDS[self.kind]
+        missing = [f for f in needed if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"a {self.kind} encoder needs {', '.join(missing)}")
+        foreign = [f for names in _ENCODER_FIELDS.values() for f in names
+                   if f not in needed and getattr(self, f) is not None]
+        if foreign:
+            raise ValueError(f"{', '.join(foreign)} do not describe a {self.kind} encoder "
+                             f"(it takes {', '.join(needed)})")
+        if self.hidden_size % self.heads:
+            raise ValueError(f"heads ({self.heads}) must divide hidden_size ({self.hidden_size})")
+        if self.image_size % self.patch_size:
+            raise ValueError(f"patch_size ({self.patch_size}) must divide image_size ({self.image_size})")
+        return self
+
+
 def _window_pattern(value: object) -> object:
     """One clear message for the layer pattern, whose YAML spellings are easy to get wrong."""
     if isinstance(value, str) and (value.strip().lower() in ("all", "alternating")
@@ -341,6 +389,7 @@ class Model(_Profile, ModelMethods):
     v_type: str | None = None
     kv_policy: PolicySpec | None = None
     runtime: RuntimeField | None = None
+    encoder: EncoderSpec | None = None
 
     @field_validator("runtime")
     @classmethod

@@ -66,6 +66,7 @@ def describe_change(change: Change) -> str:
         "weight_type": lambda: f"weights in {v} ({change.evaluation.weight_bits:.2f} bits/weight)",
         "sequences": lambda: f"{v} concurrent sequence{'s' if v != 1 else ''}",
         "sliding_window": lambda: f"sliding window of {v:,} tokens on every layer",
+        "images": lambda: f"{v} image{'s' if v != 1 else ''}" + (" (no vision encoder loaded)" if v == 0 else ""),
     }.get(change.kind, lambda: f"{change.kind} = {v}")()
 
 

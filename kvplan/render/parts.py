@@ -17,8 +17,9 @@ PART_WORDS = {
     "draft_kv": "draft model {model}: KV cache ({kv_format}, {ctx_tokens:,} tokens)",
     "draft_buffers": "draft model {model}: llama.cpp compute and output buffers of its context",
     "draft_verify_outputs": "{model}: llama.cpp output buffer grown to {rows} rows of logits per sequence (verification)",
-    "encoder_weights": "encoder {model}: weights ({weights})",
-    "encoder_compute": "encoder {model}: compute buffer",
+    "encoder_weights": "vision encoder ({encoder}): weights ({weight_type})",
+    "encoder_compute": "vision encoder ({encoder}): compute buffer (one {encoded_size} image)",
+    "image_kv": "KV of the image tokens ({images} × {tokens_per_image:,} = {image_tokens:,} added to the context)",
 }
 
 

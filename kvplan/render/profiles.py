@@ -168,6 +168,10 @@ def show_json(kind: str, profile, path: Path, origin: str, figures: dict, warnin
     ``schedule`` (:func:`schedule_json`), the figures derived from them (one equal to the field of the same key
     is not repeated), the sources by YAML field."""
     fields = _json_keys(profile.model_dump(mode="json"))
+    if fields.get("encoder", 0) is None:  # only multimodal models have a vision encoder: no key for the others
+        del fields["encoder"]
+    elif isinstance(fields.get("encoder"), dict):  # the fields of its own kind only
+        fields["encoder"] = {k: v for k, v in fields["encoder"].items() if v is not None}
     if fields.get("state", 0) is None:  # only hybrid models have state layers: no key for the others
         del fields["state"]
     elif isinstance(fields.get("state"), dict):  # the fields of its own mixer only

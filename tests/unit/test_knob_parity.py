@@ -141,9 +141,14 @@ RUNS = [
      "--v-type", "q8_0", "--runtime", "ideal", "--kv-policy", "none"],
 ]
 # Knobs check's JSON does not echo, and why; knobs the check command line written back from a scenario leaves out.
-# the draft knobs are echoed under `speculative`, a key only with a draft (outputs without one stay as they were)
-NOT_ECHOED: dict[str, str] = {name: "speculative.<name>, only with --draft" for name in
-                              ("draft", "draft_max_tokens", "acceptance_rate", "draft_kv_type")}
+NOT_ECHOED: dict[str, str] = {
+    # the draft knobs are echoed under `speculative`, a key only with a draft (outputs without one stay as they were)
+    **{name: "speculative.<name>, only with --draft" for name in
+       ("draft", "draft_max_tokens", "acceptance_rate", "draft_kv_type")},
+    "images": "echoed with the encoder's parts (memory.parts.encoder_weights.images) when above 0",
+    "image_size": "echoed with the encoder's parts (memory.parts.encoder_weights.image_size) when images are set",
+    "mmproj": "a file: its encoder is echoed through the parts (memory.parts.encoder_weights)",
+}
 NOT_WRITTEN_BACK: dict[str, str] = {}
 
 

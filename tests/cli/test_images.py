@@ -1,0 +1,54 @@
+"""kvplan check --images: the vision encoder's parts and the image tokens (figures: tests/unit/test_encoder.py)."""
+
+from __future__ import annotations
+
+
+def test_gemma3_images_on_pixel8(run_json, run):
+    code, doc = run_json("check", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "2", "--ctx", "8k")
+    assert code == 0
+    parts = doc["memory"]["parts"]
+    # measured on llama.cpp build 11434 (tests/data/llamacpp/mmproj/measured.json)
+    assert parts["encoder_weights"]["bytes"] == 851_226_048
+    assert parts["encoder_compute"]["bytes"] == 127_139_840
+    # 2 images × 256 tokens = 512 tokens; at 8,192 tokens the 29 local layers hold their 1,024-token window
+    # already, so only the 5 global layers grow: 5 × 2 (K,V) × 4 heads × 256 × 2 B = 20,480 B/token × 512
+    assert parts["image_kv"]["image_tokens"] == 512
+    assert parts["image_kv"]["bytes"] == 512 * 20_480
+    assert parts["encoder_weights"]["images"] == 2
+    assert doc["memory"]["parts_bytes"] == 851_226_048 + 127_139_840 + 10_485_760
+    text = run("check", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "2", "--ctx", "8k").stdout
+    assert "vision encoder (gemma3): weights (f16)" in text
+    assert "compute buffer (one 896x896 image)" in text
+    assert "2 × 256 = 512 added to the context" in text
+
+
+def test_images_need_an_encoder(run):
+    r = run("check", "--device", "pixel8", "--model", "7b", "--images", "1", "--ctx", "4k")
+    assert r.exit_code == 2
+    assert "has no vision encoder" in r.stderr
+    assert "--images" in r.stderr
+
+
+def test_image_size_is_checked(run):
+    r = run("check", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "1", "--image-size", "896",
+            "--ctx", "4k")
+    assert r.exit_code == 2
+    assert "--image-size" in r.stderr and "WIDTHxHEIGHT" in r.stderr
+
+
+def test_without_images_nothing_changes(run_json):
+    _, doc = run_json("check", "--device", "pixel8", "--model", "gemma-3-4b", "--ctx", "8k")
+    assert "parts" not in doc["memory"]
+
+
+def test_fit_suggests_fewer_images(run):
+    # 500 images × 256 tokens = 128,000 tokens more on pixel8's 6 GB budget: over; fit offers the most images that
+    # still fit, with the command line that applies it
+    text = run("fit", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "500", "--ctx", "32k").stdout
+    assert "OVER" in text
+    assert "436 images" in text
+    assert "kvplan check --device pixel8 --model gemma-3-4b --ctx 32768 --images 436" in text
+    # 437 images would not fit: the suggestion is the largest count
+    code_436 = run("check", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "436", "--ctx", "32k").exit_code
+    code_437 = run("check", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "437", "--ctx", "32k").exit_code
+    assert code_436 == 0 and code_437 == 1

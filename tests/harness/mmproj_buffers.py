@@ -1,0 +1,89 @@
+"""Measure what llama.cpp's multimodal library reports for weight-less projector GGUFs.
+
+Builds `mmproj_probe.cpp` against a llama.cpp tree (compiling `tools/mtmd/clip.cpp` and
+`tools/mtmd/models/*.cpp`, linking the tree's built libggml), runs it once per GGUF (and per
+`--image-max-tokens` value for Qwen2.5-VL), and records llama.cpp's own log lines (`model size`,
+`compute buffer size`, `warmup with image size`, `flash attention is`) with the exact bytes
+(`clip_ctx::mem_usage`, `clip_ctx::mem_compute`).
+
+Usage:
+  python make_mmproj_gguf.py --out DIR [--outtype q8_0]
+  python mmproj_buffers.py --llama-src SRC --gguf-dir DIR --version "llama.cpp build 11434" \
+      --out tests/data/llamacpp/mmproj/measured.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def build(src: Path, work: Path) -> Path:
+    work.mkdir(parents=True, exist_ok=True)
+    inc = [f"-I{src}/tools/mtmd", f"-I{src}/ggml/include", f"-I{src}/include"]
+    objs = []
+    for cpp in [HERE / "mmproj_probe.cpp", *sorted((src / "tools" / "mtmd" / "models").glob("*.cpp"))]:
+        o = work / (cpp.stem + ".o")
+        if not o.exists():
+            subprocess.run(["nice", "-n", "19", "g++-12", "-std=c++17", "-O1", "-c", str(cpp), *inc, "-o", str(o)],
+                           check=True)
+        objs.append(str(o))
+    exe = work / "mmproj_probe"
+    lib = src / "build" / "bin"
+    subprocess.run(["g++-12", "-o", str(exe), *objs, f"-L{lib}", "-lggml", "-lggml-base", "-lggml-cpu",
+                    f"-Wl,-rpath,{lib}", "-lpthread"], check=True)
+    return exe
+
+
+def run(exe: Path, gguf: Path, max_tokens: int | None, image: str | None = None) -> dict:
+    args = [str(exe), str(gguf), str(max_tokens or 0)] + ([image] if image else [])
+    p = subprocess.run(args, capture_output=True, text=True, check=True)
+    log = p.stderr + p.stdout
+    keep = [ln for ln in log.splitlines() if re.search(
+        r"projector:|model size:|compute buffer size|warmup with|flash attention is|n_wa_pattern|n_merge", ln)]
+    m = re.search(r"PROBE weights_bytes=(\d+) compute_bytes=(\d+) warmup_image_size=(\d+) flash_attn=(\d)", log)
+    out = {"gguf": gguf.name, "image_max_tokens": max_tokens, "weights_bytes": int(m[1]),
+           "compute_bytes": int(m[2]), "warmup_image_size": int(m[3]), "flash_attn": bool(int(m[4])),
+           "log": keep}
+    if image:
+        m2 = re.search(r"PROBE image=(\d+)x(\d+) compute_bytes=(\d+)", log)
+        out["image"] = {"width": int(m2[1]), "height": int(m2[2]), "compute_bytes": int(m2[3])}
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--llama-src", required=True, type=Path)
+    ap.add_argument("--gguf-dir", required=True, type=Path)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/kvplan-mmproj-probe"))
+    ap.add_argument("--version", required=True)
+    ap.add_argument("--out", required=True, type=Path)
+    a = ap.parse_args(argv)
+    exe = build(a.llama_src, a.work)
+    t0 = time.time()
+    runs = []
+    for gguf in sorted(a.gguf_dir.glob("mmproj-*.gguf")):
+        for mt in ([None, 256, 1024] if "qwen" in gguf.name else [None]):
+            runs.append(run(exe, gguf, mt))
+            print(json.dumps({k: v for k, v in runs[-1].items() if k != "log"}))
+        # Qwen2.5-VL's graph follows the image: the buffer after reserving one image of each size
+        # (smart_resize'd sizes: 1920x1080 → 1932x1092, 2240x1260; 644x644 is below the warmup's)
+        if "qwen" in gguf.name and "f16" in gguf.name:
+            for image in ("1932x1092", "644x644", "2240x1260"):
+                runs.append(run(exe, gguf, None, image))
+                print(json.dumps({k: v for k, v in runs[-1].items() if k != "log"}))
+    doc = {"llama_cpp": a.version, "backend": "CPU (GGML_NATIVE=OFF), clip flash attention auto",
+           "harness": "tests/harness/make_mmproj_gguf.py + tests/harness/mmproj_buffers.py",
+           "seconds_total": round(time.time() - t0, 1), "runs": runs}
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
