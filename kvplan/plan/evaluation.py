@@ -48,6 +48,18 @@ def process_of(b: Basis, buffers, total_bytes: int) -> Process | None:
         resident_bytes=total_bytes, reclaimable_bytes=b.reclaimable_bytes, extra_bytes=parts.extra_bytes)
 
 
+def offload_of(b: Basis, memory, buffers, verdict):
+    """Each part in its memory at this point (:mod:`kvplan.plan.placement`)."""
+    from kvplan.plan.placement import compute_by_memory, offload_at, placement_of
+
+    placement = placement_of(b)
+    compute = compute_by_memory(buffers, placement) if buffers is not None else {}
+    return offload_at(b, placement, int(memory.kv_peak_bytes) + b.pinned_prefix_bytes,
+                      int(memory.kv_bytes) + b.pinned_prefix_bytes,
+                      buffers.output_bytes if buffers is not None else 0, compute, int(memory.total_bytes),
+                      verdict)
+
+
 def evaluation_of(b: Basis) -> Evaluation:
     """The :class:`Evaluation` of a basis at its scenario's ``ctx`` and ``sequences``."""
     s = b.scenario
@@ -103,6 +115,10 @@ def evaluation_of(b: Basis) -> Evaluation:
         basis=b,
         process=process_of(b, buffers, int(memory.total_bytes)),
     )
+    if s.offloads:
+        off = offload_of(b, memory, buffers, ev.verdict)
+        object.__setattr__(ev, "offload", off)
+        object.__setattr__(ev, "verdict", off.verdict)
     # the warnings read the finished figures; set once, before the evaluation is handed to anyone
     object.__setattr__(ev, "warnings", warnings_of(ev))
     return ev

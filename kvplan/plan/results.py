@@ -84,13 +84,14 @@ class Evaluation(Figures):  # read, never compared; no __slots__: the cached fig
                "max_ctx_limited_by", "max_ctx_at_target", "flash", "notes", "prefill_s", "pinned_prefix_recompute_s",
                "target_reach", "prefill_compute_s", "prefill_memory_s", "prefill_n_ubatch", "max_ctx_trained",
                "ctx_per_sequence_tokens", "mean_decode_tokens", "ctx_beyond_trained", "weights_pricing",
-               "compute_buffer_bytes", "output_buffer_bytes", "warnings", "max_ctx_contiguous", "basis", "process")
+               "compute_buffer_bytes", "output_buffer_bytes", "warnings", "max_ctx_contiguous", "basis", "process",
+               "offload")
     _defaults = {"notes": (), "prefill_s": None, "pinned_prefix_recompute_s": None, "target_reach": None,
                  "prefill_compute_s": None, "prefill_memory_s": None, "prefill_n_ubatch": 512,
                  "max_ctx_trained": None, "ctx_per_sequence_tokens": 0, "mean_decode_tokens": 0,
                  "ctx_beyond_trained": False, "weights_pricing": None, "compute_buffer_bytes": 0,
                  "output_buffer_bytes": 0, "warnings": (), "max_ctx_contiguous": None, "basis": None,
-                 "process": None}
+                 "process": None, "offload": None}
 
     scenario: Scenario
     cache: CacheModel  # the cache model used (CacheLayout for the ideal formula)
@@ -141,6 +142,9 @@ class Evaluation(Figures):  # read, never compared; no __slots__: the cached fig
     max_ctx_contiguous: int | None
     basis: object | None  # the kvplan.plan.basis.Basis it was evaluated from (curves reuse it)
     process: Process | None  # under llama.cpp: the process's parts; None elsewhere
+    # with an offload knob or a discrete GPU: each part in its memory (kvplan.plan.placement.Offload); the verdict
+    # is then the worst of the memories' verdicts
+    offload: object | None
 
     @cached_property
     def llamacpp_buffers_bytes(self) -> int | None:
