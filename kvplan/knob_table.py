@@ -125,19 +125,19 @@ KNOBS: tuple[Knob, ...] = (
          "in GPU memory; the output layer goes first, then the LAST repeating layers (more than the layers: all). "
          "Plans each memory (a discrete GPU's gpu_memory, or the GPU's working set in unified memory) with its "
          "own budget and verdict. Default with --n-cpu-moe, --override-tensor or --stream-experts: all.",
-         minimum=0, json_key="placement.n_gpu_layers"),
+         minimum=0),
     Knob("n_cpu_moe", "--n-cpu-moe", "layers", "llama.cpp's --n-cpu-moe: keep the expert weights of the first N "
-         "layers in host RAM (the rest of the layer on the GPU).", minimum=0, json_key="placement.n_cpu_moe"),
+         "layers in host RAM (the rest of the layer on the GPU).", minimum=0),
     Knob("override_tensor", "--override-tensor", "text", "llama.cpp's -ot: REGEX=BUFFER rules, comma-separated, "
          "the first match wins: CPU keeps a tensor in host RAM, any GPU name (CUDA0, Metal, GPU) in GPU memory, "
          "FLASH streams it from storage; e.g. 'blk\\.(1[0-9])\\.ffn_.*_exps=CPU'.",
-         json_key="placement.override_tensor"),
+         ),
     Knob("stream_experts", "--stream-experts", "layers", "Stream the expert weights of the first N layers from "
          "flash (more than the layers: all): they are not resident, and a decode step reads only the experts a "
-         "token picks, at the device's flash_read.", minimum=0, json_key="placement.stream_experts"),
+         "token picks, at the device's flash_read.", minimum=0),
     Knob("expert_cache_hit", "--expert-cache-hit", "fraction", "Share of the streamed expert reads served from "
          "RAM (experts still in the page cache), 0.3 or 30%; default 0: every active expert read from flash.",
-         json_key="placement.expert_cache_hit"),
+         ),
     Knob("kv_policy", "--kv-policy", "policy", "KV cache compression policy: a YAML file (docs/kv-policies.md), "
          "or 'none' for the plain cache even when the model profile has a kv_policy.", json_key="kv_policy",
          json_plain=False, argv=False),

@@ -141,7 +141,9 @@ RUNS = [
      "--v-type", "q8_0", "--runtime", "ideal", "--kv-policy", "none"],
 ]
 # Knobs check's JSON does not echo, and why; knobs the check command line written back from a scenario leaves out.
-NOT_ECHOED: dict[str, str] = {}
+_PLACEMENT = "echoed in the placement object, present only when the configuration offloads"
+NOT_ECHOED: dict[str, str] = {name: _PLACEMENT for name in ("n_gpu_layers", "n_cpu_moe", "override_tensor",
+                                                            "stream_experts", "expert_cache_hit")}
 NOT_WRITTEN_BACK: dict[str, str] = {}
 
 
