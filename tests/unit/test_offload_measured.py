@@ -1,0 +1,78 @@
+"""The bytes kvplan puts in each memory equal llama.cpp's per-device buffers, measured with a real second device
+(llama.cpp build 11434 with its RPC backend: tests/harness/offload_buffers.py, tests/data/llamacpp/offload/).
+
+Each run is a weight-less F16 GGUF loaded with ``-ngl`` / ``--n-cpu-moe`` / ``-ot``; ``RPC0[…]`` is the GPU, ``CPU``
+host RAM. kvplan prices the same model as ``--weight-type f16`` (its tensor-by-tensor pricing equals
+llama-quantize's to the byte, tests/data/llamacpp/quant) on a device with a discrete ``gpu_memory``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvplan.plan import Knobs, build_scenario, evaluate
+from kvplan.profiles.catalog import Catalog
+
+DATA = json.loads((Path(__file__).parents[1] / "data/llamacpp/offload/offload.json").read_text())
+RPC = "RPC0[127.0.0.1:50052]"
+
+
+def _device():
+    from kvplan.profiles.spec import Device
+
+    return Device(name="dgpu", ram="64 GB", os_reserve="4 GB", memory_bandwidth="80 GB/s", flash_read="3 GB/s",
+                  gpu_memory="80 GB", gpu_memory_bandwidth="900 GB/s")
+
+
+def _evaluate(p: dict):
+    model = Catalog().model(p["params"]["model"]).profile
+    q = p["params"]
+    knobs = Knobs(weight_type="f16", n_gpu_layers=q["n_gpu_layers"], n_cpu_moe=q["n_cpu_moe"] or None,
+                  override_tensor=",".join(f"{rx}=CPU" for rx in q["override_tensor"]) or None,
+                  runtime={"name": "llama.cpp", "flash_attn": "on" if q["flash_attn"] else "off"})
+    return evaluate(build_scenario(_device(), model, q["n_ctx"], knobs))
+
+
+def _bytes(ev, part_names, memory):
+    return sum(p.bytes for p in ev.offload.parts if p.part in part_names and p.memory == memory)
+
+
+RUNS = [r for r in DATA["runs"] if r["returncode"] == 0]
+IDS = [f"{r['params']['model']}-ngl{r['params']['n_gpu_layers']}-ncmoe{r['params']['n_cpu_moe']}"
+       f"-ot{len(r['params']['override_tensor'])}-c{r['params']['n_ctx']}-fa{int(r['params']['flash_attn'])}"
+       for r in RUNS]
+
+
+def test_the_data_holds_at_least_six_configurations():
+    assert len(RUNS) >= 6 and DATA["llama_cpp"].startswith("llama.cpp build 11434")
+
+
+@pytest.mark.parametrize("run", RUNS, ids=IDS)
+def test_weights_in_each_memory_equal_the_model_buffers(run):
+    ev = _evaluate(run)
+    measured = run["breakdown_bytes"]
+    weights = ("embedding", "layers", "experts", "output")
+    assert _bytes(ev, weights, "gpu") == measured[RPC]["model"]
+    assert _bytes(ev, weights, "ram") == measured["CPU"]["model"]
+
+
+@pytest.mark.parametrize("run", RUNS, ids=IDS)
+def test_kv_cache_in_each_memory_equals_the_kv_buffers(run):
+    # no_alloc's breakdown "context" is the KV cache alone (the output buffer is not simulated)
+    ev = _evaluate(run)
+    measured = run["breakdown_bytes"]
+    assert _bytes(ev, ("kv_cache",), "gpu") == measured[RPC]["context"]
+    assert _bytes(ev, ("kv_cache",), "ram") == measured["CPU"]["context"]
+
+
+def test_hand_derived_qwen3_n_cpu_moe_24():
+    # per layer the three F16 expert stacks are 3 · 128 · 2,048 · 768 · 2 = 1,207,959,552 B; 24 layers in RAM:
+    # 28,991,029,248 B, plus the input embedding 151,936 · 2,048 · 2 = 622,329,856 → 29,613,359,104 (CPU measured)
+    run = next(r for r in RUNS if r["params"]["model"] == "qwen3-30b-a3b" and r["params"]["n_cpu_moe"] == 24
+               and r["params"]["n_ctx"] == 4096)
+    assert run["breakdown_bytes"]["CPU"]["model"] == 24 * 1_207_959_552 + 622_329_856 == 29_613_359_104
+    ev = _evaluate(run)
+    assert _bytes(ev, ("experts",), "ram") == 24 * 1_207_959_552
