@@ -299,3 +299,53 @@ def streamed_expert_bytes(active_expert_bytes, hit_fraction):
 
     flash = math.ceil(active_expert_bytes * (1 - hit_fraction))
     return flash, active_expert_bytes - flash
+
+
+def compute_split_bytes(cpu_only_bytes: int, n_embd: int, n_vocab: int, n_ubatch: int, kv_cells: int,
+                        layers_on_gpu: int, n_layer: int, output_on_gpu: bool, n_outputs: int = 1,
+                        host_expert_layers: int = 0, n_expert_used: int = 0, expert_ff: int = 0) -> dict:
+    """llama.cpp's compute buffer per memory, from the CPU-only buffer of the same context [bytes].
+
+    Parameters
+    ----------
+    cpu_only_bytes : int [bytes] the compute buffer with every layer on the CPU (``-ngl 0``)
+    n_embd, n_vocab : int [values] hidden size, vocabulary
+    n_ubatch : int [tokens] micro-batch (``-ub``, capped at ``-c``)
+    kv_cells : int [cells] KV cells per stream (``-c`` padded to 256)
+    layers_on_gpu, n_layer : int [count]
+    output_on_gpu : bool
+    n_outputs : int [rows] logits rows reserved (llama-server: ``-np``)
+    host_expert_layers, n_expert_used, expert_ff : int
+        Layers whose expert stacks are in host memory (``--n-cpu-moe``), experts per token, expert FFN width.
+
+    Returns
+    -------
+    dict memory → (bytes, exact)
+        Measured with llama.cpp build 11434 on an RPC device (tests/data/llamacpp/offload, flash attention on,
+        ``-ub 512``): with no layer on the GPU the CPU holds ``cpu_only_bytes``; with only the output layer on
+        it the GPU holds that layer's rows, ``n_outputs · (n_vocab + n_embd) · 4``; with every layer and the output
+        on it the GPU holds ``cpu_only_bytes − n_embd · n_ubatch · 4 − 4,096`` (the input embedding's rows and
+        the token/position inputs stay on the CPU) and the CPU ``4 · n_embd · n_ubatch · 4 + kv_cells · n_ubatch · 2
+        + 18,464`` (the embedding rows, their copies for the GPU, the F16 attention mask). Whenever a repeating
+        layer runs on the CPU, the CPU's buffer is ``cpu_only_bytes`` (the scheduler reserves the CPU's worst
+        case) and the GPU's is bounded above by it plus the copy of the hidden state that crosses to it,
+        ``cpu_only_bytes + n_embd · n_ubatch · 4 + 8,192`` (not exact: ``exact`` False; reached to the byte by
+        qwen3-30b-a3b at ``-ngl 20``, 31 % above llama-3.1-8b's at ``-ngl 16``). Expert stacks in host memory
+        with every layer on the GPU add the expert activations to the CPU's buffer,
+        ``n_ubatch · 4 · (n_embd + 2 · n_used · expert_ff + n_used · n_embd)`` (the layer's input, gate and up,
+        the experts' outputs; derived from qwen3-30b-a3b alone, so marked not exact), and the GPU's is then
+        the full-offload figure as an upper bound (measured 32 B over at ``--n-cpu-moe 24``, 38 MB over with every
+        stack in host memory).
+    """
+    if layers_on_gpu == 0 and not output_on_gpu:
+        return {HOST: (cpu_only_bytes, True)}
+    if layers_on_gpu == 0:
+        return {HOST: (cpu_only_bytes, True), GPU: (n_outputs * (n_vocab + n_embd) * 4, True)}
+    if layers_on_gpu < n_layer or not output_on_gpu:
+        return {HOST: (cpu_only_bytes, True), GPU: (cpu_only_bytes + n_embd * n_ubatch * 4 + 8192, False)}
+    gpu = cpu_only_bytes - n_embd * n_ubatch * 4 - 4096
+    host = 4 * n_embd * n_ubatch * 4 + kv_cells * n_ubatch * 2 + 18_464
+    if host_expert_layers:
+        host += n_ubatch * 4 * (n_embd + 2 * n_expert_used * expert_ff + n_expert_used * n_embd)
+        return {GPU: (gpu, False), HOST: (host, False)}
+    return {GPU: (gpu, True), HOST: (host, True)}

@@ -53,7 +53,7 @@ def offload_of(b: Basis, memory, buffers, verdict):
     from kvplan.plan.placement import compute_by_memory, offload_at, placement_of
 
     placement = placement_of(b)
-    compute = compute_by_memory(buffers, placement) if buffers is not None else {}
+    compute = compute_by_memory(b, buffers, placement) if buffers is not None else {}
     return offload_at(b, placement, int(memory.kv_peak_bytes) + b.pinned_prefix_bytes,
                       int(memory.kv_bytes) + b.pinned_prefix_bytes,
                       buffers.output_bytes if buffers is not None else 0, compute, int(memory.total_bytes),

@@ -197,9 +197,19 @@ def offload_at(b, placement, kv_bytes: int, kv_read_bytes: int, output_buffer_by
                    ram_verdict)
 
 
-def compute_by_memory(buffers, placement) -> dict:
-    """llama.cpp's compute buffer per memory (``gpu`` / ``ram``) [bytes]: PLACEHOLDER until measured."""
-    total = buffers.resident_compute_bytes
-    if placement.layers_on_gpu or placement.output_on_gpu:
-        return {"gpu": total}
-    return {"ram": total}
+
+def compute_by_memory(b, buffers, placement) -> dict:
+    """llama.cpp's compute buffer per memory (``gpu`` / ``ram``) [bytes], from its CPU-only figure
+    (:func:`kvplan.engine.offload.compute_split_bytes`)."""
+    s = b.scenario
+    model, cache = s.model, b.cache
+    host_expert_layers = len({t.name.split(".")[1] for t in placement.tensors
+                              if t.role == "experts" and t.memory == eo.HOST and t.name.startswith("blk.")})
+    cells = cache.llamacpp_ctx(s.ctx, s.sequences) if hasattr(cache, "llamacpp_ctx") else s.ctx
+    cells = -(-int(cells) // 256) * 256
+    split = eo.compute_split_bytes(buffers.resident_compute_bytes, model.hidden_size or 0, model.vocab_size or 0,
+                                   min(buffers.ubatch, max(int(s.ctx), 1)), cells, placement.layers_on_gpu,
+                                   model.layers, placement.output_on_gpu, s.sequences, host_expert_layers,
+                                   getattr(model, "experts_per_token", None) or 0,
+                                   getattr(model, "expert_intermediate_size", None) or 0)
+    return {_memory(mem): size for mem, (size, _) in split.items()}

@@ -84,6 +84,8 @@ int main(int argc, char ** argv) {
     cp.n_seq_max = 1;
     cp.flash_attn_type = atoi(argv[5]) ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
     cp.offload_kqv = atoi(argv[6]) != 0;
+    cp.n_outputs_max = 1;          // as llama-server sets it (tools/server/server-context.cpp: n_parallel outputs)
+    cp.n_outputs_max_per_seq = 1;
     cp.n_threads = cp.n_threads_batch = 1;
     llama_context * ctx = llama_init_from_model(model, cp);
     if (!ctx) { fprintf(stderr, "PROBE_ERROR context\n"); llama_model_free(model); return 1; }
@@ -183,8 +185,10 @@ def main(argv=None):
            "device": f"CPU + RPC device (ggml-rpc-server on {a.rpc}, its CPU backend), n_threads 1",
            "source_gguf": "weight-less F16 GGUFs from tests/harness/make_gguf.py",
            "notes": "breakdown_bytes: llama_get_memory_breakdown() per buffer type: model, context (KV cache + "
-                    "output buffer), compute. no_alloc runs simulate the allocations (load_mode none: the CPU "
-                    "weights are buffer type CPU, not CPU_Mapped). n_batch 2048, n_ubatch 512, one sequence.",
+                    "output buffer; no_alloc does not simulate the output buffer, so it is the KV cache alone), compute. "
+                    "no_alloc runs simulate the allocations (load_mode none: the CPU weights are buffer type CPU, "
+                    "not CPU_Mapped). n_batch 2048, n_ubatch 512, one sequence, n_outputs_max 1 (as llama-server "
+                    "with -np 1 sets it).",
            "runs": runs}
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(doc, indent=1) + "\n")
