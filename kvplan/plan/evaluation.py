@@ -48,7 +48,7 @@ def process_of(b: Basis, buffers, total_bytes: int) -> Process | None:
         resident_bytes=total_bytes, reclaimable_bytes=b.reclaimable_bytes, extra_bytes=parts.extra_bytes)
 
 
-def offload_of(b: Basis, memory, buffers, verdict):
+def offload_of(b: Basis, memory, buffers, verdict, headroom_bytes: int):
     """Each part in its memory at this point (:mod:`kvplan.plan.placement`)."""
     from kvplan.plan.placement import compute_by_memory, offload_at, placement_of
 
@@ -57,7 +57,7 @@ def offload_of(b: Basis, memory, buffers, verdict):
     return offload_at(b, placement, int(memory.kv_peak_bytes) + b.pinned_prefix_bytes,
                       int(memory.kv_bytes) + b.pinned_prefix_bytes,
                       buffers.output_bytes if buffers is not None else 0, compute, int(memory.total_bytes),
-                      verdict)
+                      verdict, headroom_bytes)
 
 
 def evaluation_of(b: Basis) -> Evaluation:
@@ -116,9 +116,15 @@ def evaluation_of(b: Basis) -> Evaluation:
         process=process_of(b, buffers, int(memory.total_bytes)),
     )
     if s.offloads:
-        off = offload_of(b, memory, buffers, ev.verdict)
-        object.__setattr__(ev, "offload", off)
-        object.__setattr__(ev, "verdict", off.verdict)
+        off = offload_of(b, memory, buffers, ev.verdict, ev.headroom_bytes)
+        # the memory that decides: the worst verdict, then the least headroom; decode reads each part where it is
+        deciding = max((m for m in off.memories if m.verdict is not None),
+                       key=lambda m: (VERDICTS.index(m.verdict), -m.headroom_bytes))
+        for name, value in (("offload", off), ("verdict", off.verdict), ("headroom_bytes", deciding.headroom_bytes),
+                            ("decode_tokens_per_s", off.decode_tokens_per_s),
+                            ("decode_tokens_per_s_roofline", off.decode_tokens_per_s_roofline),
+                            ("bytes_per_step", sum(m.read_bytes_per_step for m in off.memories))):
+            object.__setattr__(ev, name, value)
     # the warnings read the finished figures; set once, before the evaluation is handed to anyone
     object.__setattr__(ev, "warnings", warnings_of(ev))
     return ev

@@ -246,9 +246,9 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
     style = {"fit": "green", "tight": "yellow", "over": "red"}[verdict.value]
     judged = "" if p is None else (" of the non-reclaimable part" if p.judge == "non_reclaimable"
                                     else " of the resident peak")
-    t.add(f"headroom{judged} → {verdict.value.upper()}", fmt.exact_bytes(ev.headroom_bytes),
-          fmt.bytes_(ev.headroom_bytes, units),
-          fmt.percent_beside(ev.headroom_bytes / b, s.margin_fraction) if b else "", style=f"bold {style}")
+    room = ev.offload.ram_headroom_bytes if ev.offload is not None else ev.headroom_bytes
+    t.add(f"headroom{judged} → {verdict.value.upper()}", fmt.exact_bytes(room), fmt.bytes_(room, units),
+          fmt.percent_beside(room / b, s.margin_fraction) if b else "", style=f"bold {style}")
     if verdict.value == "tight":
         t.notes.append(f"tight: headroom under the {fmt.percent(s.margin_fraction)} margin "
                        f"({fmt.bytes_(ev.margin_bytes, units)}) kept for activations and fragmentation")
@@ -372,7 +372,7 @@ def check_tables(ev: Evaluation, changes: list[Change] | None, units: str = "si"
     runtime = runtime_render.runtime_table(ev, units)
     if runtime is not None:
         tables.append(runtime)
-    if ev.flash.overflow_bytes:
+    if ev.flash.overflow_bytes and ev.offload is None:  # offloaded: the placement table says what is streamed
         tables.append(flash_table(ev, units))
     if changes is not None:
         tables.append(changes_table(changes, units))

@@ -122,3 +122,15 @@ def test_compute_buffer_per_memory_from_the_cpu_only_one(run):
             assert size == got, mem
         else:
             assert got <= size <= got * 1.8, (mem, size, got)
+
+
+def test_a_real_allocation_equals_the_simulated_one():
+    # alloc.json: llama-3.2-1b -ngl 8 loaded for real (weights sent to the RPC server, the CPU's mapped from the
+    # file: buffer type CPU_Mapped) and with no_alloc: the same bytes per device and kind
+    runs = json.loads((Path(__file__).parents[1] / "data/llamacpp/offload/alloc.json").read_text())["runs"]
+    real, simulated = (r["breakdown_bytes"] for r in runs)
+    assert [r["params"]["no_alloc"] for r in runs] == [False, True]
+    assert real[RPC] == simulated[RPC]
+    assert real["CPU_Mapped"]["model"] + real["CPU"]["model"] == simulated["CPU"]["model"] == 1_620_197_504
+    assert (real["CPU"]["context"], real["CPU"]["compute"]) == (simulated["CPU"]["context"],
+                                                                simulated["CPU"]["compute"])
