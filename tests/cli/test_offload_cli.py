@@ -86,3 +86,16 @@ def test_bad_offload_options_are_one_line_errors(run, args, message):
 
 def test_no_offload_option_no_placement_key(run):
     assert "placement" not in _json(run, "-d", "pixel8", "-m", "7b", "-c", "4k")
+
+
+def test_done_when_command_equals_the_measured_buffers(run):
+    # the command, with the weights in the measured GGUF's type (F16): llama.cpp build 11434 with an RPC
+    # device, qwen3-30b-a3b -ngl 99 --n-cpu-moe 24 -c 32768 (tests/data/llamacpp/offload/offload.json) holds
+    # RPC0 model 31,476,473,856 + KV 3,221,225,472 and CPU model 29,613,359,104
+    d = _json(run, "--device", "macbook-pro-m4-pro-24gb", "--model", "qwen3-30b-a3b", "--n-cpu-moe", "24",
+              "--ctx", "32k", "--weight-type", "f16")
+    parts = d["placement"]["parts"]
+    weights = ("embedding", "layers", "experts", "output")
+    assert sum(p["bytes"] for p in parts if p["memory"] == "gpu" and p["part"] in weights) == 31_476_473_856
+    assert sum(p["bytes"] for p in parts if p["memory"] == "ram" and p["part"] in weights) == 29_613_359_104
+    assert sum(p["bytes"] for p in parts if p["part"] == "kv_cache" and p["memory"] == "gpu") == 3_221_225_472
