@@ -99,3 +99,17 @@ def test_done_when_command_equals_the_measured_buffers(run):
     assert sum(p["bytes"] for p in parts if p["memory"] == "gpu" and p["part"] in weights) == 31_476_473_856
     assert sum(p["bytes"] for p in parts if p["memory"] == "ram" and p["part"] in weights) == 29_613_359_104
     assert sum(p["bytes"] for p in parts if p["part"] == "kv_cache" and p["memory"] == "gpu") == 3_221_225_472
+
+
+def test_a_gate_file_takes_the_offload_keys(run, tmp_path):
+    gate = tmp_path / "gate.yaml"
+    gate.write_text("configurations:\n"
+                    "  - name: streamed\n    device: pixel8\n    model: qwen3-30b-a3b\n    ctx: 4k\n"
+                    "    stream_experts: 48\n    expert_cache_hit: 50%\n    must_fit: true\n"
+                    "  - name: resident\n    device: pixel8\n    model: qwen3-30b-a3b\n    ctx: 4k\n"
+                    "    must_fit: true\n")
+    result = run("gate", str(gate), "--format", "json")
+    assert result.exit_code == 1, result.stderr  # the resident one is over
+    d = json.loads(result.stdout)
+    verdicts = {c["name"]: c["passed"] for c in d["configurations"]}
+    assert verdicts == {"streamed": True, "resident": False}
