@@ -127,6 +127,30 @@ def placement_of(b):
                             getattr(model, "experts_per_token", None) or 0)
 
 
+def placement_ngl(s) -> int:
+    """``-ngl`` in force: as given, else all (-1)."""
+    return -1 if s.n_gpu_layers is None else s.n_gpu_layers
+
+
+def _kv_layer_weights(s) -> list[int]:
+    """Each layer's share of the cache, as the ideal rule prices it at the scenario's context [bytes per
+    sequence]: ``(K + V values) · cached tokens`` (a window's tokens at most) for an attention layer, its state's
+    values for a state layer, 0 for a layer that caches nothing. The cache model's total is split by these weights:
+    exact for a model whose layers all cache the same (llama.cpp's one K and one V tensor per layer), the ideal
+    rule's proportions otherwise."""
+    out = []
+    for layer in s.model.schedule.layer_kinds():
+        kind = getattr(layer, "kind", "")
+        if kind == "attention":
+            tokens = s.ctx if layer.window_tokens is None else min(s.ctx, layer.window_tokens)
+            out.append((layer.k_values + layer.v_values) * max(tokens, 1))
+        elif kind == "state":
+            out.append(layer.state_values)
+        else:
+            out.append(0)
+    return out
+
+
 def _memory(name: str) -> str:
     return {eo.GPU: "gpu", eo.HOST: "ram", eo.FLASH: "flash"}[name]
 
@@ -151,11 +175,15 @@ def offload_at(b, placement, kv_bytes: int, kv_read_bytes: int, output_buffer_by
             read = sum(t.read_bytes for t in placement.tensors if t.memory == mem and t.role == role)
             parts.append(Part(role, _memory(mem), held, read))
     layers = s.model.layers
-    for mem in (eo.GPU, eo.HOST):
-        here = placement.kv_layers.get(mem, 0)
-        if here:
-            parts.append(Part("kv_cache", _memory(mem), int(eo.kv_share_bytes(kv_bytes, here, layers)),
-                              int(eo.kv_share_bytes(kv_read_bytes, here, layers))))
+    weights = _kv_layer_weights(s)
+    on_gpu = sum(w for il, w in enumerate(weights) if eo.layer_on_gpu(il, layers, placement_ngl(s)))
+    total_w = sum(weights)
+    gpu_held = int(eo.kv_share_bytes(kv_bytes, on_gpu, total_w))
+    gpu_read = int(eo.kv_share_bytes(kv_read_bytes, on_gpu, total_w))
+    if on_gpu:
+        parts.append(Part("kv_cache", "gpu", gpu_held, gpu_read))
+    if total_w - on_gpu:  # the rest: the two shares sum to the cache exactly
+        parts.append(Part("kv_cache", "ram", kv_bytes - gpu_held, kv_read_bytes - gpu_read))
     if output_buffer_bytes:
         parts.append(Part("output_buffer", "ram", output_buffer_bytes, 0))
     for mem, size in compute_by_memory.items():
