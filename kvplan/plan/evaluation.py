@@ -120,7 +120,10 @@ def evaluation_of(b: Basis) -> Evaluation:
         # the memory that decides: the worst verdict, then the least headroom; decode reads each part where it is
         deciding = max((m for m in off.memories if m.verdict is not None),
                        key=lambda m: (VERDICTS.index(m.verdict), -m.headroom_bytes))
+        resident = (next(m.total_bytes for m in off.memories if m.memory == "ram") if off.unified
+                    else sum(m.total_bytes for m in off.memories if m.memory in ("gpu", "ram")))
         for name, value in (("offload", off), ("verdict", off.verdict), ("headroom_bytes", deciding.headroom_bytes),
+                            ("total_bytes", resident),
                             ("decode_tokens_per_s", off.decode_tokens_per_s),
                             ("decode_tokens_per_s_roofline", off.decode_tokens_per_s_roofline),
                             ("bytes_per_step", sum(m.read_bytes_per_step for m in off.memories))):

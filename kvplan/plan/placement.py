@@ -55,7 +55,8 @@ class Offload(Figures):
     __slots__ = _fields = ("n_gpu_layers", "layers_on_gpu", "layers", "output_on_gpu", "n_cpu_moe",
                            "override_tensor", "stream_experts", "expert_cache_hit", "unified", "parts", "memories",
                            "seconds_per_step", "decode_tokens_per_s", "decode_tokens_per_s_roofline", "verdict",
-                           "ram_verdict", "ram_headroom_bytes")
+                           "ram_verdict", "ram_headroom_bytes",
+                           "main_total_bytes")
     n_gpu_layers: int  # as given (-1: all)
     layers_on_gpu: int
     layers: int
@@ -73,6 +74,7 @@ class Offload(Figures):
     verdict: object  # the worst of the memories' verdicts
     ram_verdict: object  # the main memory figures' own verdict (every part against the RAM budget)
     ram_headroom_bytes: int  # and their headroom
+    main_total_bytes: int  # and their total (every part, streamed ones included, as if all were in RAM)
 
 
 def _tensors(b):
@@ -223,7 +225,7 @@ def offload_at(b, placement, kv_bytes: int, kv_read_bytes: int, output_buffer_by
     return Offload(-1 if s.n_gpu_layers is None else s.n_gpu_layers, placement.layers_on_gpu, layers,
                    placement.output_on_gpu, s.n_cpu_moe or 0, s.override_tensor, s.stream_experts or 0, hit,
                    not discrete, tuple(parts), tuple(memories), step, 1.0 / step, 1.0 / roofline, worst,
-                   ram_verdict, ram_headroom_bytes)
+                   ram_verdict, ram_headroom_bytes, ram_total_bytes)
 
 
 

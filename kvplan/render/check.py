@@ -125,7 +125,7 @@ def memory_json(ev: Evaluation) -> dict:
         "pinned_prefix_bytes": ev.pinned_prefix_bytes,
         "overhead_bytes": ev.overhead_bytes,
         "buffers_bytes": ev.buffers_bytes,
-        "total_bytes": ev.total_bytes,
+        "total_bytes": ev.offload.main_total_bytes if ev.offload is not None else ev.total_bytes,
         "headroom_bytes": ev.headroom_bytes,
         "margin_bytes": ev.margin_bytes,
         **({"process": process_json(ev.process)} if ev.process is not None else {}),
@@ -235,7 +235,8 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
         if p.staging_bytes:
             row("loader's staging buffer (largest repacked tensor, --no-mmap)", p.staging_bytes)
     row("runtime overhead", ev.overhead_bytes)
-    row("total (resident peak)" if p is not None else "total", ev.total_bytes, "bold")
+    row("total (resident peak)" if p is not None else "total",
+        ev.offload.main_total_bytes if ev.offload is not None else ev.total_bytes, "bold")
     if p is not None:
         row("  of it reclaimable: the weights' file pages, less the working set a thrashing process keeps"
             if p.mmap else "  of it reclaimable: none (weights loaded into memory, --no-mmap)", p.reclaimable_bytes)
