@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from kvplan.errors import KvplanError
 from kvplan.engine.formats import format_from_bits
+from kvplan.engine.memory import Verdict
 from kvplan.plan import Evaluation, evaluate
 from kvplan.plan.results import Advice, Change  # noqa: F401  (advice's results, read by render)
 
@@ -137,6 +138,7 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
     if getattr(s, "draft", None) is not None:  # speculative decoding is a speed option: dropping it frees its parts
         changes.append(_change("draft", None, evaluate(s.with_changes(draft=None, acceptance_rate=None,
                                                                       draft_kv_type=None))))
+    changes.extend(offload_changes(ev))
     for model in smaller_models:
         if s.images and getattr(model, "encoder", None) is None and s.mmproj is None:
             continue  # a model that cannot read the images is no answer to a configuration with images
@@ -145,6 +147,40 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         except KvplanError:  # --mmproj: the projector of another width than this model's
             continue
     return changes
+
+
+def offload_changes(ev: Evaluation) -> list[Change]:
+    """For a mixture of experts that does not fit: its expert stacks offloaded. When the GPU's memory is what is
+    over (an offloaded configuration), the fewest first layers whose experts in host RAM make it fit (llama.cpp's
+    n_cpu_moe, found by bisection: the GPU's total only falls as it grows); when RAM is over, every expert stack
+    streamed from flash."""
+    s = ev.scenario
+    layers = s.model.layers
+    if ev.fits or not getattr(s.model, "experts", None):
+        return []
+    out: list[Change] = []
+    o = ev.offload
+    gpu_over = o is not None and any(m.memory == "gpu" and m.verdict is Verdict.OVER for m in o.memories)
+    try:
+        if gpu_over and (s.n_cpu_moe or 0) < layers:
+            lo, hi = (s.n_cpu_moe or 0) + 1, layers
+            best = None
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                trial = evaluate(s.with_changes(n_cpu_moe=mid))
+                if trial.fits:
+                    best, hi = (mid, trial), mid - 1
+                else:
+                    lo = mid + 1
+            if best is not None:
+                out.append(_change("n_cpu_moe", *best))
+        if (s.stream_experts or 0) < layers:
+            trial = evaluate(s.with_changes(stream_experts=layers))
+            if trial.fits:
+                out.append(_change("stream_experts", layers, trial))
+    except KvplanError:  # a model whose tensors cannot be placed by name
+        return out
+    return out
 
 
 def runtime_option_changes(ev: Evaluation, current_kv_bits: int) -> list[Change]:

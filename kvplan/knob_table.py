@@ -46,6 +46,8 @@ KINDS = {
     "model": "a model profile by name or file, as --model (llama-3.2-1b)",
     "image_size": "an image size in pixels, WIDTHxHEIGHT (896x896)",
     "path": "a file path",
+    "layers": "a whole number of layers, 0 or more (--n-gpu-layers 0)",
+    "text": "text as typed (a list of REGEX=BUFFER rules)",
 }
 
 TOKENS_HELP = f"Tokens: {TOKENS_RULE}."
@@ -138,6 +140,23 @@ KNOBS: tuple[Knob, ...] = (
          "encoder's native size; Gemma 3 resizes every image to 896x896, Qwen2.5-VL's tokens follow the size)."),
     Knob("mmproj", "--mmproj", "path", "A projector GGUF (llama.cpp's mmproj file): the vision encoder priced from "
          "its header (clip.* keys, exact tensor bytes), in place of the model profile's encoder."),
+    Knob("n_gpu_layers", "--n-gpu-layers", "layers", "llama.cpp's -ngl: layers whose weights and KV cache live "
+         "in GPU memory; the output layer goes first, then the LAST repeating layers (more than the layers: all). "
+         "Plans each memory (a discrete GPU's gpu_memory, or the GPU's working set in unified memory) with its "
+         "own budget and verdict. Default with --n-cpu-moe, --override-tensor or --stream-experts: all.",
+         minimum=0),
+    Knob("n_cpu_moe", "--n-cpu-moe", "layers", "llama.cpp's --n-cpu-moe: keep the expert weights of the first N "
+         "layers in host RAM (the rest of the layer on the GPU).", minimum=0),
+    Knob("override_tensor", "--override-tensor", "text", "llama.cpp's -ot: REGEX=BUFFER rules, comma-separated, "
+         "the first match wins: CPU keeps a tensor in host RAM, any GPU name (CUDA0, Metal, GPU) in GPU memory, "
+         "FLASH streams it from storage; e.g. 'blk\\.(1[0-9])\\.ffn_.*_exps=CPU'.",
+         ),
+    Knob("stream_experts", "--stream-experts", "layers", "Stream the expert weights of the first N layers from "
+         "flash (more than the layers: all): they are not resident, and a decode step reads only the experts a "
+         "token picks, at the device's flash_read.", minimum=0),
+    Knob("expert_cache_hit", "--expert-cache-hit", "fraction", "Share of the streamed expert reads served from "
+         "RAM (experts still in the page cache), 0.3 or 30%; default 0: every active expert read from flash.",
+         ),
     Knob("kv_policy", "--kv-policy", "policy", "KV cache compression policy: a YAML file (docs/kv-policies.md), "
          "or 'none' for the plain cache even when the model profile has a kv_policy.", json_key="kv_policy",
          json_plain=False, argv=False),
@@ -152,7 +171,7 @@ BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}
 # kind → the Python type of the value once read (what a Knobs / Scenario field holds)
 VALUE_TYPES = {"count": int, "tokens": int, "size": int, "fraction": float, "rate": float, "bits": int,
                "fractional_bits": float, "weight_format": str, "cache_type": str, "runtime": object, "policy": object,
-               "model": object, "image_size": str, "path": str}
+               "model": object, "image_size": str, "path": str, "layers": int, "text": str}
 
 # The knobs of the CLI's cache option group (runtime and policy are groups of their own).
 CACHE_KNOBS: tuple[Knob, ...] = tuple(k for k in KNOBS if k.kind not in ("runtime", "policy"))

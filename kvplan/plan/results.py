@@ -103,13 +103,13 @@ class Evaluation(Figures):  # read, never compared; no __slots__: the cached fig
                "target_reach", "prefill_compute_s", "prefill_memory_s", "prefill_n_ubatch", "max_ctx_trained",
                "ctx_per_sequence_tokens", "mean_decode_tokens", "ctx_beyond_trained", "weights_pricing",
                "compute_buffer_bytes", "output_buffer_bytes", "warnings", "max_ctx_contiguous", "basis", "process",
-               "parts", "speculative")
+               "parts", "speculative", "offload")
     _defaults = {"notes": (), "prefill_s": None, "pinned_prefix_recompute_s": None, "target_reach": None,
                  "prefill_compute_s": None, "prefill_memory_s": None, "prefill_n_ubatch": 512,
                  "max_ctx_trained": None, "ctx_per_sequence_tokens": 0, "mean_decode_tokens": 0,
                  "ctx_beyond_trained": False, "weights_pricing": None, "compute_buffer_bytes": 0,
                  "output_buffer_bytes": 0, "warnings": (), "max_ctx_contiguous": None, "basis": None,
-                 "process": None, "parts": (), "speculative": None}
+                 "process": None, "parts": (), "speculative": None, "offload": None}
 
     scenario: Scenario
     cache: CacheModel  # the cache model used (CacheLayout for the ideal formula)
@@ -165,6 +165,9 @@ class Evaluation(Figures):  # read, never compared; no __slots__: the cached fig
     # speculative decoding with a draft and an acceptance rate (kvplan.plan.core.Speculative: draft_tokens,
     # expected_tokens_per_step, draft_step_s, verify_step_s, tokens_per_s, speedup …); None otherwise
     speculative: object | None
+    # with an offload knob or a discrete GPU: each part in its memory (kvplan.plan.placement.Offload); the verdict
+    # is then the worst of the memories' verdicts
+    offload: object | None
 
     @cached_property
     def llamacpp_buffers_bytes(self) -> int | None:

@@ -38,6 +38,12 @@ class Scenario:
     images: int = 0  # images in the context: the model's vision encoder is resident (kvplan.plan.encoder_parts)
     image_size: str | None = None  # "WIDTHxHEIGHT" of each image, None: the encoder's native size
     mmproj: str | None = None  # a projector GGUF whose header replaces the model profile's encoder
+    # offload (kvplan.plan.placement): llama.cpp's -ngl, --n-cpu-moe, -ot; experts streamed from flash
+    n_gpu_layers: int | None = None
+    n_cpu_moe: int | None = None
+    override_tensor: str | None = None
+    stream_experts: int | None = None
+    expert_cache_hit: float | None = None
     kv_policy: object | None = None  # a compression policy (kvplan.profiles.policy), None: plain cache
     runtime: object | None = None  # runtime-exact rules (kvplan.profiles.runtime), None: the ideal formula
     runtime_from_profile: bool = False  # the runtime is the model profile's default (none given)
@@ -106,6 +112,22 @@ class Scenario:
         if self.gpu_working_set_bytes is not None:
             _check_count("gpu_working_set_bytes", self.gpu_working_set_bytes, minimum=1)
         _check_draft(self)
+        for name in ("n_gpu_layers", "n_cpu_moe", "stream_experts"):
+            if getattr(self, name) is not None:
+                _check_count(name, getattr(self, name), minimum=0)
+        if self.override_tensor is not None:
+            from kvplan.engine.offload import parse_override_rules
+
+            try:
+                parse_override_rules(self.override_tensor)
+            except ValueError as exc:
+                raise FieldError("override_tensor", str(exc)) from None
+        if self.expert_cache_hit is not None:
+            if not (isinstance(self.expert_cache_hit, (int, float)) and 0 <= self.expert_cache_hit <= 1):
+                raise FieldError("expert_cache_hit", f"must be from 0 to 1, got {self.expert_cache_hit!r}")
+            if self.stream_experts is None and "flash" not in (self.override_tensor or "").lower():
+                raise FieldError(("expert_cache_hit", "stream_experts"), "a cache hit rate applies to experts "
+                                 "streamed from flash; give {stream_experts} too", lead=" without ")
         if self.target_tokens_per_s is not None and not (isinstance(self.target_tokens_per_s, (int, float))
                                                          and 0 < self.target_tokens_per_s < math.inf):
             raise FieldError("target_tokens_per_s", f"must be a positive, finite rate, got {self.target_tokens_per_s!r}")
@@ -137,6 +159,14 @@ class Scenario:
         if self.gpu_working_set_bytes is not None:
             return self.gpu_working_set_bytes
         return getattr(self.device, "gpu_working_set", None)
+
+    @property
+    def offloads(self) -> bool:
+        """Whether the configuration places parts in memories of their own (an offload knob, or a device with a
+        discrete GPU's memory)."""
+        return (any(getattr(self, name) is not None for name in ("n_gpu_layers", "n_cpu_moe", "override_tensor",
+                                                                 "stream_experts"))
+                or getattr(self.device, "gpu_memory", None) is not None)
 
     @property
     def budget_bytes(self) -> int:

@@ -88,6 +88,10 @@ DEVICE_FIELD_DOCS = {
     "gpu_working_set": "Apple GPU: Metal's recommendedMaxWorkingSetSize as llama.cpp or MLX report it [bytes] "
                        "(MLX-LM warns when the weights pass 90 % of it; ggml when its Metal buffers pass it); "
                        "omit when unknown",
+    "gpu_memory": "a discrete GPU's own memory (VRAM) usable for weights, KV cache and compute buffers [bytes], "
+                  "separate from ram; omit for unified memory (an Apple GPU's limit is gpu_working_set)",
+    "gpu_memory_bandwidth": "the discrete GPU memory's bandwidth [bytes/s] (what a decode step reads from it); "
+                            "needed with gpu_memory",
 }
 
 MODEL_FIELD_DOCS = {

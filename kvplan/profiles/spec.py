@@ -151,6 +151,9 @@ class Device(_Profile):
     cpu_features: Literal["avx2", "avx512", "neon-i8mm", "neon-dotprod", "none"] | None = None
     # Metal's recommendedMaxWorkingSetSize: MLX-LM wires it and warns near it, ggml warns past it (None: unknown)
     gpu_working_set: PositiveSizeBytes | None = Field(None, description=js.DEVICE_FIELD_DOCS["gpu_working_set"])
+    # a discrete GPU's own memory and its bandwidth (None: one memory, or unified memory)
+    gpu_memory: PositiveSizeBytes | None = Field(None, description=js.DEVICE_FIELD_DOCS["gpu_memory"])
+    gpu_memory_bandwidth: RateBytesPerS | None = Field(None, description=js.DEVICE_FIELD_DOCS["gpu_memory_bandwidth"])
 
     @field_validator("os_reserve")
     @classmethod

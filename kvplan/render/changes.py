@@ -67,6 +67,8 @@ def describe_change(change: Change) -> str:
         "sequences": lambda: f"{v} concurrent sequence{'s' if v != 1 else ''}",
         "sliding_window": lambda: f"sliding window of {v:,} tokens on every layer",
         "images": lambda: f"{v} image{'s' if v != 1 else ''}" + (" (no vision encoder loaded)" if v == 0 else ""),
+        "n_cpu_moe": lambda: f"offload experts: the first {v} layers' expert stacks in host RAM (llama.cpp n-cpu-moe)",
+        "stream_experts": lambda: f"stream the expert stacks of all {v} layers from flash",
     }.get(change.kind, lambda: f"{change.kind} = {v}")()
 
 

@@ -10,6 +10,7 @@ from kvplan.knob_table import KNOBS
 from kvplan.render import fmt, rates
 from kvplan.render import maxctx as maxctx_render
 from kvplan.render import parts as parts_render
+from kvplan.render import placement as placement_render
 from kvplan.render import policy as policy_render
 from kvplan.render import runtime as runtime_render
 from kvplan.render.tables import Table
@@ -88,6 +89,7 @@ def format_json(ev: Evaluation, runtime_command: str | None = None) -> dict:
             "streamed_decode_tokens_per_s": _finite(ev.flash.streamed_decode_tokens_per_s),
             "slowdown": ev.flash.slowdown,
         },
+        **({"placement": placement_render.placement_json(ev)} if ev.offload is not None else {}),
     }
 
 
@@ -125,7 +127,7 @@ def memory_json(ev: Evaluation) -> dict:
         "pinned_prefix_bytes": ev.pinned_prefix_bytes,
         "overhead_bytes": ev.overhead_bytes,
         "buffers_bytes": ev.buffers_bytes,
-        "total_bytes": ev.total_bytes,
+        "total_bytes": ev.offload.main_total_bytes if ev.offload is not None else ev.total_bytes,
         "headroom_bytes": ev.headroom_bytes,
         "margin_bytes": ev.margin_bytes,
         **({"process": process_json(ev.process)} if ev.process is not None else {}),
@@ -238,20 +240,22 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
     for part in ev.parts:  # a draft model, an encoder … (kvplan.plan.parts)
         row(parts_render.part_label(part), part.bytes)
     row("runtime overhead", ev.overhead_bytes)
-    row("total (resident peak)" if p is not None else "total", ev.total_bytes, "bold")
+    row("total (resident peak)" if p is not None else "total",
+        ev.offload.main_total_bytes if ev.offload is not None else ev.total_bytes, "bold")
     if p is not None:
         row("  of it reclaimable: the weights' file pages, less the working set a thrashing process keeps"
             if p.mmap else "  of it reclaimable: none (weights loaded into memory, --no-mmap)", p.reclaimable_bytes)
         row("  of it non-reclaimable: what must fit or the process is killed", p.non_reclaimable_bytes)
     row(f"budget ({fmt.bytes_(s.device.ram, units)} RAM − {fmt.bytes_(s.os_reserve_in_force_bytes, units)} "
         "OS reserve)", b)
-    style = {"fit": "green", "tight": "yellow", "over": "red"}[ev.verdict.value]
+    verdict = ev.offload.ram_verdict if ev.offload is not None else ev.verdict  # the RAM's, beside its headroom
+    style = {"fit": "green", "tight": "yellow", "over": "red"}[verdict.value]
     judged = "" if p is None else (" of the non-reclaimable part" if p.judge == "non_reclaimable"
                                     else " of the resident peak")
-    t.add(f"headroom{judged} → {ev.verdict.value.upper()}", fmt.exact_bytes(ev.headroom_bytes),
-          fmt.bytes_(ev.headroom_bytes, units),
-          fmt.percent_beside(ev.headroom_bytes / b, s.margin_fraction) if b else "", style=f"bold {style}")
-    if ev.verdict.value == "tight":
+    room = ev.offload.ram_headroom_bytes if ev.offload is not None else ev.headroom_bytes
+    t.add(f"headroom{judged} → {verdict.value.upper()}", fmt.exact_bytes(room), fmt.bytes_(room, units),
+          fmt.percent_beside(room / b, s.margin_fraction) if b else "", style=f"bold {style}")
+    if verdict.value == "tight":
         t.notes.append(f"tight: headroom under the {fmt.percent(s.margin_fraction)} margin "
                        f"({fmt.bytes_(ev.margin_bytes, units)}) kept for activations and fragmentation")
     for w in ev.warnings:
@@ -400,13 +404,16 @@ def changes_table(changes: list[Change], units: str = "si") -> Table:
 def check_tables(ev: Evaluation, changes: list[Change] | None, units: str = "si",
                  runtime_command: str | None = None) -> list[Table]:
     tables = [memory_table(ev, units, runtime_command), speed_table(ev, units)]
+    placement = placement_render.placement_table(ev, units)
+    if placement is not None:
+        tables.append(placement)
     policy = policy_render.policy_table(ev, units)
     if policy is not None:
         tables.append(policy)
     runtime = runtime_render.runtime_table(ev, units)
     if runtime is not None:
         tables.append(runtime)
-    if ev.flash.overflow_bytes:
+    if ev.flash.overflow_bytes and ev.offload is None:  # offloaded: the placement table says what is streamed
         tables.append(flash_table(ev, units))
     if changes is not None:
         tables.append(changes_table(changes, units))

@@ -16,7 +16,8 @@ from kvplan.render.tables import Table
 # How `profiles show` prints a field for humans (fields not named here get no human column).
 _HUMAN = {"ram": "size", "os_reserve": "size", "memory_bandwidth": "rate", "flash_read": "rate",
           "flash_write": "rate", "bandwidth_efficiency": "fraction", "compute": "flops", "runtime_overhead": "size",
-          "gpu_working_set": "size", "params": "count", "max_context": "tokens", "sliding_window": "tokens",
+          "gpu_working_set": "size", "gpu_memory": "size", "gpu_memory_bandwidth": "rate",
+          "params": "count", "max_context": "tokens", "sliding_window": "tokens",
           "weights": "size"}
 _NOT_FIGURES = {"name", "aliases", "description", "sources"}
 
@@ -27,7 +28,8 @@ JSON_SCHEMA_VERSION = 1
 JSON_NAMES = {"ram": "ram_bytes", "os_reserve": "os_reserve_bytes",
               "memory_bandwidth": "memory_bandwidth_bytes_per_s", "flash_read": "flash_read_bytes_per_s",
               "flash_write": "flash_write_bytes_per_s", "runtime_overhead": "runtime_overhead_bytes",
-              "gpu_working_set": "gpu_working_set_bytes",
+              "gpu_working_set": "gpu_working_set_bytes", "gpu_memory": "gpu_memory_bytes",
+              "gpu_memory_bandwidth": "gpu_memory_bandwidth_bytes_per_s",
               "compute": "compute_flops_per_s", "decode_latency": "decode_latency_s", "weights": "weights_bytes"}
 
 

@@ -141,6 +141,7 @@ RUNS = [
      "--v-type", "q8_0", "--runtime", "ideal", "--kv-policy", "none"],
 ]
 # Knobs check's JSON does not echo, and why; knobs the check command line written back from a scenario leaves out.
+<<<<<<< HEAD
 NOT_ECHOED: dict[str, str] = {
     # the draft knobs are echoed under `speculative`, a key only with a draft (outputs without one stay as they were)
     **{name: "speculative.<name>, only with --draft" for name in
@@ -149,6 +150,11 @@ NOT_ECHOED: dict[str, str] = {
     "image_size": "echoed with the encoder's parts (memory.parts.encoder_weights.image_size) when images are set",
     "mmproj": "a file: its encoder is echoed through the parts (memory.parts.encoder_weights)",
 }
+=======
+_PLACEMENT = "echoed in the placement object, present only when the configuration offloads"
+NOT_ECHOED: dict[str, str] = {name: _PLACEMENT for name in ("n_gpu_layers", "n_cpu_moe", "override_tensor",
+                                                            "stream_experts", "expert_cache_hit")}
+>>>>>>> offload
 NOT_WRITTEN_BACK: dict[str, str] = {}
 
 
