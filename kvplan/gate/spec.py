@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import (AliasChoices, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationError,
                       create_model, field_validator, model_validator)
@@ -194,7 +194,8 @@ def _gate_type(knob):
         return TokensOrZero if knob.default == 0 else Tokens
     return {"count": PositiveInt, "fractional_bits": Annotated[WeightBits, _in_kvplans_words(check_weight_bits)],
             "weight_format": str, "cache_type": CacheType, "size": SizeBytes, "fraction": Margin, "runtime": Runtime,
-            "policy": KvPolicy}[knob.kind]  # a kind without a gate type: a KeyError at import, and the parity test
+            "policy": KvPolicy,
+            "app_limit": Literal["standard", "increased"]}[knob.kind]  # no gate type: a KeyError at import
 
 
 class _OneSpelling(_Strict):

@@ -88,6 +88,12 @@ DEVICE_FIELD_DOCS = {
     "gpu_working_set": "Apple GPU: Metal's recommendedMaxWorkingSetSize as llama.cpp or MLX report it [bytes] "
                        "(MLX-LM warns when the weights pass 90 % of it; ggml when its Metal buffers pass it); "
                        "omit when unknown",
+    "app_memory_limit": "the most memory the OS lets one app (process) hold before it kills it [bytes]: iOS's "
+                        "per-app limit without the increased-memory-limit entitlement, a Linux cgroup's memory.max; "
+                        "the budget is min(ram − os_reserve, this); omit where there is no fixed per-app cap "
+                        "(Android: the low-memory killer decides)",
+    "app_memory_limit_increased": "iOS: the per-app limit with the com.apple.developer.kernel.increased-memory-limit "
+                                  "entitlement [bytes] (kvplan's default where given; app_limit picks)",
 }
 
 MODEL_FIELD_DOCS = {

@@ -151,6 +151,11 @@ class Device(_Profile):
     cpu_features: Literal["avx2", "avx512", "neon-i8mm", "neon-dotprod", "none"] | None = None
     # Metal's recommendedMaxWorkingSetSize: MLX-LM wires it and warns near it, ggml warns past it (None: unknown)
     gpu_working_set: PositiveSizeBytes | None = Field(None, description=js.DEVICE_FIELD_DOCS["gpu_working_set"])
+    # the per-app (per-process) memory cap the OS enforces: iOS's without / with the increased-memory-limit
+    # entitlement, a Linux cgroup's memory.max (None: no fixed cap, as on Android)
+    app_memory_limit: PositiveSizeBytes | None = Field(None, description=js.DEVICE_FIELD_DOCS["app_memory_limit"])
+    app_memory_limit_increased: PositiveSizeBytes | None = Field(
+        None, description=js.DEVICE_FIELD_DOCS["app_memory_limit_increased"])
 
     @field_validator("os_reserve")
     @classmethod

@@ -35,7 +35,8 @@ NumCtxOpt = Annotated[str | None, typer.Option(
 # typer's type for each kind of knob (kvplan.knob_table): the parsed kinds are taken as typed text and read by
 # parse_knob, so an error names the option and shows the value as typed
 _CLI_TYPES = {"count": int, "bits": int, "fractional_bits": float, "rate": float, "tokens": str, "size": str,
-              "fraction": str, "weight_format": str, "cache_type": str, "runtime": str, "policy": str}
+              "fraction": str, "weight_format": str, "cache_type": str, "runtime": str, "policy": str,
+              "app_limit": str}
 
 
 def knob_option(name: str):
