@@ -129,6 +129,9 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
             changes.append(_change("sliding_window", window, trial))
             break
     changes.extend(runtime_option_changes(ev, current_bits))
+    if s.app_limit_field_in_force == "app_memory_limit" and getattr(s.device, "app_memory_limit_increased", None):
+        # iOS: the app ships the increased-memory-limit entitlement (the larger per-app limit of the device)
+        changes.append(_change("app_limit", "increased", evaluate(s.with_changes(app_limit="increased"))))
     for model in smaller_models:
         changes.append(_change("model", model.name, evaluate(s.with_changes(model=model))))
     return changes

@@ -64,6 +64,8 @@ def describe_change(change: Change) -> str:
         "weight_type": lambda: f"weights in {v} ({change.evaluation.weight_bits:.2f} bits/weight)",
         "sequences": lambda: f"{v} concurrent sequence{'s' if v != 1 else ''}",
         "sliding_window": lambda: f"sliding window of {v:,} tokens on every layer",
+        "app_limit": lambda: (f"the {v} per-app memory limit (iOS: ship the increased-memory-limit entitlement; "
+                              f"budget {change.evaluation.budget_bytes / 1e9:.2f} GB)"),
     }.get(change.kind, lambda: f"{change.kind} = {v}")()
 
 

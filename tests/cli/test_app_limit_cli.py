@@ -72,3 +72,17 @@ def test_a_gate_file_takes_app_limit(run, tmp_path):
     bad.write_text(gate.read_text(encoding="utf-8").replace("standard", "huge"), encoding="utf-8")
     result = run("gate", str(bad))
     assert result.exit_code == 2 and "app_limit" in (result.stdout + result.stderr)
+
+
+def test_fit_suggests_the_entitlement_when_the_standard_limit_binds(run):
+    result = run("fit", "--device", "iphone-15-pro", "--model", "qwen3-4b", "--ctx", "16k", "--app-limit", "standard",
+                 "--format", "json")
+    assert result.exit_code in (0, 1), result.stderr
+    doc = json.loads(result.stdout)
+    change = next(c for c in doc["changes_to_fit"] if c["change"] == "app_limit")
+    # weights 2,011,234,048 + KV 16,384 × 147,456 = 2,415,919,104 → 4,427,153,152 B; 6e9 − that = 1,572,846,848
+    assert (change["value"], change["verdict"], change["headroom_bytes"]) == ("increased", "fit", 1_572_846_848)
+    assert change["check_command"][-2:] == ["--app-limit", "increased"]
+    # with the entitlement already in force there is nothing to suggest
+    result = run("fit", "--device", "iphone-15-pro", "--model", "qwen3-4b", "--ctx", "32k", "--format", "json")
+    assert not any(c["change"] == "app_limit" for c in json.loads(result.stdout)["changes_to_fit"])
