@@ -96,3 +96,11 @@ def test_a_device_with_one_limit_uses_it_whichever_is_asked(tmp_path):
 def test_an_unknown_choice_is_a_field_error():
     with pytest.raises(FieldError, match="app_limit.*standard, increased"):
         _scenario("iphone-15-pro", app_limit="big")
+
+
+def test_calibrate_writes_the_limit_fields_of_a_probed_base_with_their_unit():
+    # a probe held as a record in base units ('--base this'): a bare number would be refused when re-read
+    from kvplan.calibrate.profile import ORDER, with_unit
+
+    for field in ("gpu_working_set", "app_memory_limit", "app_memory_limit_increased"):
+        assert with_unit(field, 5_726_630_052) == "5726630052 B" and field in ORDER
