@@ -88,8 +88,8 @@ WARNINGS = [
      "allocated, which kvplan does not model"),
     (warning("metal_working_set", metal_bytes=7_000_000_000, weights_bytes=6_000_000_000, kv_bytes=1_000_000_000,
              compute_bytes=0, working_set_bytes=5_726_630_052, ggml_warns=True),
-     "llama.cpp on Metal: the weights and the KV cache (compute buffer not priced) (7.00 GB, every layer on the "
-     "GPU) pass the GPU working set (5.73 GB); ggml warns \"current allocated size is greater than the "
+     "llama.cpp on Metal: the weights and the KV cache (7.00 GB, every layer on the GPU; the compute buffer not "
+     "priced) pass the GPU working set (5.73 GB); ggml warns \"current allocated size is greater than the "
      "recommended max working set size\" as it maps the weights. Its --fit (on by default) fits unset options to "
      "that working set less what is allocated, which kvplan does not model"),
     (warning("model_window_ignored", model="mistral-7b-v0.1", window=4096, reason=MISTRAL),
