@@ -139,6 +139,9 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         changes.append(_change("draft", None, evaluate(s.with_changes(draft=None, acceptance_rate=None,
                                                                       draft_kv_type=None))))
     changes.extend(offload_changes(ev))
+    if s.app_limit_field_in_force == "app_memory_limit" and getattr(s.device, "app_memory_limit_increased", None):
+        # iOS: the app ships the increased-memory-limit entitlement (the larger per-app limit of the device)
+        changes.append(_change("app_limit", "increased", evaluate(s.with_changes(app_limit="increased"))))
     for model in smaller_models:
         if s.images and getattr(model, "encoder", None) is None and s.mmproj is None:
             continue  # a model that cannot read the images is no answer to a configuration with images

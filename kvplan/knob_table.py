@@ -48,6 +48,7 @@ KINDS = {
     "path": "a file path",
     "layers": "a whole number of layers, 0 or more (--n-gpu-layers 0)",
     "text": "text as typed (a list of REGEX=BUFFER rules)",
+    "app_limit": "which per-app memory limit of the device applies: standard or increased",
 }
 
 TOKENS_HELP = f"Tokens: {TOKENS_RULE}."
@@ -117,6 +118,10 @@ KNOBS: tuple[Knob, ...] = (
     Knob("gpu_working_set_bytes", "--gpu-limit", "size", "Override the device's GPU working set (Metal's "
          "recommendedMaxWorkingSetSize), with its unit: '10922.67 MiB'; used for MLX-LM's and llama.cpp's warnings "
          "near or past it.", json_key="memory.gpu_working_set_bytes", json_plain=False),
+    Knob("app_limit", "--app-limit", "app_limit", "Which per-app memory limit of the device caps the budget: "
+         "'standard' (iOS without the increased-memory-limit entitlement) or 'increased' (with it); default: the "
+         "increased one where the profile has it. Devices without a per-app limit are unaffected.",
+         json_key="memory.app_limit_bytes", json_plain=False),
     Knob("margin_fraction", "--margin", "fraction", "Headroom under which a fit is 'tight': a fraction of the "
          "budget (0.1) or a percentage (10%); a bare number above 1 is refused.", default=DEFAULT_MARGIN_FRACTION,
          typed_default="10%", gate_aliases=("margin",), json_key="margin_fraction"),
@@ -171,7 +176,7 @@ BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}
 # kind → the Python type of the value once read (what a Knobs / Scenario field holds)
 VALUE_TYPES = {"count": int, "tokens": int, "size": int, "fraction": float, "rate": float, "bits": int,
                "fractional_bits": float, "weight_format": str, "cache_type": str, "runtime": object, "policy": object,
-               "model": object, "image_size": str, "path": str, "layers": int, "text": str}
+               "model": object, "image_size": str, "path": str, "layers": int, "text": str, "app_limit": str}
 
 # The knobs of the CLI's cache option group (runtime and policy are groups of their own).
 CACHE_KNOBS: tuple[Knob, ...] = tuple(k for k in KNOBS if k.kind not in ("runtime", "policy"))

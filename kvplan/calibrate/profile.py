@@ -8,10 +8,11 @@ from pathlib import Path
 # Device fields in the order the written profile shows them.
 ORDER = ("name", "aliases", "description", "platform", "ram", "os_reserve", "memory_bandwidth", "flash_read",
          "flash_write", "bandwidth_efficiency", "decode_latency", "compute", "compute_efficiency",
-         "runtime_overhead")
+         "runtime_overhead", "gpu_working_set", "app_memory_limit", "app_memory_limit_increased")
 # The unit each device field is held in by a profile record (base units), for a base device with no YAML file.
 RECORD_UNITS = {"ram": "B", "os_reserve": "B", "runtime_overhead": "B", "memory_bandwidth": "B/s",
-                "flash_read": "B/s", "flash_write": "B/s", "compute": "FLOP/s", "decode_latency": "s"}
+                "flash_read": "B/s", "flash_write": "B/s", "compute": "FLOP/s", "decode_latency": "s",
+                "gpu_working_set": "B", "app_memory_limit": "B", "app_memory_limit_increased": "B"}
 
 
 def base_fields(catalog, ref: str | None, notes: list[str]) -> tuple[dict, dict, str | None]:

@@ -76,7 +76,7 @@ def embedding_bytes(vocab_size, hidden_size, weight_bits):
     return ceil(vocab_size * hidden_size * weight_bits / 8)
 
 
-def budget_bytes(ram_bytes, os_reserve_bytes):
+def budget_bytes(ram_bytes, os_reserve_bytes, app_limit_bytes=None):
     """Memory the model may use.
 
     Parameters
@@ -85,13 +85,28 @@ def budget_bytes(ram_bytes, os_reserve_bytes):
         The device's RAM.
     os_reserve_bytes : numeric [bytes]
         What the OS and other programs keep.
+    app_limit_bytes : numeric or None [bytes]
+        The most one app (process) may hold before the OS kills it — iOS's per-app limit, a cgroup's
+        ``memory.max`` — or None where there is no fixed per-app cap.
 
     Returns
     -------
     numeric [bytes]
-        ``ram_bytes − os_reserve_bytes``.
+        ``ram_bytes − os_reserve_bytes``, or ``min(ram_bytes − os_reserve_bytes, app_limit_bytes)``.
+
+    References
+    ----------
+    Apple, ``os_proc_available_memory`` ("the amount of memory available to the current app … before the system
+    terminates it"), https://developer.apple.com/documentation/os/os_proc_available_memory ; the Linux kernel's
+    cgroup v2 ``memory.max`` ("the OOM killer is invoked" past it),
+    https://docs.kernel.org/admin-guide/cgroup-v2.html#memory-interface-files .
     """
-    return ram_bytes - os_reserve_bytes
+    available = ram_bytes - os_reserve_bytes
+    if app_limit_bytes is None:
+        return available
+    from kvplan.engine._ops import minimum
+
+    return minimum(available, app_limit_bytes)
 
 
 def total_bytes(weights, kv_bytes_per_sequence, sequences=1, pinned_kv=0, overhead=0):

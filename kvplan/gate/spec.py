@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import (AliasChoices, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationError,
                       create_model, field_validator, model_validator)
@@ -194,7 +194,8 @@ def _gate_type(knob):
         return TokensOrZero if knob.default == 0 else Tokens
     return {"count": PositiveInt, "fractional_bits": Annotated[WeightBits, _in_kvplans_words(check_weight_bits)],
             "weight_format": str, "cache_type": CacheType, "size": SizeBytes, "fraction": Margin, "runtime": Runtime,
-            "policy": KvPolicy, "model": str, "image_size": str, "path": str, "layers": Annotated[int, Field(ge=0, strict=True)], "text": str}[knob.kind]  # a kind without a gate type: a KeyError at import, and the parity test
+            "policy": KvPolicy, "model": str, "image_size": str, "path": str, "layers": Annotated[int, Field(ge=0, strict=True)], "text": str,
+            "app_limit": Literal["standard", "increased"]}[knob.kind]  # a kind without a gate type: a KeyError at import, and the parity test
 
 
 class _OneSpelling(_Strict):

@@ -236,7 +236,7 @@ def _render_probe(mapping: dict, quick: bool) -> str:
 
 def _comment(key: str, value) -> str:
     """Sizes are written in exact bytes; the comment gives them in GiB for the reader."""
-    if key in ("ram", "os_reserve"):
+    if key in ("ram", "os_reserve", "gpu_working_set", "app_memory_limit"):
         from kvplan.units import parse_size_bytes
 
         return f"{parse_size_bytes(value) / 2**30:.2f} GiB"

@@ -17,6 +17,13 @@ def fp16_kv_bytes_per_token(model: Model) -> int:
     return cache_layout(model, fp16, fp16).bytes_per_token
 
 
+def _default_app_limit(d: Device) -> int | None:
+    from kvplan.plan.scenario import app_limit_field
+
+    field = app_limit_field(d)
+    return None if field is None else getattr(d, field)
+
+
 def device_figures(d: Device) -> dict:
     """Key figures of a device in base units (names as in the YAML; derived ones carry their unit)."""
     from kvplan import engine
@@ -24,7 +31,7 @@ def device_figures(d: Device) -> dict:
     return {
         "ram": d.ram,
         "os_reserve": d.os_reserve,
-        "budget_bytes": engine.budget_bytes(d.ram, d.os_reserve),
+        "budget_bytes": engine.budget_bytes(d.ram, d.os_reserve, _default_app_limit(d)),
         "memory_bandwidth": d.memory_bandwidth,
         "bandwidth_efficiency": d.bandwidth_efficiency,
         "effective_bandwidth_bytes_per_s": d.memory_bandwidth * d.bandwidth_efficiency,

@@ -16,6 +16,20 @@ if TYPE_CHECKING:  # pydantic stays off the fast path: cached profiles are plain
     from kvplan.profiles.spec import Device, Model
 
 
+APP_LIMITS = ("standard", "increased")
+
+
+def app_limit_field(device, choice: str | None = None) -> str | None:
+    """Which device field caps an app's memory under ``choice`` (the ``app_limit`` knob): ``increased`` (the
+    default, None) takes ``app_memory_limit_increased`` where the device has it — iOS apps that load models ship
+    the increased-memory-limit entitlement — else ``app_memory_limit``; ``standard`` takes ``app_memory_limit``.
+    None: the device has no such limit (the budget is RAM − OS reserve)."""
+    increased = getattr(device, "app_memory_limit_increased", None)
+    if choice != "standard" and increased is not None:
+        return "app_memory_limit_increased"
+    return "app_memory_limit" if getattr(device, "app_memory_limit", None) is not None else None
+
+
 @dataclass(frozen=True)
 class Scenario:
     """Everything that defines one configuration; ``None`` means "the profile's default"."""
@@ -33,6 +47,7 @@ class Scenario:
     sliding_window: int | None = None
     os_reserve_bytes: int | None = None
     gpu_working_set_bytes: int | None = None  # Metal's recommended working set, over the device's own
+    app_limit: str | None = None  # which per-app memory limit caps the budget: "standard" / "increased"
     margin_fraction: float = engine.DEFAULT_MARGIN_FRACTION
     target_tokens_per_s: float | None = None
     images: int = 0  # images in the context: the model's vision encoder is resident (kvplan.plan.encoder_parts)
@@ -128,6 +143,8 @@ class Scenario:
             if self.stream_experts is None and "flash" not in (self.override_tensor or "").lower():
                 raise FieldError(("expert_cache_hit", "stream_experts"), "a cache hit rate applies to experts "
                                  "streamed from flash; give {stream_experts} too", lead=" without ")
+        if self.app_limit is not None and self.app_limit not in APP_LIMITS:
+            raise FieldError("app_limit", f"expected one of {', '.join(APP_LIMITS)}, got {self.app_limit!r}")
         if self.target_tokens_per_s is not None and not (isinstance(self.target_tokens_per_s, (int, float))
                                                          and 0 < self.target_tokens_per_s < math.inf):
             raise FieldError("target_tokens_per_s", f"must be a positive, finite rate, got {self.target_tokens_per_s!r}")
@@ -169,9 +186,21 @@ class Scenario:
                 or getattr(self.device, "gpu_memory", None) is not None)
 
     @property
+    def app_limit_field_in_force(self) -> str | None:
+        """The device field whose per-app limit caps the budget (``app_memory_limit`` or
+        ``app_memory_limit_increased``), None where the device has none (:func:`app_limit_field`)."""
+        return app_limit_field(self.device, self.app_limit)
+
+    @property
+    def app_limit_in_force_bytes(self) -> int | None:
+        """The per-app memory limit that caps the budget [bytes]; None: the device has no fixed per-app cap."""
+        field = self.app_limit_field_in_force
+        return None if field is None else getattr(self.device, field)
+
+    @property
     def budget_bytes(self) -> int:
-        """``ram − os_reserve`` with the reserve in force [bytes]."""
-        return engine.budget_bytes(self.device.ram, self.os_reserve_in_force_bytes)
+        """``ram − os_reserve`` with the reserve in force, capped by the per-app limit in force [bytes]."""
+        return engine.budget_bytes(self.device.ram, self.os_reserve_in_force_bytes, self.app_limit_in_force_bytes)
 
     def with_changes(self, **changes) -> Scenario:
         if changes.get("weight_bits") is not None and "weight_type" not in changes:

@@ -144,14 +144,15 @@ def unpriced_buffers(ev: Evaluation) -> WarningFact | None:
 def gpu_working_set(ev: Evaluation) -> WarningFact | None:
     """Where the GPU working set (the device's, or the one asked for) is known: under MLX-LM, its own warning
     when the weights pass 90 % of it (``mlx_wired_limit``); under llama.cpp, Metal buffers past it
-    (``metal_working_set``: the weights and the KV cache, all layers on the GPU; ``ggml_warns`` when the weights
-    alone pass it under mmap, the buffers ggml checks in the build followed). None otherwise."""
+    (``metal_working_set``: the weights, the KV cache and the compute buffer, all layers on the GPU — the output
+    buffer is a CPU buffer, Metal having no host buffer type; ``ggml_warns`` when the weights alone pass it under
+    mmap, the buffers ggml checks in the build followed). None otherwise."""
     s = ev.scenario
     working_set = s.gpu_working_set_in_force_bytes
     name = getattr(ev.cache, "name", None)
     if working_set is None or name not in ("mlx-lm", "llama.cpp"):
         return None
-    from kvplan.engine.apple_gpu import (MIB, MLX_WIRED_WARN_FRACTION, metal_over_working_set,
+    from kvplan.engine.apple_gpu import (MIB, MLX_WIRED_WARN_FRACTION, metal_bytes, metal_over_working_set,
                                          mlx_warns_near_working_set)
 
     if name == "mlx-lm":
@@ -160,12 +161,12 @@ def gpu_working_set(ev: Evaluation) -> WarningFact | None:
         return warning("mlx_wired_limit", weights_bytes=ev.weights_bytes, working_set_bytes=working_set,
                        model_mb=ev.weights_bytes // MIB, max_mb=working_set // MIB,
                        fraction=MLX_WIRED_WARN_FRACTION)
-    metal = ev.weights_bytes + ev.kv_peak_bytes
+    metal = metal_bytes(ev.weights_bytes, ev.kv_peak_bytes, ev.compute_buffer_bytes)
     if not metal_over_working_set(metal, working_set):
         return None
     mapped = bool(getattr(s.runtime, "mmap", True))
     return warning("metal_working_set", metal_bytes=metal, weights_bytes=ev.weights_bytes,
-                   kv_bytes=ev.kv_peak_bytes, working_set_bytes=working_set,
+                   kv_bytes=ev.kv_peak_bytes, compute_bytes=ev.compute_buffer_bytes, working_set_bytes=working_set,
                    ggml_warns=mapped and bool(metal_over_working_set(ev.weights_bytes, working_set)))
 
 

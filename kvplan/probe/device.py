@@ -13,6 +13,9 @@ Method (each figure's ``sources`` entry repeats it with the date and the numbers
   ``recommendedMaxWorkingSetSize``, the GPU working-set limit llama.cpp and MLX respect); Windows
   4 GiB (Windows 11's minimum RAM). What the OS and other programs hold right now is recorded in
   ``sources`` for comparison, not used: it changes from minute to minute.
+- **gpu_working_set** (macOS, Apple silicon) and **app_memory_limit** (Linux: a cgroup limit below RAM − os_reserve):
+  read where the platform exposes them (:mod:`kvplan.probe.limits`); on Android (``getprop`` answers) the
+  low-memory killer's ``ro.lmk.*`` properties go into ``sources``.
 - **memory_bandwidth**: STREAM's copy and triad with numpy threads on arrays far larger than the
   caches (:mod:`kvplan.probe.memory`); the larger rate — both are lower bounds — is the profile's.
 - **compute** / **compute_efficiency**: the float32 GEMM rate of numpy's BLAS on this CPU
@@ -44,6 +47,7 @@ from kvplan.probe.system import (
     today,
 )
 
+ANDROID_RESERVE = 2_000_000_000  # bytes: docs/profiles.md, "os_reserve: per-platform defaults"
 DEFAULT_FLASH_READ = 500e6  # bytes/s: SATA-SSD class; a safe floor for NVMe, UFS 3.x and most eMMC-free boards
 COMPUTE_EFFICIENCY = 1.0
 # Why 1.0: kvplan's compute_efficiency is "the share of compute prefill sustains", 1.0 meaning compute is already
@@ -67,6 +71,9 @@ def os_reserve_rule(platform: str, ram: int) -> tuple[int, str]:
                           "64 GiB); docs/profiles.md")
     if platform == "windows":
         return 4 * GiB, "Windows: fixed 4 GiB, Windows 11's minimum RAM as OS plus background apps; docs/profiles.md"
+    if platform == "android":
+        return ANDROID_RESERVE, ("Android: fixed 2 GB, the planning reserve of every Android profile for the system "
+                                 "and the cached apps the low-memory killer would kill first; docs/profiles.md")
     reserve = max(GiB, ram // 10)
     return reserve, ("Linux: max(1 GiB, 10 % of RAM) — the 1 GiB headless floor of docs/profiles.md, and 10 % on "
                      "larger machines for kernel memory (page tables, slab), a session and page-cache headroom")
@@ -99,10 +106,15 @@ def probe_device(quick: bool = False, progress: Progress = None, *, name: str | 
     from kvplan.probe.flash import measure_flash
     from kvplan.probe.memory import measure_memory_bandwidth
 
+    from kvplan.probe.limits import android_lmk_properties, apple_gpu_working_set, cgroup_memory_limit
+
     when = today()
     plat = platform_name()
     say(progress, "reading RAM, CPU and GPU")
     ram, ram_how = installed_ram()
+    lmk = android_lmk_properties() if plat == "linux" else None  # getprop answers: Android (adb shell, Termux)
+    if lmk is not None:
+        plat = "android"
     reserve, reserve_rule = os_reserve_rule(plat, ram)
     if reserve >= ram:
         reserve = ram // 2
@@ -112,6 +124,15 @@ def probe_device(quick: bool = False, progress: Progress = None, *, name: str | 
     cpu, cpu_how = cpu_model()
     gpu_list, gpu_how = gpus()
     threads = cpu_count()
+
+    limits: dict[str, tuple[int, str]] = {}  # field → (bytes, how)
+    if plat == "macos" and any(g.startswith("Apple") for g in gpu_list):
+        limits["gpu_working_set"] = apple_gpu_working_set(ram)
+    if plat in ("linux", "android"):
+        limit, limit_how = cgroup_memory_limit()
+        if limit is not None and limit < ram - reserve:
+            limits["app_memory_limit"] = (limit, f"{limit_how}: a per-process limit below RAM − os_reserve, so "
+                                                 "the budget is this limit (the OOM killer ends the process past it)")
 
     bandwidth = measure_memory_bandwidth(progress=progress)
     compute = measure_compute(progress=progress)
@@ -144,6 +165,13 @@ def probe_device(quick: bool = False, progress: Progress = None, *, name: str | 
         "probe": (f"kvplan probe on {host_name()} ({os_description()}) {when}"
                   f"{' (quick: disk not measured)' if quick else ''}"),
     }
+    for field, (_, how) in limits.items():
+        sources[field] = f"{how}; {when}"
+    if lmk is not None:
+        listed = ", ".join(f"{k}={v}" for k, v in lmk.items()) or "none set (lmkd's defaults apply)"
+        sources["lmk"] = (f"read: getprop, the low-memory killer's properties: {listed}. lmkd sets no fixed per-app "
+                          "cap, so no app_memory_limit (docs/concepts.md, 'Android: the low-memory killer'); "
+                          f"{when}")
     if cpu:
         sources["cpu"] = f"{cpu} ({cpu_how})"
     if gpu_list:
@@ -160,6 +188,8 @@ def probe_device(quick: bool = False, progress: Progress = None, *, name: str | 
     if flash_write is not None:
         profile["flash_write"] = _rate_text(flash_write)
         sources["flash_write"] = write_how
+    for field, (value, _) in limits.items():
+        profile[field] = _size_text(value)
     profile["compute"] = _flops_text(compute.float32_flop_per_s)
     profile["compute_efficiency"] = COMPUTE_EFFICIENCY
     profile["sources"] = sources

@@ -58,9 +58,11 @@ def installed_ram() -> tuple[int, str]:
     """(bytes, how it was read)."""
     plat = platform_name()
     if plat == "macos":
-        out = run(["sysctl", "-n", "hw.memsize"])
-        if out and out.isdigit():
-            return int(out), "sysctl hw.memsize"
+        from kvplan.probe.limits import parse_sysctl_int
+
+        memsize = parse_sysctl_int(run(["sysctl", "-n", "hw.memsize"]), "hw.memsize")
+        if memsize:
+            return memsize, "sysctl hw.memsize"
     if plat == "windows":
         import ctypes
 

@@ -92,6 +92,12 @@ DEVICE_FIELD_DOCS = {
                   "separate from ram; omit for unified memory (an Apple GPU's limit is gpu_working_set)",
     "gpu_memory_bandwidth": "the discrete GPU memory's bandwidth [bytes/s] (what a decode step reads from it); "
                             "needed with gpu_memory",
+    "app_memory_limit": "the most memory the OS lets one app (process) hold before it kills it [bytes]: iOS's "
+                        "per-app limit without the increased-memory-limit entitlement, a Linux cgroup's memory.max; "
+                        "the budget is min(ram − os_reserve, this); omit where there is no fixed per-app cap "
+                        "(Android: the low-memory killer decides)",
+    "app_memory_limit_increased": "iOS: the per-app limit with the com.apple.developer.kernel.increased-memory-limit "
+                                  "entitlement [bytes] (kvplan's default where given; app_limit picks)",
 }
 
 MODEL_FIELD_DOCS = {

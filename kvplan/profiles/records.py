@@ -52,7 +52,7 @@ class DeviceRecord(_Record):
     __slots__ = ()
     # Device fields added after records were first cached: a record without them reads the pydantic default.
     DEFAULTS = {"compute_efficiency": 1.0, "decode_latency": 0.0, "gpu_working_set": None, "gpu_memory": None,
-                "gpu_memory_bandwidth": None}
+                "gpu_memory_bandwidth": None, "app_memory_limit": None, "app_memory_limit_increased": None}
 
     def __init__(self, data: dict):
         super().__init__({**self.DEFAULTS, **data})

@@ -154,6 +154,11 @@ class Device(_Profile):
     # a discrete GPU's own memory and its bandwidth (None: one memory, or unified memory)
     gpu_memory: PositiveSizeBytes | None = Field(None, description=js.DEVICE_FIELD_DOCS["gpu_memory"])
     gpu_memory_bandwidth: RateBytesPerS | None = Field(None, description=js.DEVICE_FIELD_DOCS["gpu_memory_bandwidth"])
+    # the per-app (per-process) memory cap the OS enforces: iOS's without / with the increased-memory-limit
+    # entitlement, a Linux cgroup's memory.max (None: no fixed cap, as on Android)
+    app_memory_limit: PositiveSizeBytes | None = Field(None, description=js.DEVICE_FIELD_DOCS["app_memory_limit"])
+    app_memory_limit_increased: PositiveSizeBytes | None = Field(
+        None, description=js.DEVICE_FIELD_DOCS["app_memory_limit_increased"])
 
     @field_validator("os_reserve")
     @classmethod

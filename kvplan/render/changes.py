@@ -69,6 +69,8 @@ def describe_change(change: Change) -> str:
         "images": lambda: f"{v} image{'s' if v != 1 else ''}" + (" (no vision encoder loaded)" if v == 0 else ""),
         "n_cpu_moe": lambda: f"offload experts: the first {v} layers' expert stacks in host RAM (llama.cpp n-cpu-moe)",
         "stream_experts": lambda: f"stream the expert stacks of all {v} layers from flash",
+        "app_limit": lambda: (f"the {v} per-app memory limit (iOS: ship the increased-memory-limit entitlement; "
+                              f"budget {change.evaluation.budget_bytes / 1e9:.2f} GB)"),
     }.get(change.kind, lambda: f"{change.kind} = {v}")()
 
 

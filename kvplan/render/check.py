@@ -111,12 +111,20 @@ def weights_json(ev: Evaluation) -> dict:
             "bytes_by_kind": dict(sorted(by_kind.items())), "bytes_by_type": dict(sorted(by_type.items()))}
 
 
+# The words for the per-app limit that caps a budget, by the device field it comes from.
+APP_LIMIT_WORDS = {
+    "app_memory_limit": "the per-app memory limit",
+    "app_memory_limit_increased": "the per-app memory limit with the increased-memory-limit entitlement",
+}
+
+
 def memory_json(ev: Evaluation) -> dict:
     s = ev.scenario
     return {
         "ram_bytes": s.device.ram,
         "os_reserve_bytes": s.os_reserve_in_force_bytes,
         "gpu_working_set_bytes": s.gpu_working_set_in_force_bytes,  # null: unknown (not an Apple GPU's profile)
+        "app_limit_bytes": s.app_limit_in_force_bytes,  # null: no fixed per-app cap (the budget is RAM − reserve)
         "budget_bytes": ev.budget_bytes,
         "weights_bytes": ev.weights_bytes,
         "weights_read_bytes": ev.weights_read_bytes,
@@ -246,8 +254,18 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
         row("  of it reclaimable: the weights' file pages, less the working set a thrashing process keeps"
             if p.mmap else "  of it reclaimable: none (weights loaded into memory, --no-mmap)", p.reclaimable_bytes)
         row("  of it non-reclaimable: what must fit or the process is killed", p.non_reclaimable_bytes)
-    row(f"budget ({fmt.bytes_(s.device.ram, units)} RAM − {fmt.bytes_(s.os_reserve_in_force_bytes, units)} "
-        "OS reserve)", b)
+    available = s.device.ram - s.os_reserve_in_force_bytes
+    if s.app_limit_in_force_bytes is not None and s.app_limit_in_force_bytes < available:
+        field = s.app_limit_field_in_force
+        words = APP_LIMIT_WORDS[field]
+        if field == "app_memory_limit" and getattr(s.device, "app_memory_limit_increased", None) is not None:
+            words += " without the increased-memory-limit entitlement"
+        row(f"budget ({words}; {fmt.bytes_(s.device.ram, units)} RAM − "
+            f"{fmt.bytes_(s.os_reserve_in_force_bytes, units)} OS reserve would be {fmt.bytes_(available, units)})",
+            b)
+    else:
+        row(f"budget ({fmt.bytes_(s.device.ram, units)} RAM − {fmt.bytes_(s.os_reserve_in_force_bytes, units)} "
+            "OS reserve)", b)
     verdict = ev.offload.ram_verdict if ev.offload is not None else ev.verdict  # the RAM's, beside its headroom
     style = {"fit": "green", "tight": "yellow", "over": "red"}[verdict.value]
     judged = "" if p is None else (" of the non-reclaimable part" if p.judge == "non_reclaimable"

@@ -17,6 +17,7 @@ from kvplan.render.tables import Table
 _HUMAN = {"ram": "size", "os_reserve": "size", "memory_bandwidth": "rate", "flash_read": "rate",
           "flash_write": "rate", "bandwidth_efficiency": "fraction", "compute": "flops", "runtime_overhead": "size",
           "gpu_working_set": "size", "gpu_memory": "size", "gpu_memory_bandwidth": "rate",
+          "app_memory_limit": "size", "app_memory_limit_increased": "size",
           "params": "count", "max_context": "tokens", "sliding_window": "tokens",
           "weights": "size"}
 _NOT_FIGURES = {"name", "aliases", "description", "sources"}
@@ -30,6 +31,7 @@ JSON_NAMES = {"ram": "ram_bytes", "os_reserve": "os_reserve_bytes",
               "flash_write": "flash_write_bytes_per_s", "runtime_overhead": "runtime_overhead_bytes",
               "gpu_working_set": "gpu_working_set_bytes", "gpu_memory": "gpu_memory_bytes",
               "gpu_memory_bandwidth": "gpu_memory_bandwidth_bytes_per_s",
+              "app_memory_limit": "app_memory_limit_bytes", "app_memory_limit_increased": "app_memory_limit_increased_bytes",
               "compute": "compute_flops_per_s", "decode_latency": "decode_latency_s", "weights": "weights_bytes"}
 
 
@@ -247,7 +249,9 @@ def show_tables(kind: str, profile, path: Path, origin: str, figures: dict, unit
     d = Table("derived", ["figure", "value", "human"])
     f = figures
     if kind == "device":
-        d.add("budget = ram − os_reserve", f"{f['budget_bytes']:,} B", fmt.bytes_(f["budget_bytes"], units))
+        capped = f["budget_bytes"] < profile.ram - profile.os_reserve
+        d.add("budget = ram − os_reserve" if not capped else "budget = the per-app memory limit (< ram − os_reserve)",
+              f"{f['budget_bytes']:,} B", fmt.bytes_(f["budget_bytes"], units))
         d.add("effective bandwidth = bandwidth × efficiency", f"{f['effective_bandwidth_bytes_per_s']:,.0f} B/s",
               fmt.rate(f["effective_bandwidth_bytes_per_s"], units))
     else:

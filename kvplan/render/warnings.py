@@ -64,8 +64,10 @@ def _metal_working_set(v) -> str:
     said = ("ggml warns \"current allocated size is greater than the recommended max working set size\" as it maps "
             "the weights" if v["ggml_warns"] else
             "llama.cpp prints no warning for it (ggml checks only the mapped weight buffers, which stay under it)")
-    return (f"llama.cpp on Metal: the weights and the KV cache ({_size(v['metal_bytes'])}, every layer on the GPU; "
-            f"the Metal compute buffer not counted) pass the GPU working set ({_size(v['working_set_bytes'])}); "
+    parts, unpriced = (("the weights, the KV cache and the compute buffer", "") if v["compute_bytes"] else
+                       ("the weights and the KV cache", "; the compute buffer not priced"))
+    return (f"llama.cpp on Metal: {parts} ({_size(v['metal_bytes'])}, every layer on the GPU{unpriced}) pass the "
+            f"GPU working set ({_size(v['working_set_bytes'])}); "
             f"{said}. Its --fit (on by default) fits unset options to that working set less what is allocated, "
             "which kvplan does not model")
 

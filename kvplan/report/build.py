@@ -110,18 +110,19 @@ def _assumptions(report: Report, configurations: list[GateConfig], units: str) -
     for c in configurations:
         s, d = c.scenario, c.scenario.device
         reserve = s.os_reserve_in_force_bytes
-        row = (d.name, reserve)
+        row = (d.name, reserve, s.budget_bytes)
         if row in seen:
             continue
         seen.add(row)
-        devices.add(d.name, fmt.bytes_(d.ram, units), fmt.bytes_(reserve, units), fmt.bytes_(d.ram - reserve, units),
+        devices.add(d.name, fmt.bytes_(d.ram, units), fmt.bytes_(reserve, units), fmt.bytes_(s.budget_bytes, units),
                     fmt.rate(d.memory_bandwidth, units), fmt.percent(d.bandwidth_efficiency),
                     fmt.rate(d.flash_read, units), fmt.bytes_(d.runtime_overhead, units))
     add(Tables((devices,)))
     margins = sorted({c.scenario.margin_fraction for c in configurations})
     shown = ", ".join(fmt.percent(m) for m in margins)
     add(Bullets((
-        "Budget = RAM − OS reserve (the device's figure unless a configuration sets `os_reserve`).",
+        "Budget = RAM − OS reserve (the device's figure unless a configuration sets `os_reserve`), or the "
+        "device's per-app memory limit where that is smaller (iOS; a configuration's `app_limit` picks which).",
         f"Margin: a configuration whose headroom is under {shown} of its budget is `tight` — it fits, "
         "but the margin is what activations, fragmentation and the OS's memory killer use.",
         "Decode: time per token = bytes read per token (weights read + the whole cache at the stated context) "

@@ -75,23 +75,30 @@ def test_mlx_lm_warns_past_ninety_percent_of_the_working_set(run):
     # 1,807,423,488 // 2^20 = 1,723 MiB; 2,008,247,320 // 2^20 = 1,915 MiB
     assert said and "requires 1723 MB which is close to the maximum recommended size of 1915 MB" in said[0]
     assert not any("MLX-LM will print" in w for w in _warnings(run, *args, "--gpu-limit", "2008249320B"))
-    # the 16 GB Air's profile carries no working set: no warning without --gpu-limit
+    # the 16 GB Air's own working set, 10922.67 MiB = 11,453,249,618 B, is far above 1,807,423,488 / 0.9
     assert not any("MLX-LM will print" in w for w in _warnings(run, *args))
     # the ideal formula says nothing about a runtime's GPU
     assert not any("MLX-LM will print" in w for w in _warnings(run, "-c", "4k", "--weight-type", "mlx-4bit",
                                                                "--gpu-limit", "2008247320B"))
 
 
-def test_llama_cpp_warns_when_weights_and_kv_pass_the_working_set(run):
+def test_llama_cpp_warns_when_weights_kv_and_compute_buffer_pass_the_working_set(run):
     # llama.cpp -c 4096 of llama-3.2-3b (f16): 4,096 cells × 114,688 B = 469,762,048 B; weights 4-bit
-    # 1,606,374,912 B → 2,076,136,960 B on Metal
+    # 1,606,374,912 B; the compute buffer as kvplan prices it (checked against llama.cpp in the buffer tests);
+    # the output buffer is a CPU buffer (Metal has no host buffer type) and does not count
     args = ("-c", "4k", "--runtime", "llama.cpp")
-    metal = 1_606_374_912 + 4_096 * PLAIN_SLOT
-    assert metal == 2_076_136_960
+    d = _json(run, "-d", "macbook-air-m2-16gb", "-m", "llama-3.2-3b", *args)
+    compute = d["runtime"]["compute_buffer_bytes"]
+    assert compute > 0 and d["runtime"]["output_buffer_bytes"] > 0
+    metal = 1_606_374_912 + 4_096 * PLAIN_SLOT + compute
+    assert metal == 2_076_136_960 + compute
+    # the profile's own working set (11,453,249,618 B) is far above: no warning
+    assert not any(w.startswith("llama.cpp on Metal") for w in d["warnings"])
     at = _warnings(run, *args, "--gpu-limit", f"{metal}B")  # equal: ggml's test is strictly greater
     assert not any(w.startswith("llama.cpp on Metal") for w in at)
     past = [w for w in _warnings(run, *args, "--gpu-limit", f"{metal - 1}B") if w.startswith("llama.cpp on Metal")]
     assert past and "llama.cpp prints no warning for it" in past[0]
+    assert "the weights, the KV cache and the compute buffer" in past[0]
     # weights alone past it (1,606,374,911 B): ggml's own warning as it maps them
     past = [w for w in _warnings(run, *args, "--gpu-limit", "1606374911B") if w.startswith("llama.cpp on Metal")]
     assert past and "ggml warns" in past[0]

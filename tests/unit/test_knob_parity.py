@@ -136,12 +136,11 @@ def _json_at(document: dict, path: str):
 # cache bits and types), on pixel8 and llama-2-7b (its profile prices a weight type tensor by tensor).
 RUNS = [
     ["--sequences", "2", "--pinned-prefix", "1k", "--weight-bits", "4.5", "--kv-bits", "4", "--kv-group-size", "32",
-     "--os-reserve", "2.5 GB", "--gpu-limit", "5 GiB", "--margin", "20%", "--target-tok-s", "3", "--sliding-window", "2k"],
+     "--os-reserve", "2.5 GB", "--gpu-limit", "5 GiB", "--app-limit", "standard", "--margin", "20%", "--target-tok-s", "3", "--sliding-window", "2k"],
     ["--weight-type", "mlx-4bit", "--weight-group-size", "32", "--kv-type", "q8_0", "--k-type", "q4_0",
      "--v-type", "q8_0", "--runtime", "ideal", "--kv-policy", "none"],
 ]
 # Knobs check's JSON does not echo, and why; knobs the check command line written back from a scenario leaves out.
-<<<<<<< HEAD
 NOT_ECHOED: dict[str, str] = {
     # the draft knobs are echoed under `speculative`, a key only with a draft (outputs without one stay as they were)
     **{name: "speculative.<name>, only with --draft" for name in
@@ -149,12 +148,9 @@ NOT_ECHOED: dict[str, str] = {
     "images": "echoed with the encoder's parts (memory.parts.encoder_weights.images) when above 0",
     "image_size": "echoed with the encoder's parts (memory.parts.encoder_weights.image_size) when images are set",
     "mmproj": "a file: its encoder is echoed through the parts (memory.parts.encoder_weights)",
+    **{name: "echoed in the placement object, present only when the configuration offloads"
+       for name in ("n_gpu_layers", "n_cpu_moe", "override_tensor", "stream_experts", "expert_cache_hit")},
 }
-=======
-_PLACEMENT = "echoed in the placement object, present only when the configuration offloads"
-NOT_ECHOED: dict[str, str] = {name: _PLACEMENT for name in ("n_gpu_layers", "n_cpu_moe", "override_tensor",
-                                                            "stream_experts", "expert_cache_hit")}
->>>>>>> offload
 NOT_WRITTEN_BACK: dict[str, str] = {}
 
 
@@ -195,7 +191,7 @@ def _argv_round_trip(s):
 
 @pytest.mark.parametrize("settings", [
     dict(sequences=2, pinned_prefix_tokens=1024, weight_bits=4.5, kv_bits=4, kv_group_size=32,
-         os_reserve_bytes=2_500_000_000, gpu_working_set_bytes=5 * 2**30, margin_fraction=0.2, target_tokens_per_s=3.0, sliding_window=2048),
+         os_reserve_bytes=2_500_000_000, gpu_working_set_bytes=5 * 2**30, app_limit="standard", margin_fraction=0.2, target_tokens_per_s=3.0, sliding_window=2048),
     dict(weight_type="mlx-4bit", weight_group_size=32, k_type="q4_0", v_type="q8_0"),
     dict(k_bits=8, v_bits=4),
     dict(kv_type="q8_0"),

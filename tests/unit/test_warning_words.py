@@ -83,16 +83,16 @@ WARNINGS = [
      "MLX-LM will print its warning: the weights (6.00 GB) pass 90% of the GPU working set (5.73 GB): \"Generating "
      "with a model that requires 5722 MB which is close to the maximum recommended size of 5461 MB. This can be "
      "slow.\" (mlx_lm wired_limit; MB there are MiB)"),
-    (warning("metal_working_set", metal_bytes=7_000_000_000, weights_bytes=3_000_000_000, kv_bytes=4_000_000_000,
-             working_set_bytes=5_726_630_052, ggml_warns=False),
-     "llama.cpp on Metal: the weights and the KV cache (7.00 GB, every layer on the GPU; the Metal compute buffer "
-     "not counted) pass the GPU working set (5.73 GB); llama.cpp prints no warning for it (ggml checks only the "
-     "mapped weight buffers, which stay under it). Its --fit (on by default) fits unset options to that working set "
-     "less what is allocated, which kvplan does not model"),
+    (warning("metal_working_set", metal_bytes=7_000_000_000, weights_bytes=3_000_000_000, kv_bytes=3_800_000_000,
+             compute_bytes=200_000_000, working_set_bytes=5_726_630_052, ggml_warns=False),
+     "llama.cpp on Metal: the weights, the KV cache and the compute buffer (7.00 GB, every layer on the GPU) pass "
+     "the GPU working set (5.73 GB); llama.cpp prints no warning for it (ggml checks only the mapped weight buffers, "
+     "which stay under it). Its --fit (on by default) fits unset options to that working set less what is "
+     "allocated, which kvplan does not model"),
     (warning("metal_working_set", metal_bytes=7_000_000_000, weights_bytes=6_000_000_000, kv_bytes=1_000_000_000,
-             working_set_bytes=5_726_630_052, ggml_warns=True),
-     "llama.cpp on Metal: the weights and the KV cache (7.00 GB, every layer on the GPU; the Metal compute buffer "
-     "not counted) pass the GPU working set (5.73 GB); ggml warns \"current allocated size is greater than the "
+             compute_bytes=0, working_set_bytes=5_726_630_052, ggml_warns=True),
+     "llama.cpp on Metal: the weights and the KV cache (7.00 GB, every layer on the GPU; the compute buffer not "
+     "priced) pass the GPU working set (5.73 GB); ggml warns \"current allocated size is greater than the "
      "recommended max working set size\" as it maps the weights. Its --fit (on by default) fits unset options to "
      "that working set less what is allocated, which kvplan does not model"),
     (warning("speculation_slower", draft="llama-3.2-3b", tokens_per_s=9.04, plain_tokens_per_s=12.1,
