@@ -61,7 +61,7 @@ def test_state_tensor_shapes():
     assert mamba["blk.0.ssm_in.weight"] == (1536, 6448)
     assert mamba["blk.0.ssm_conv1d.weight"] == (4, 3328) and mamba["blk.0.ssm_conv1d.bias"] == (3328,)
     assert mamba["blk.0.ssm_a"] == (1, 48) and mamba["blk.0.ssm_d"] == (1, 48)
-    assert mamba["blk.0.ssm_norm.weight"] == (3072, 1)
+    assert mamba["blk.0.ssm_norm.weight"] == (3072,)  # [3072, 1]: one group, ggml's trailing 1 dropped
     nemo = {t.name: t.shape for t in tensor_inventory(_shape("nemotron-nano-9b-v2"))}
     assert nemo["blk.0.ssm_norm.weight"] == (1280, 8)  # 10,240 / 8 groups
     assert "blk.1.ffn_gate.weight" not in nemo and nemo["blk.1.ffn_up.weight"] == (4480, 15680)
