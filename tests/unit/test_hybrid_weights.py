@@ -119,3 +119,20 @@ def test_group_formats_refuse_state_layers():
     cat = Catalog()
     with pytest.raises(KvplanError, match="priced as llama.cpp's GGUF only"):
         evaluate(Scenario(cat.device("pixel8").profile, cat.model("lfm2-1.2b").profile, 4096, weight_type="mlx-4bit"))
+
+
+@pytest.mark.parametrize("name, ftypes", [("lfm2-1.2b", {"q4_k_m", "q2_k", "iq4_xs"}),
+                                          ("granite-4.0-h-1b", {"q4_k_m", "q3_k_m"})])
+def test_real_quantization_equals_the_dry_run_and_kvplan(name, ftypes):
+    # quantize_all.py --verify: llama-quantize (build 11434) really quantized the weight-less GGUF; the file read
+    # back with gguf-py has every tensor's type and bytes as the --dry-run said, and kvplan's total
+    import gzip
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "data" / "llamacpp" / "quant" / f"verify_{name}.json.gz"
+    results = json.loads(gzip.decompress(path.read_bytes()))["results"]
+    assert set(results) == ftypes
+    for ftype, r in results.items():
+        assert r["ok"] and not r["mismatches"]
+        assert r["real_total_tensor_bytes"] == price_gguf(_shape(name), ftype).total_bytes
