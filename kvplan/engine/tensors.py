@@ -317,7 +317,8 @@ def _mamba2_mixer(s: ModelShape, i: int) -> list[Tensor]:
     return [_blk(i, "ssm_in.weight", (h, 2 * d_inner + 2 * g * ds + nh), "linear"),  # z, x, B, C, dt
             _blk(i, "ssm_conv1d.weight", (k, conv), "conv"), _blk(i, "ssm_conv1d.bias", (conv,), "bias"),
             _blk(i, "ssm_dt.bias", (nh,), "bias"), _blk(i, "ssm_a", (1, nh), "ssm"), _blk(i, "ssm_d", (1, nh), "ssm"),
-            _blk(i, "ssm_norm.weight", (d_inner // g, g), "norm"), _blk(i, "ssm_out.weight", (d_inner, h), "linear")]
+            _blk(i, "ssm_norm.weight", (d_inner // g, g) if g > 1 else (d_inner,), "norm"),  # ggml drops a last 1
+            _blk(i, "ssm_out.weight", (d_inner, h), "linear")]
 
 
 def _gated_deltanet_mixer(s: ModelShape, i: int) -> list[Tensor]:

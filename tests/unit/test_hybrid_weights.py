@@ -61,7 +61,7 @@ def test_state_tensor_shapes():
     assert mamba["blk.0.ssm_in.weight"] == (1536, 6448)
     assert mamba["blk.0.ssm_conv1d.weight"] == (4, 3328) and mamba["blk.0.ssm_conv1d.bias"] == (3328,)
     assert mamba["blk.0.ssm_a"] == (1, 48) and mamba["blk.0.ssm_d"] == (1, 48)
-    assert mamba["blk.0.ssm_norm.weight"] == (3072, 1)
+    assert mamba["blk.0.ssm_norm.weight"] == (3072,)  # [3072, 1]: one group, ggml's trailing 1 dropped
     nemo = {t.name: t.shape for t in tensor_inventory(_shape("nemotron-nano-9b-v2"))}
     assert nemo["blk.0.ssm_norm.weight"] == (1280, 8)  # 10,240 / 8 groups
     assert "blk.1.ffn_gate.weight" not in nemo and nemo["blk.1.ffn_up.weight"] == (4480, 15680)
@@ -119,3 +119,20 @@ def test_group_formats_refuse_state_layers():
     cat = Catalog()
     with pytest.raises(KvplanError, match="priced as llama.cpp's GGUF only"):
         evaluate(Scenario(cat.device("pixel8").profile, cat.model("lfm2-1.2b").profile, 4096, weight_type="mlx-4bit"))
+
+
+@pytest.mark.parametrize("name, ftypes", [("lfm2-1.2b", {"q4_k_m", "q2_k", "iq4_xs"}),
+                                          ("granite-4.0-h-1b", {"q4_k_m", "q3_k_m"})])
+def test_real_quantization_equals_the_dry_run_and_kvplan(name, ftypes):
+    # quantize_all.py --verify: llama-quantize (build 11434) really quantized the weight-less GGUF; the file read
+    # back with gguf-py has every tensor's type and bytes as the --dry-run said, and kvplan's total
+    import gzip
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "data" / "llamacpp" / "quant" / f"verify_{name}.json.gz"
+    results = json.loads(gzip.decompress(path.read_bytes()))["results"]
+    assert set(results) == ftypes
+    for ftype, r in results.items():
+        assert r["ok"] and not r["mismatches"]
+        assert r["real_total_tensor_bytes"] == price_gguf(_shape(name), ftype).total_bytes
