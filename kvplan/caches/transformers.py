@@ -33,9 +33,9 @@ Rules, each from transformers' own source (file :: class.method):
   (``[batch, heads, head_dim, state_size]`` / ``[batch, value_heads, key_head_dim, value_head_dim]``) in float32
   whatever the model's dtype (the recurrences run in float32: ``models/qwen3_5/modeling_qwen3_5.py`` ::
   ``torch_chunk_gated_delta_rule``). Constant in the context, one per sequence of the batch.
-- Shared KV (Gemma 3n): ``DynamicCache.__init__`` / ``StaticCache.__init__`` drop the last
-  ``num_kv_shared_layers`` entries of ``layer_types`` before building layers ("Some models have shared layers thus
-  no cache is needed for them"), and ``Gemma3nTextAttention.forward`` reads the shared layers' K/V from the
+- Shared KV (Gemma 3n): ``get_layer_types_and_kwargs`` (which ``DynamicCache.__init__`` and
+  ``StaticCache.__init__`` call) drops the last ``num_kv_shared_layers`` entries of ``layer_types`` before the
+  layers are built ("Some models have shared layers thus no cache is needed for them"), and ``Gemma3nTextAttention.forward`` reads the shared layers' K/V from the
   ``kv_shared_layer_index`` layer's cache: those layers hold nothing (measured, 5.17.0).
 - Tensors are in the model's dtype (float32 / float16 / bfloat16); there are no block types.
   ``StaticLayer`` also keeps a 0-dim int64 ``cumulative_length`` (8 bytes a layer): bookkeeping,
@@ -229,7 +229,7 @@ def transformers_cache(spec: TransformersSpec, model, k_format: ElementFormat | 
              rule("cache_class", cache=spec.cache)]
     if schedule.latent:
         rules.append(mla_rule(model, k_format))
-    if shared:  # DynamicCache / StaticCache build layers for layer_types[: -num_kv_shared_layers] only
+    if shared:  # get_layer_types_and_kwargs: layers for layer_types[: -num_kv_shared_layers] only
         rules.append(rule("shared_kv_no_cache", first=shared[0][0], layers=model.layers - shared[0][0]))
     full_bpt = sliding_bpt = 0
     global_layers = 0

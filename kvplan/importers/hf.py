@@ -397,7 +397,9 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
             notes.append(MOE_PARAMS_GIVEN)
     towers = [key for key in ("vision_config", "audio_config") if isinstance(config.get(key), dict)]
     if gemma3n and towers:  # a multimodal wrapper: the text model is priced, its towers are not
-        notes.append(f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)")
+        note = f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)"
+        if note not in notes:  # said once, whoever says it first
+            notes.append(note)
         params_note += f"; {', '.join(towers)} not counted"
     source = config.get("_name_or_path") or where
     encoder = _vision_encoder(config, place)

@@ -215,3 +215,21 @@ def test_import_gguf_reads_the_gemma3n_keys(tmp_path):
     assert (m.sliding_window, m.sliding_window_pattern) == (512, "4:1")
     # layer 5 (sliding) shares layer 3's cache (the last sliding layer before it)
     assert m.schedule.layer(5) == SharedKV(3, 512)
+
+
+def test_llama_quantize_keeps_altup_laurel_and_the_per_layer_projection():
+    # llama-quantize --dry-run (build 11434, tests/data/llamacpp/quant/gemma-3n-e2b.json.gz): tensor_allows_quantization
+    # skips names with "altup", "laurel" and "per_layer_model_proj" (they stay F16, norms F32); per_layer_token_embd
+    # is a token embedding of a tied model, so it is typed as the output: q6_K under q4_0
+    import gzip
+
+    doc = json.loads(gzip.decompress((CONFIGS.parent / "llamacpp" / "quant" / "gemma-3n-e2b.json.gz").read_bytes()))
+    types = {t["name"]: t["type"].lower() for t in doc["types"]["q4_0"]["tensors"]}
+    assert types["per_layer_token_embd.weight"] == "q6_k" and types["token_embd.weight"] == "q6_k"
+    assert {types[n] for n in ("altup_proj.weight", "blk.3.laurel_l.weight", "blk.3.altup_router.weight",
+                               "per_layer_model_proj.weight")} == {"f16"}
+    assert types["blk.3.inp_gate.weight"] == types["blk.3.proj.weight"] == "q4_0"
+    from kvplan.engine.quantize import price_gguf
+
+    mine = {t.name: t.dtype.lower() for t in price_gguf(model_shape(model("gemma-3n-e2b")), "q4_0").tensors}
+    assert mine == types
