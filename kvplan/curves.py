@@ -270,7 +270,10 @@ def attention_curves(scenario: Scenario, ctx_max_tokens: int | None = None,
 
     gqa = [n for n in GQA_KV_HEADS if heads % n == 0 and 1 < n < heads]
     # the model's own head count where every layer has the same one (not for an MLA latent)
-    own = {getattr(layer, "kv_heads", None) for _, layer in model.schedule.groups()}
+    from kvplan.engine.schedule import attention_part
+
+    # a parallel layer's heads are its attention's; a state or feed-forward layer has none (None)
+    own = {getattr(attention_part(layer), "kv_heads", None) for _, layer in model.schedule.groups()}
     own_heads = own.pop() if len(own) == 1 and not model.schedule.latent else None
     if own_heads and 1 < own_heads < heads and own_heads not in gqa:
         gqa = sorted([*gqa, own_heads], reverse=True)

@@ -193,9 +193,10 @@ def _moe_block(moe, h: int) -> tuple[int, int, str]:
     total = (moe.experts + moe.shared_experts) * expert + always
     active = (moe.experts_per_token + moe.shared_experts) * expert + always
     extra = f" + {moe.extra_what}" if moe.extra_what else ""
-    return total, active, (f"MoE ({moe.experts} routed + {moe.shared_experts} shared) experts × 3×{h}×"
-                           f"{moe.expert_intermediate_size} + router {moe.experts}×{h}{extra} = {total:,}, active "
-                           f"({moe.experts_per_token} + {moe.shared_experts}) experts + router{extra} = {active:,}")
+    what = (f"MoE ({moe.experts} routed + {moe.shared_experts} shared) experts × 3×{h}×{moe.expert_intermediate_size} "
+            f"+ router {moe.experts}×{h}{extra} = {total:,}, active ({moe.experts_per_token} + {moe.shared_experts}) "
+            f"experts + router{extra} = {active:,}")
+    return total, active, what
 
 
 def hybrid_params(c: dict, model_type: str, layout: HybridLayout, heads: int, kv_heads: int, head_dim: int,
@@ -303,4 +304,5 @@ def hybrid_params(c: dict, model_type: str, layout: HybridLayout, heads: int, kv
     if active_mlp is None:
         return total, text
     active = total - len(layout.kinds) * (mlp - active_mlp)
-    return total, active, f"{text}, active {active:,} (embeddings included)"
+    text += f", active {active:,} (embeddings included)"
+    return total, active, text

@@ -89,3 +89,11 @@ def test_falcon_h1_every_layer_attends_and_keeps_a_mamba2_state(tmp_path):
     assert m.state.parallel_attention and m.state.layers == [0, 1, 2, 3]
     # conv 1,536 + 2 · 128 = 1,792 channels; SSM 1,536 · 128 = 196,608 values; attention 2 KV heads × 512 / 8
     assert m.schedule.runs == ((4, Parallel(Attention(2, 64, 64), State("mamba2", 1792, 4, 196_608))),)
+
+
+def test_lfm2moe_conv_layers_are_the_ones_without_kv_heads(tmp_path):
+    # src/models/lfm2moe.cpp: is_recr_impl[il] = n_head_kv(il) == 0, as lfm2's
+    m = profile_from_gguf_file(write(tmp_path / "m.gguf", "lfm2moe", [0, 0, 2, 0],
+                                     extra={"{arch}.shortconv.l_cache": 3})).model
+    assert (m.state.mixer, m.state.layers, m.state.conv_channels) == ("short_conv", [0, 1, 3], 512)
+    assert m.schedule.layer(2) == Attention(2, 64, 64)
