@@ -124,7 +124,10 @@ def _attention(b, s, cur, group, pos, k_rot, v_rot, fa, gated=False):
             gate = q_full
         else:
             q = b.mm(H * Dk, cur)
-        qr = _rot(g, g.op(_f32(Dk, H, T), g.view(q), pos, inplace=True), k_rot)  # ROPE (or the Q norm)
+        if s.get("b11434") and fa:  # VARIANT
+            qr = _rot(g, g.view(q), k_rot)
+        else:
+            qr = _rot(g, g.op(_f32(Dk, H, T), g.view(q), pos, inplace=True), k_rot)  # ROPE (or the Q norm)
         if s["qkv_order"] == "QVK":
             vr = _rot(g, g.view(b.mm(Hk * Dv, cur)), v_rot)
         k = b.mm(Hk * Dk, cur)
@@ -300,13 +303,13 @@ def _mamba2(b, s, x, s_copy):
     xbc = g.op(_f32(C, T), xbc, inplace=True)  # SILU
     dt = g.op(_f32(H, T), g.view(zx))  # CONT
     dt = g.op(_f32(H, T), dt, inplace=True)  # ADD dt bias
-    scan = g.op(_f32(di * T + N * di * s["n_seqs"]), g.view(xbc), dt, g.view(xbc), g.view(xbc), s_copy)
-    g.external_view(g.view(scan))  # CPY of the final SSM state
+    scan_bytes = _f32(di * T + N * di * s["n_seqs"])
+    scan = g.op(scan_bytes, g.view(xbc), dt, g.view(xbc), g.view(xbc), s_copy)
+    g.external_view(scan)  # CPY of the final SSM state (through a view)
     extra = g.op(_f32(N * di, s["n_rs"] - 1), s_copy)  # GET_ROWS of the states outside the micro-batch
     g.external_view(g.view(extra))
-    y = g.view(scan)
     xd = g.op(_f32(di, T), g.view(xbc))  # MUL x·D
-    y = g.op(_f32(di, T), xd, y, inplace=True)  # ADD
+    y = g.op(scan_bytes, scan, xd, inplace=True)  # ADD
     zc = g.op(_f32(di, T), g.view(zx))  # CONT z
     y = g.op(_f32(di, T), zc, y)  # SWIGLU (split): a new tensor
     return b.rms_norm(y, di)  # grouped RMS_NORM and its weight, in place
