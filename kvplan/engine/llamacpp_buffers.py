@@ -420,7 +420,8 @@ _LAYER_ARCHS = {
     "qwen3_5": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True},  # qwen35.cpp
     "qwen3_5_text": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True},
     "granitemoehybrid": {"state": {"mamba2": "mamba2"}},  # granite-hybrid.cpp (dense: no experts)
-    "nemotron_h": {"state": {"mamba2": "mamba2"}, "ffn": "none", "late_out_ids": True},  # nemotron-h.cpp
+    # nemotron-h.cpp: MLP-only layers, the output rows kept after the final norm, attention without RoPE
+    "nemotron_h": {"state": {"mamba2": "mamba2"}, "ffn": "none", "late_out_ids": True, "no_rope": True},
     "gpt_oss": {"moe": {"moe_gating": "softmax_weight", "moe_norm_w": False}},  # openai-moe.cpp
     "qwen3_moe": {"moe": {"moe_gating": "softmax", "moe_norm_w": True}},  # qwen3moe.cpp (norm_topk_prob)
 }
@@ -451,7 +452,7 @@ def layer_graph_of(profile: Mapping[str, Any]):
     L = int(_field(profile, "layers"))
     state = _field(profile, "state")
     experts = int(_field(profile, "experts", 0) or 0)
-    out = {k: v for k, v in rule.items() if k in ("resid_first", "attn_gated", "late_out_ids")}
+    out = {k: v for k, v in rule.items() if k in ("resid_first", "attn_gated", "late_out_ids", "no_rope")}
     mixers = ["attn"] * L
     if "state" in rule:
         if state is None or experts:

@@ -83,8 +83,8 @@ def _embeddings(b, s):
     m_embd = g.input(_f32(E, T))
 
     def branch():
-        dup = g.op(_f32(E, T), m_embd)  # DUP
         rows = g.op(_f32(E, T), m_tok)  # GET_ROWS of the token rows
+        dup = g.op(_f32(E, T), m_embd)  # DUP
         g.view(dup, rows, m_slots)  # SET_ROWS: a view of the DUP with no consumer
     return tokens, branch
 
@@ -124,14 +124,19 @@ def _attention(b, s, cur, group, pos, k_rot, v_rot, fa, gated=False):
             gate = q_full
         else:
             q = b.mm(H * Dk, cur)
-        if s.get("b11434") and fa:  # VARIANT
+        if s.get("no_rope") or (s.get("b11434") and fa):
+            # no RoPE (Nemotron-H's attention), or build 11434 with flash attention, where the measured buffers
+            # show Q roped in place (the allocator reuses a view's source with one view and no other consumer)
             qr = _rot(g, g.view(q), k_rot)
         else:
             qr = _rot(g, g.op(_f32(Dk, H, T), g.view(q), pos, inplace=True), k_rot)  # ROPE (or the Q norm)
         if s["qkv_order"] == "QVK":
             vr = _rot(g, g.view(b.mm(Hk * Dv, cur)), v_rot)
         k = b.mm(Hk * Dk, cur)
-        kr = _rot(g, g.op(_f32(Dk, Hk, T), g.view(k), pos, inplace=True), k_rot)
+        if s.get("no_rope"):
+            kr = _rot(g, g.view(k), k_rot)
+        else:
+            kr = _rot(g, g.op(_f32(Dk, Hk, T), g.view(k), pos, inplace=True), k_rot)
         if s["qkv_order"] == "QKV":
             vr = _rot(g, g.view(b.mm(Hk * Dv, cur)), v_rot)
     g.external_view(g.view(kr), k_idxs)  # SET_ROWS into the K cache through a view
@@ -265,24 +270,26 @@ def _moe_ffn(b, x, s):
     return out
 
 
-def _short_conv(b, s, x, s_copy):
+def _short_conv(b, s, x, s_copy, states=None, eager=lambda: None):
     """LFM2's gated short convolution (``src/models/lfm2.cpp``, ``build_shortconv_block``), up to the
     output projection's input. ``build_rs`` gathers every sequence's conv state first (GET_ROWS of the
     ``n_rs`` states: ``n_embd_r`` floats each); then the norm, the in-projection [3·E, T] (B, C, x views),
     B·x, the state prepended (CONCAT: ``E · (T + (L−1)·n_seqs)`` floats), the last columns copied back to the
     cache, SSM_CONV [E, T] and C·conv (in place)."""
     g, T, E = b.g, b.T, s["E"]
-    states = g.op(_f32(s["n_embd_r"], s["n_rs"]), s_copy)
+    if states is None:
+        states = g.op(_f32(s["n_embd_r"], s["n_rs"]), s_copy)
     cur = b.rms_norm(x, E)
     bcx = b.mm(3 * E, cur)
     bx = g.op(_f32(E, T), g.view(bcx), g.view(bcx))  # MUL of the B and x views
     cx = g.op(_f32(E, T + (s["conv_k"] - 1) * s["n_seqs"]), g.view(states), g.view(bx))  # CONCAT
     g.external_view(g.view(cx))  # CPY of the new state into the cache
+    eager()
     conv = g.op(_f32(E, T), cx)  # SSM_CONV
     return g.op(_f32(E, T), conv, g.view(bcx), inplace=True)  # MUL by the C view
 
 
-def _mamba2(b, s, x, s_copy):
+def _mamba2(b, s, x, s_copy, conv_states=None, eager=lambda: None):
     """``build_mamba2_layer`` (``src/models/mamba-base.cpp``) up to ``ssm_out``'s input [d_inner, T].
 
     The conv states are gathered first (GET_ROWS, ``n_rs`` rows of ``n_embd_r`` floats), then the norm, the
@@ -293,7 +300,8 @@ def _mamba2(b, s, x, s_copy):
     g, T, E = b.g, b.T, s["E"]
     di, H, N, G = s["d_inner"], s["ssm_H"], s["ssm_N"], s["ssm_G"]
     C = di + 2 * G * N
-    conv_states = g.op(_f32(s["n_embd_r"], s["n_rs"]), s_copy)
+    if conv_states is None:
+        conv_states = g.op(_f32(s["n_embd_r"], s["n_rs"]), s_copy)
     cur = b.rms_norm(x, E)
     zx = b.mm(2 * di + 2 * G * N + H, cur)
     cx = g.op(_f32(C, T + (s["conv_k"] - 1) * s["n_seqs"]), g.view(conv_states), g.view(zx))  # CONCAT
@@ -303,16 +311,17 @@ def _mamba2(b, s, x, s_copy):
     xbc = g.op(_f32(C, T), xbc, inplace=True)  # SILU
     dt = g.op(_f32(H, T), g.view(zx))  # CONT
     dt = g.op(_f32(H, T), dt, inplace=True)  # ADD dt bias
-    scan_bytes = _f32(di * T + N * di * s["n_seqs"])
-    scan = g.op(scan_bytes, g.view(xbc), dt, g.view(xbc), g.view(xbc), s_copy)
-    g.external_view(scan)  # CPY of the final SSM state (through a view)
+    scan = g.op(_f32(di * T + N * di * s["n_seqs"]), g.view(xbc), dt, g.view(xbc), g.view(xbc), s_copy)
     extra = g.op(_f32(N * di, s["n_rs"] - 1), s_copy)  # GET_ROWS of the states outside the micro-batch
     g.external_view(g.view(extra))
-    xd = g.op(_f32(di, T), g.view(xbc))  # MUL x·D
-    y = g.op(scan_bytes, scan, xd, inplace=True)  # ADD
+    g.external_view(g.view(scan))  # CPY of the final SSM state
+    eager()
     zc = g.op(_f32(di, T), g.view(zx))  # CONT z
+    xd = g.op(_f32(di, T), g.view(xbc))  # MUL x·D
+    y = g.op(_f32(di, T), g.view(scan), xd, inplace=True)  # ADD: in place on x·D (a view is never reused)
     y = g.op(_f32(di, T), zc, y)  # SWIGLU (split): a new tensor
-    return b.rms_norm(y, di)  # grouped RMS_NORM and its weight, in place
+    y = g.op(_f32(di, T), g.view(y))  # grouped RMS_NORM of its reshape: a new tensor
+    return g.op(_f32(di, T), y, inplace=True)  # its weight (MUL), in place
 
 
 def _gated_deltanet(b, s, x, s_copy):
@@ -362,9 +371,11 @@ def _layers(s, fa):
     g = b.g
     mixers, ffns = s["mixers"], s["ffns"]
     tokens, mixed = _embeddings(b, s)
+    # build_inp_mem_hybrid: the recurrent states' copy ids, then the attention inputs; positions after them
+    # (none without RoPE); a plain KV model (gpt-oss, Qwen3-MoE) builds its positions first
     s_copy = g.input(s["n_rs"] * I32) if any(m in ("conv", "mamba2", "gdn") for m in mixers) else None
     k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
-    pos = g.input(T * I32)
+    pos = g.input(T * I32) if s_copy is None else None
     v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
     groups = []
     if "attn" in mixers:
@@ -375,23 +386,44 @@ def _layers(s, fa):
                 g.input(n_kv * T * (F16 if fa else F32)),
                 n_kv,
             ))
+    if s_copy is not None and not s.get("no_rope"):
+        pos = g.input(T * I32)
     out_ids = g.input(b.O * I32)
     x = g.op(_f32(E, T), tokens)  # GET_ROWS of the token embeddings
     mixed()
     late = s.get("late_out_ids", False)
     resid_first = s.get("resid_first", False)
+    # Graph order: ggml_build_forward_expand places a tensor when something expanded needs it. A layer's tail
+    # (after its last explicit expand: the attention, a state copy) is placed only when a later expand reaches
+    # it, but the next short-conv or Mamba2 layer's build_rs expands its GET_ROWS of the conv states at once:
+    # that GET_ROWS comes right after the previous layer's last expand (as GGML_SCHED_DEBUG-style dumps of build
+    # 11434's reserve graph show), before the tail.
+    prefetched = {}
+
+    def eager_after(il):
+        def hook():
+            nxt = next((j for j in range(il + 1, L) if mixers[j] != "mlp"), None)
+            if nxt is not None and mixers[nxt] in ("conv", "mamba2") and nxt not in prefetched:
+                prefetched[nxt] = g.op(_f32(s["n_embd_r"], s["n_rs"]), s_copy)
+        return hook
+
     for il in range(L):
         g.mark()
         resid = x
         kind = mixers[il]
         if kind == "attn":
             cur = b.rms_norm(x, E)
-            out = b.mm(E, _attention(b, s, cur, groups[s["cache_of_layer"](il)], pos, k_rot, v_rot, fa,
-                                     gated=s.get("attn_gated", False)))
+            attn = _attention(b, s, cur, groups[s["cache_of_layer"](il)], pos, k_rot, v_rot, fa,
+                              gated=s.get("attn_gated", False))
+            if s.get("b11434"):
+                eager_after(il)()
+            out = b.mm(E, attn)
         elif kind == "conv":
-            out = b.mm(E, _short_conv(b, s, x, s_copy))
+            out = b.mm(E, _short_conv(b, s, x, s_copy, prefetched.get(il),
+                                      eager_after(il) if s.get("b11434") else (lambda: None)))
         elif kind == "mamba2":
-            out = b.mm(E, _mamba2(b, s, x, s_copy))
+            out = b.mm(E, _mamba2(b, s, x, s_copy, prefetched.get(il),
+                                  eager_after(il) if s.get("b11434") else (lambda: None)))
         elif kind == "gdn":
             out = b.mm(E, _gated_deltanet(b, s, x, s_copy))
         else:  # mlp: up, ReLU and SQR in place, down
@@ -415,7 +447,7 @@ def _layers(s, fa):
             out = b.mm(E, g.op(_f32(F, b.T), gate, up))  # SWIGLU
         x = b.add(ffn_inp, out, E) if resid_first else b.add(out, ffn_inp, E)
     x = g.op(_f32(E, b.T), x, inplace=True)  # final RMS_NORM
-    x = g.op(_f32(E, b.T), x, inplace=True, output=not late)  # its weight: result_norm
+    x = g.op(_f32(E, b.T), x, inplace=True, output=True)  # its weight: result_norm (Nemotron-H: t_h_nextn)
     if late:
         b.T = b.O
         x = g.op(_f32(E, b.T), x, out_ids, output=True)  # GET_ROWS of the output rows
@@ -503,5 +535,5 @@ def reserve_graph(s, fa):
         g = _layers(s, fa)
     else:
         g = _llama(s, fa)
-    g.keep_inputs = bool(s.get("b11434"))
+    g.keep_inputs = False
     return g
