@@ -417,12 +417,17 @@ def _field(obj, key, default=None):
 #: mixer it builds, and per-architecture details (``src/models/<arch>.cpp``)
 _LAYER_ARCHS = {
     "lfm2": {"state": {"short_conv": "conv"}, "resid_first": True},  # lfm2.cpp: ggml_add(prev_cur, cur)
-    "qwen3_5": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True},  # qwen35.cpp
-    "qwen3_5_text": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True},
+    # qwen35.cpp: gated attention, M-RoPE (llama_hparams::n_pos_per_embd 4)
+    # and the output rows kept after the final norm (embeddings_nextn_masked false)
+    "qwen3_5": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True, "n_pos": 4, "late_out_ids": True},
+    "qwen3_5_text": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True, "n_pos": 4, "late_out_ids": True},
     "granitemoehybrid": {"state": {"mamba2": "mamba2"}},  # granite-hybrid.cpp (dense: no experts)
     # nemotron-h.cpp: MLP-only layers, the output rows kept after the final norm, attention without RoPE
     "nemotron_h": {"state": {"mamba2": "mamba2"}, "ffn": "none", "late_out_ids": True, "no_rope": True},
-    "gpt_oss": {"moe": {"moe_gating": "softmax_weight", "moe_norm_w": False}},  # openai-moe.cpp
+    # openai-moe.cpp: Q, K, V projections in that order (their biases added in place: no tensor of their own),
+    # and the output rows kept after the last layer, before the final norm
+    "gpt_oss": {"moe": {"moe_gating": "softmax_weight", "moe_norm_w": False}, "qkv_order": "QKV",
+                "late_out_ids": "before_norm"},
     "qwen3_moe": {"moe": {"moe_gating": "softmax", "moe_norm_w": True}},  # qwen3moe.cpp (norm_topk_prob)
 }
 
@@ -452,7 +457,8 @@ def layer_graph_of(profile: Mapping[str, Any]):
     L = int(_field(profile, "layers"))
     state = _field(profile, "state")
     experts = int(_field(profile, "experts", 0) or 0)
-    out = {k: v for k, v in rule.items() if k in ("resid_first", "attn_gated", "late_out_ids", "no_rope")}
+    out = {k: v for k, v in rule.items()
+           if k in ("resid_first", "attn_gated", "late_out_ids", "no_rope", "qkv_order", "n_pos")}
     mixers = ["attn"] * L
     if "state" in rule:
         if state is None or experts:

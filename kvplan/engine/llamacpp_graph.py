@@ -117,19 +117,18 @@ def _attention(b, s, cur, group, pos, k_rot, v_rot, fa, gated=False):
         vr = v if fa else None  # without flash attention V is made contiguous after K is stored
     else:
         if gated:
-            q_full = b.mm(2 * H * Dk, cur)
-            # RMS_NORM of the strided query view: written as in place, which build 11434's measured buffers bear
-            # out (a new [Dk, H, T] tensor there puts the flash-attention peaks one H·Dk·T·4 above the measurement)
-            q = q_full
-            gate = q_full
+            # RMS_NORM of the strided query view: a new tensor, roped in place (an owned tensor, one consumer)
+            gate = b.mm(2 * H * Dk, cur)
+            qr = _rot(g, g.op(_f32(Dk, H, T), g.view(gate)), k_rot)
         else:
             q = b.mm(H * Dk, cur)
-        if s.get("no_rope") or (s.get("b11434") and fa):
-            # no RoPE (Nemotron-H's attention), or build 11434 with flash attention, where the measured buffers
-            # show Q roped in place (the allocator reuses a view's source with one view and no other consumer)
-            qr = _rot(g, g.view(q), k_rot)
-        else:
-            qr = _rot(g, g.op(_f32(Dk, H, T), g.view(q), pos, inplace=True), k_rot)  # ROPE (or the Q norm)
+            if s.get("no_rope"):
+                # no RoPE (Nemotron-H's attention), or RoPE in place on the projection made contiguous by its
+                # bias add (gpt-oss: ADD in place, then ROPE in place on an owned tensor); otherwise RoPE (or the
+                # Q norm) of the projection's reshape view is a new tensor (ggml-alloc never reuses a view's source)
+                qr = _rot(g, g.view(q), k_rot)
+            else:
+                qr = _rot(g, g.op(_f32(Dk, H, T), g.view(q), pos, inplace=True), k_rot)  # ROPE (or the Q norm)
         if s["qkv_order"] == "QVK":
             vr = _rot(g, g.view(b.mm(Hk * Dv, cur)), v_rot)
         k = b.mm(Hk * Dk, cur)
@@ -371,11 +370,11 @@ def _layers(s, fa):
     g = b.g
     mixers, ffns = s["mixers"], s["ffns"]
     tokens, mixed = _embeddings(b, s)
-    # build_inp_mem_hybrid: the recurrent states' copy ids, then the attention inputs; positions after them
-    # (none without RoPE); a plain KV model (gpt-oss, Qwen3-MoE) builds its positions first
+    # the graph's leafs in the order a node first reads them (graph order): the recurrent states' copy ids, the
+    # positions (none without RoPE; Qwen3.5's M-RoPE keeps 4 per token), then each KV cache's inputs
     s_copy = g.input(s["n_rs"] * I32) if any(m in ("conv", "mamba2", "gdn") for m in mixers) else None
     k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
-    pos = g.input(T * I32) if s_copy is None else None
+    pos = None if s.get("no_rope") else g.input(T * I32 * s.get("n_pos", 1))
     v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
     groups = []
     if "attn" in mixers:
@@ -386,8 +385,6 @@ def _layers(s, fa):
                 g.input(n_kv * T * (F16 if fa else F32)),
                 n_kv,
             ))
-    if s_copy is not None and not s.get("no_rope"):
-        pos = g.input(T * I32)
     out_ids = g.input(b.O * I32)
     x = g.op(_f32(E, T), tokens)  # GET_ROWS of the token embeddings
     mixed()
@@ -446,8 +443,13 @@ def _layers(s, fa):
             up = b.mm(F, cur)
             out = b.mm(E, g.op(_f32(F, b.T), gate, up))  # SWIGLU
         x = b.add(ffn_inp, out, E) if resid_first else b.add(out, ffn_inp, E)
+    if late == "before_norm":  # gpt-oss: the last residual is t_h_nextn (an output), its output rows are normed
+        g.output[x] = True
+        b.T = b.O
+        x = g.op(_f32(E, b.T), x, out_ids)  # GET_ROWS
+        late = False
     x = g.op(_f32(E, b.T), x, inplace=True)  # final RMS_NORM
-    x = g.op(_f32(E, b.T), x, inplace=True, output=True)  # its weight: result_norm (Nemotron-H: t_h_nextn)
+    x = g.op(_f32(E, b.T), x, inplace=True, output=True)  # its weight: result_norm (Nemotron-H, Qwen3.5: t_h_nextn)
     if late:
         b.T = b.O
         x = g.op(_f32(E, b.T), x, out_ids, output=True)  # GET_ROWS of the output rows
