@@ -376,9 +376,13 @@ def _layers(s, fa):
     k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
     pos = None if s.get("no_rope") else g.input(T * I32 * s.get("n_pos", 1))
     v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
-    groups = []
+    groups, rots = [], []
     if "attn" in mixers:
-        for n_kv in s["caches"]:
+        for c, n_kv in enumerate(s["caches"]):
+            if c:  # every cache of llama_kv_cache_iswa has its own rotations, read first by its first layer
+                k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
+                v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
+            rots.append((k_rot, v_rot))
             groups.append((
                 g.input(T * I64),
                 g.input(T * I64 if fa else s["Hk"] * s["Dv"] * T * I64),
@@ -410,8 +414,8 @@ def _layers(s, fa):
         kind = mixers[il]
         if kind == "attn":
             cur = b.rms_norm(x, E)
-            attn = _attention(b, s, cur, groups[s["cache_of_layer"](il)], pos, k_rot, v_rot, fa,
-                              gated=s.get("attn_gated", False))
+            c = s["cache_of_layer"](il)
+            attn = _attention(b, s, cur, groups[c], pos, *rots[c], fa, gated=s.get("attn_gated", False))
             if s.get("b11434"):
                 eager_after(il)()
             out = b.mm(E, attn)
