@@ -272,10 +272,9 @@ def compute_buffer_bytes(
         KV cache element types (``-ctk``/``-ctv``); quantized ones add Hadamard
         rotations (:func:`_rotation_sizes`).
     build : str, optional
-        A llama.cpp build of :data:`kvplan.engine.llamacpp_process.BUILDS`. ``"b11434"`` with ``graph="layers"``
-        writes that build's graph inputs (:func:`kvplan.engine.llamacpp_graph._embeddings`: the mixed-batch
-        branch) and keeps every input live to the end, as its measured buffers show; otherwise the
-        ``0c1e57098`` graph.
+        A llama.cpp build of :data:`kvplan.engine.llamacpp_process.BUILDS`. ``"b11434"`` writes that build's
+        graph: the mixed-batch branch of ``build_inp_embd`` (:func:`kvplan.engine.llamacpp_graph._embeddings`)
+        and the rotations of each cache of a two-cache model; None or ``"0c1e57098"``: that build's graph.
     layer_graph : tuple of (str, object) pairs, optional
         With ``graph="layers"``: the per-layer mixers and feed-forwards and their widths
         (:func:`layer_graph_of`; :func:`kvplan.engine.llamacpp_graph._layers` reads them).
@@ -339,10 +338,8 @@ def compute_buffer_bytes(
         "n_expert": n_expert, "n_expert_used": n_expert_used, "F_expert": n_ff_expert,
         "F_shared": n_ff_shared, "dense_layers": dense_layers if n_expert_used else layers,
         "O": T if n_outputs is None else min(T, n_outputs),
-        # build 11434's input rules are applied to the graphs measured on that build only (the hybrid and MoE
-        # ones); the dense graphs keep the 0c1e57098 replay, which llama-server's logs of build 11434 confirm
-        # within 16 MiB (tests/unit/test_llamacpp_process_measured.py)
-        "b11434": build == "b11434" and graph == "layers",
+        # build 11434's graph (llamacpp_graph._embeddings: the mixed-batch branch; per-cache rotations)
+        "b11434": build == "b11434",
     }
     if graph == "layers":
         # the recurrent memory holds one state per sequence (llama_memory_recurrent, size max(1, n_seq_max)) and

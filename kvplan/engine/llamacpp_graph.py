@@ -70,7 +70,7 @@ class _B:
 def _embeddings(b, s):
     """``build_inp_embd``: the token ids and the embeddings input, and on build 11434 the mixed-batch branch
     ``ggml_build_forward_select`` also places (``src/llama-graph.cpp``: inputs ``inp_mixed_tokens`` [T] I32,
-    ``inp_mixed_slots`` [T] I64, ``inp_mixed_embd`` [E, T]; DUP of the last, GET_ROWS of the token rows,
+    ``inp_mixed_slots`` [T] I64, ``inp_mixed_embd`` [E, T]; GET_ROWS of the token rows, DUP of the last,
     SET_ROWS into the DUP: a view nothing reads, so the DUP is never freed). Returns the token ids' id and a
     function that writes the branch's nodes (after the token path's GET_ROWS)."""
     g, T, E = b.g, b.T, s["E"]
@@ -178,8 +178,12 @@ def _llama(s, fa):
     pos = g.input(T * I32)
     v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
     # one (K indices, V indices, mask) group per KV cache: the sliding-window one first (llama_kv_cache_iswa)
-    groups = []
-    for n_kv in s["caches"]:
+    groups, rots = [], []
+    for c, n_kv in enumerate(s["caches"]):
+        if c and s.get("b11434"):  # build 11434: each cache of llama_kv_cache_iswa reads its own rotations
+            k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
+            v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
+        rots.append((k_rot, v_rot))
         groups.append((
             g.input(T * I64),
             g.input(T * I64 if fa else s["Hk"] * Dv * T * I64),
@@ -194,7 +198,8 @@ def _llama(s, fa):
         g.mark()
         resid = x
         cur = b.rms_norm(x, E)
-        attn_in = _attention(b, s, cur, groups[s["cache_of_layer"](il)], pos, k_rot, v_rot, fa)
+        c = s["cache_of_layer"](il)
+        attn_in = _attention(b, s, cur, groups[c], pos, *rots[c], fa)
         ffn_inp, cur = b.attention_out(attn_in, resid, out_ids, E, last=il == L - 1)
         if s["qkv_order"] == "fused":  # Phi-3: fused gate+up [2·n_ff, T], SWIGLU of its halves
             act = g.op(_f32(F, b.T), b.mm(2 * F, cur))
@@ -468,13 +473,13 @@ def _mla(s, fa):
     n_kv = s["caches"][0]
     b = _B(T, s.get("O"))
     g = b.g
-    tokens = g.input(T * I32)
-    g.input(_f32(E, T))
+    tokens, mixed = _embeddings(b, s)
     pos = g.input(T * I32)
     k_idxs = g.input(T * I64)  # MLA: no V cache, no V indices
     mask = g.input(n_kv * T * (F16 if fa else F32))
     out_ids = g.input(b.O * I32)
     x = g.op(_f32(E, T), tokens)
+    mixed()
     for il in range(L):
         g.mark()
         resid = x
@@ -541,5 +546,4 @@ def reserve_graph(s, fa):
         g = _layers(s, fa)
     else:
         g = _llama(s, fa)
-    g.keep_inputs = False
     return g
