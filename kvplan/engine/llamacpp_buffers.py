@@ -546,7 +546,8 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
         v_head_dim=_field(profile, "v_head_dim", profile["head_dim"]),
         hidden=profile["hidden_size"],
         n_ff=profile["intermediate_size"],
-        n_vocab=profile["vocab_size"],
+        # the logits are as wide as the GGUF's vocabulary, which the converter may trim (Gemma 3: 262,144 of 262,208)
+        n_vocab=_field(profile, "gguf_vocab_size", None) or profile["vocab_size"],
         n_swa=n_swa,
         graph=graph,
         kv_lora_rank=int(_field(mla, "kv_lora_rank", 0)),
