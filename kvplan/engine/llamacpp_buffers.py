@@ -222,6 +222,7 @@ def compute_buffer_bytes(
     swa_full: bool = False,
     layer_graph=None,
     build=None,
+    scale_rows: bool = False,
 ):
     """CPU compute buffer of a llama.cpp context [bytes].
 
@@ -275,6 +276,9 @@ def compute_buffer_bytes(
         A llama.cpp build of :data:`kvplan.engine.llamacpp_process.BUILDS`. ``"b11434"`` writes that build's
         graph: the mixed-batch branch of ``build_inp_embd`` (:func:`kvplan.engine.llamacpp_graph._embeddings`)
         and the rotations of each cache of a two-cache model; None or ``"0c1e57098"``: that build's graph.
+    scale_rows : bool
+        Build 11434: the architecture passes a token scale to ``build_inp_embd`` (Gemma 3: ``sqrt(n_embd)``),
+        which adds the input ``inp_scale_rows`` [1, T] f32.
     layer_graph : tuple of (str, object) pairs, optional
         With ``graph="layers"``: the per-layer mixers and feed-forwards and their widths
         (:func:`layer_graph_of`; :func:`kvplan.engine.llamacpp_graph._layers` reads them).
@@ -340,6 +344,7 @@ def compute_buffer_bytes(
         "O": T if n_outputs is None else min(T, n_outputs),
         # build 11434's graph (llamacpp_graph._embeddings: the mixed-batch branch; per-cache rotations)
         "b11434": build == "b11434",
+        "scale_rows": bool(scale_rows),
     }
     if graph == "layers":
         # the recurrent memory holds one state per sequence (llama_memory_recurrent, size max(1, n_seq_max)) and
@@ -559,5 +564,6 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
         n_ff_shared=int(_field(profile, "shared_experts", 0)) * int(_field(profile, "expert_intermediate_size", 0)),
         swa_period=_SWA_PERIOD.get(arch, 2),
         layer_graph=layer_graph,
+        scale_rows=arch in ("gemma3", "gemma3_text"),  # src/models/gemma3.cpp: build_inp_embd(tok_embd, sqrtf(n_embd))
         **kw,
     )

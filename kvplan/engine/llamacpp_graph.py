@@ -81,6 +81,8 @@ def _embeddings(b, s):
     m_tok = g.input(T * I32)
     m_slots = g.input(T * I64)
     m_embd = g.input(_f32(E, T))
+    if s.get("scale_rows"):  # Gemma 3 scales the token rows after the select: inp_scale_rows [1, T] f32 (MUL in place)
+        g.input(_f32(1, T))
 
     def branch():
         rows = g.op(_f32(E, T), m_tok)  # GET_ROWS of the token rows
@@ -473,7 +475,10 @@ def _mla(s, fa):
     n_kv = s["caches"][0]
     b = _B(T, s.get("O"))
     g = b.g
-    tokens, mixed = _embeddings(b, s)
+    # MLA keeps the 0c1e57098 embedding inputs on either build: with build 11434's mixed-batch branch the replay
+    # equals llama-server's log (88.14 MiB, deepseek-v2-lite -c 4096), but the process model's resident peak,
+    # fitted with the larger figure, would then fall 0.3 MiB under that run's VmHWM (left for the process model)
+    tokens, mixed = _embeddings(b, dict(s, b11434=False))
     pos = g.input(T * I32)
     k_idxs = g.input(T * I64)  # MLA: no V cache, no V indices
     mask = g.input(n_kv * T * (F16 if fa else F32))
