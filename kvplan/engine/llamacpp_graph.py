@@ -103,7 +103,7 @@ def _attention(b, s, cur, group, pos, k_rot, v_rot, fa, gated=False):
 
     ``group`` is the layer's cache: (K indices, V indices, mask, cells). ``gated`` (Qwen3.5's full-attention
     layers, ``src/models/qwen35.cpp`` ``build_layer_attn``): the Q projection is twice as wide (query and
-    gate interleaved per head), the Q norm of its strided view adds no tensor (by measurement), and after the
+    gate interleaved per head), the Q norm of its strided view is a new tensor (roped in place), and after the
     attention the gate is made contiguous (CONT), passed through a sigmoid (in place) and multiplies the output
     (in place).
     """
@@ -301,8 +301,9 @@ def _mamba2(b, s, x, s_copy, conv_states=None, eager=lambda: None):
     The conv states are gathered first (GET_ROWS, ``n_rs`` rows of ``n_embd_r`` floats), then the norm, the
     in-projection zxBCdt [2·d_inner + 2·G·N + H, T], CONCAT of the state and xBC, SSM_CONV [C, T] (bias and
     SiLU in place), dt made contiguous [H, T], SSM_SCAN (``d_inner·T`` outputs then ``N·d_inner·n_seqs`` final
-    states), the other sequences' SSM states (GET_ROWS of ``n_rs − 1`` rows, copied back), x·D, y + x·D, z made
-    contiguous, SWIGLU and the grouped RMS norm (in place)."""
+    states), the other sequences' SSM states (GET_ROWS of ``n_rs − 1`` rows, copied back), z made contiguous,
+    x·D, y + x·D (in place on x·D), SWIGLU, and the grouped RMS norm of its reshape (a new tensor; its weight in
+    place). ``eager`` is called after the state copies: where the next state layer's GET_ROWS goes."""
     g, T, E = b.g, b.T, s["E"]
     di, H, N, G = s["d_inner"], s["ssm_H"], s["ssm_N"], s["ssm_G"]
     C = di + 2 * G * N
