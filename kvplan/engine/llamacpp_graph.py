@@ -11,7 +11,12 @@ The order and the ops follow llama.cpp ``0c1e57098`` (``src/llama-graph.cpp``:
 ``build_inp_*``, ``build_norm``, ``build_qkv``, ``build_attn``,
 ``build_attn_mha``, ``build_ffn``, ``build_moe_ffn``; ``src/models/*.cpp``;
 ``src/llama-kv-cache.cpp``: ``cpy_k``, ``cpy_v``) and were checked tensor by
-tensor against ``GGML_ALLOCATOR_DEBUG`` traces.
+tensor against ``GGML_ALLOCATOR_DEBUG`` traces. With ``s["b11434"]`` the graphs
+are build 11434's (:func:`_embeddings`, per-cache rotations), and :func:`_layers`
+writes that build's hybrid and MoE graphs (``src/models/lfm2.cpp``, ``qwen35.cpp``,
+``granite-hybrid.cpp``, ``nemotron-h.cpp``, ``mamba-base.cpp``, ``delta-net-base.cpp``,
+``openai-moe.cpp``, ``qwen3moe.cpp``), checked allocation by allocation against dumps
+of its reserve graph (``tests/harness/graph_dump.py``).
 
 Pure: no I/O.
 """
