@@ -118,7 +118,9 @@ def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
                  kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v,
                  swa_full=bool(getattr(spec, "swa_full", False)), build=spec.build)
     compute = lb.compute_buffer_bytes_from_profile(view, n_ctx=requested, floor=floor, n_outputs=n_outputs, **graph)
-    output = lb.output_buffer_bytes(model.vocab_size, n_seq_max=int(sequences))
+    # n_vocab of the GGUF llama.cpp loads (the converter trims Gemma 3's to its tokenizer: gguf_vocab_size)
+    output = lb.output_buffer_bytes(getattr(model, "gguf_vocab_size", None) or model.vocab_size,
+                                    n_seq_max=int(sequences))
     ubatch = min(spec.ubatch, spec.batch, max(requested, 1))
     resident = None
     streams = 1 if spec.kv_unified else int(sequences)

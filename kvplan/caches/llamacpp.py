@@ -476,7 +476,7 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
     s_bpc = sum(count * state_s_bytes(layer) for count, layer in states)
     return LlamaCppCache(spec, k_format, v_format, global_bpc, swa_bpc, window if swa else None,
                          global_layers, layers - global_layers, k_global, k_swa, model.max_context,
-                         model.vocab_size,
+                         getattr(model, "gguf_vocab_size", None) or model.vocab_size,  # the GGUF's n_vocab
                          tuple(rules), r_bpc + s_bpc, sum(count for count, _ in states), r_bpc, s_bpc)
 
 

@@ -36,8 +36,7 @@ class Graph:
     the order given; nodes are placed in graph order.
     """
 
-    __slots__ = ("size", "srcs", "view_src", "inplace", "layout", "output", "inputs", "nodes", "marks",
-                 "keep_inputs")
+    __slots__ = ("size", "srcs", "view_src", "inplace", "layout", "output", "inputs", "nodes", "marks")
 
     def __init__(self):
         self.size: list[int] = []
@@ -49,9 +48,6 @@ class Graph:
         self.inputs: list[int] = []
         self.nodes: list[int] = []
         self.marks: list[int] = []  # node positions where a repeating block (a layer) starts
-        #: inputs are never freed (llama.cpp build 11434's reserve graphs, found by measurement: its compute
-        #: buffers grow by the whole KQ mask with the context, which a freed mask's hole would not)
-        self.keep_inputs = False
 
     def mark(self):
         """Note that a layer starts here: :func:`peak_bytes` can snapshot the allocator at each mark.
@@ -280,10 +276,8 @@ def peak_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT, trace: list | None 
         if trace is not None:
             trace.append(("A", t, addr[t]))
 
-    kept = set(g.inputs) if g.keep_inputs else ()
-
     def free(t):
-        if output[t] or t in kept:
+        if output[t]:
             return
         alloc.free(addr[t], size[t])
         own[t] = False

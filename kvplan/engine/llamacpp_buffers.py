@@ -23,8 +23,13 @@ llama-cpp-python 0.3.36) allocates, besides the weights and the KV cache:
   allocator over it. The repeating layer loop is cut short (:func:`_peak`), so
   a call costs well under a millisecond whatever the depth.
 
-Checked against every run in ``tests/data/llamacpp/buffers`` (410 CPU runs):
-all reproduced to the byte.
+Checked against every run in ``tests/data/llamacpp/buffers`` of build ``0c1e57098`` (410 CPU runs): all
+reproduced to the byte. Build 11434 (``build="b11434"``): its hybrid and MoE graphs (LFM2, Qwen3.5, Granite-4.0-H,
+Nemotron-H, gpt-oss, Qwen3-MoE: ``graph="layers"``, :func:`layer_graph_of`) and its dense ones, checked against
+512 measured runs and llama-server's logs (``tests/unit/test_llamacpp_buffers_hybrid_moe.py``): all to the byte
+but one (5 MiB), the graphs matched allocation by allocation against dumps of llama.cpp's own reserve graph
+(``tests/harness/graph_dump.py``). The layers graphs are replayed whole (their patterns are irregular): about
+10 ms for Nemotron-H's 56 layers, memoized.
 
 Not modelled: GPU backends (split buffers, host-pinned buffers,
 pipeline-parallel copies), CPU weight repacking (``CPU_REPACK`` buffers for
@@ -222,6 +227,7 @@ def compute_buffer_bytes(
     swa_full: bool = False,
     layer_graph=None,
     build=None,
+    scale_rows: bool = False,
 ):
     """CPU compute buffer of a llama.cpp context [bytes].
 
@@ -272,10 +278,12 @@ def compute_buffer_bytes(
         KV cache element types (``-ctk``/``-ctv``); quantized ones add Hadamard
         rotations (:func:`_rotation_sizes`).
     build : str, optional
-        A llama.cpp build of :data:`kvplan.engine.llamacpp_process.BUILDS`. ``"b11434"`` with ``graph="layers"``
-        writes that build's graph inputs (:func:`kvplan.engine.llamacpp_graph._embeddings`: the mixed-batch
-        branch) and keeps every input live to the end, as its measured buffers show; otherwise the
-        ``0c1e57098`` graph.
+        A llama.cpp build of :data:`kvplan.engine.llamacpp_process.BUILDS`. ``"b11434"`` writes that build's
+        graph: the mixed-batch branch of ``build_inp_embd`` (:func:`kvplan.engine.llamacpp_graph._embeddings`)
+        and the rotations of each cache of a two-cache model; None or ``"0c1e57098"``: that build's graph.
+    scale_rows : bool
+        Build 11434: the architecture passes a token scale to ``build_inp_embd`` (Gemma 3: ``sqrt(n_embd)``),
+        which adds the input ``inp_scale_rows`` [1, T] f32.
     layer_graph : tuple of (str, object) pairs, optional
         With ``graph="layers"``: the per-layer mixers and feed-forwards and their widths
         (:func:`layer_graph_of`; :func:`kvplan.engine.llamacpp_graph._layers` reads them).
@@ -339,10 +347,9 @@ def compute_buffer_bytes(
         "n_expert": n_expert, "n_expert_used": n_expert_used, "F_expert": n_ff_expert,
         "F_shared": n_ff_shared, "dense_layers": dense_layers if n_expert_used else layers,
         "O": T if n_outputs is None else min(T, n_outputs),
-        # build 11434's input rules are applied to the graphs measured on that build only (the hybrid and MoE
-        # ones); the dense graphs keep the 0c1e57098 replay, which llama-server's logs of build 11434 confirm
-        # within 16 MiB (tests/unit/test_llamacpp_process_measured.py)
-        "b11434": build == "b11434" and graph == "layers",
+        # build 11434's graph (llamacpp_graph._embeddings: the mixed-batch branch; per-cache rotations)
+        "b11434": build == "b11434",
+        "scale_rows": bool(scale_rows),
     }
     if graph == "layers":
         # the recurrent memory holds one state per sequence (llama_memory_recurrent, size max(1, n_seq_max)) and
@@ -417,11 +424,17 @@ def _field(obj, key, default=None):
 #: mixer it builds, and per-architecture details (``src/models/<arch>.cpp``)
 _LAYER_ARCHS = {
     "lfm2": {"state": {"short_conv": "conv"}, "resid_first": True},  # lfm2.cpp: ggml_add(prev_cur, cur)
-    "qwen3_5": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True},  # qwen35.cpp
-    "qwen3_5_text": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True},
+    # qwen35.cpp: gated attention, M-RoPE (llama_hparams::n_pos_per_embd 4)
+    # and the output rows kept after the final norm (embeddings_nextn_masked false)
+    "qwen3_5": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True, "n_pos": 4, "late_out_ids": True},
+    "qwen3_5_text": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True, "n_pos": 4, "late_out_ids": True},
     "granitemoehybrid": {"state": {"mamba2": "mamba2"}},  # granite-hybrid.cpp (dense: no experts)
-    "nemotron_h": {"state": {"mamba2": "mamba2"}, "ffn": "none", "late_out_ids": True},  # nemotron-h.cpp
-    "gpt_oss": {"moe": {"moe_gating": "softmax_weight", "moe_norm_w": False}},  # openai-moe.cpp
+    # nemotron-h.cpp: MLP-only layers, the output rows kept after the final norm, attention without RoPE
+    "nemotron_h": {"state": {"mamba2": "mamba2"}, "ffn": "none", "late_out_ids": True, "no_rope": True},
+    # openai-moe.cpp: Q, K, V projections in that order (their biases added in place: no tensor of their own),
+    # and the output rows kept after the last layer, before the final norm
+    "gpt_oss": {"moe": {"moe_gating": "softmax_weight", "moe_norm_w": False}, "qkv_order": "QKV",
+                "late_out_ids": "before_norm"},
     "qwen3_moe": {"moe": {"moe_gating": "softmax", "moe_norm_w": True}},  # qwen3moe.cpp (norm_topk_prob)
 }
 
@@ -451,7 +464,8 @@ def layer_graph_of(profile: Mapping[str, Any]):
     L = int(_field(profile, "layers"))
     state = _field(profile, "state")
     experts = int(_field(profile, "experts", 0) or 0)
-    out = {k: v for k, v in rule.items() if k in ("resid_first", "attn_gated", "late_out_ids")}
+    out = {k: v for k, v in rule.items()
+           if k in ("resid_first", "attn_gated", "late_out_ids", "no_rope", "qkv_order", "n_pos")}
     mixers = ["attn"] * L
     if "state" in rule:
         if state is None or experts:
@@ -542,7 +556,8 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
         v_head_dim=_field(profile, "v_head_dim", profile["head_dim"]),
         hidden=profile["hidden_size"],
         n_ff=profile["intermediate_size"],
-        n_vocab=profile["vocab_size"],
+        # the logits are as wide as the GGUF's vocabulary, which the converter may trim (Gemma 3: 262,144 of 262,208)
+        n_vocab=_field(profile, "gguf_vocab_size", None) or profile["vocab_size"],
         n_swa=n_swa,
         graph=graph,
         kv_lora_rank=int(_field(mla, "kv_lora_rank", 0)),
@@ -554,5 +569,6 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
         n_ff_shared=int(_field(profile, "shared_experts", 0)) * int(_field(profile, "expert_intermediate_size", 0)),
         swa_period=_SWA_PERIOD.get(arch, 2),
         layer_graph=layer_graph,
+        scale_rows=arch in ("gemma3", "gemma3_text"),  # src/models/gemma3.cpp: build_inp_embd(tok_embd, sqrtf(n_embd))
         **kw,
     )

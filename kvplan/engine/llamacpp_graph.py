@@ -11,7 +11,12 @@ The order and the ops follow llama.cpp ``0c1e57098`` (``src/llama-graph.cpp``:
 ``build_inp_*``, ``build_norm``, ``build_qkv``, ``build_attn``,
 ``build_attn_mha``, ``build_ffn``, ``build_moe_ffn``; ``src/models/*.cpp``;
 ``src/llama-kv-cache.cpp``: ``cpy_k``, ``cpy_v``) and were checked tensor by
-tensor against ``GGML_ALLOCATOR_DEBUG`` traces.
+tensor against ``GGML_ALLOCATOR_DEBUG`` traces. With ``s["b11434"]`` the graphs
+are build 11434's (:func:`_embeddings`, per-cache rotations), and :func:`_layers`
+writes that build's hybrid and MoE graphs (``src/models/lfm2.cpp``, ``qwen35.cpp``,
+``granite-hybrid.cpp``, ``nemotron-h.cpp``, ``mamba-base.cpp``, ``delta-net-base.cpp``,
+``openai-moe.cpp``, ``qwen3moe.cpp``), checked allocation by allocation against dumps
+of its reserve graph (``tests/harness/graph_dump.py``).
 
 Pure: no I/O.
 """
@@ -70,7 +75,7 @@ class _B:
 def _embeddings(b, s):
     """``build_inp_embd``: the token ids and the embeddings input, and on build 11434 the mixed-batch branch
     ``ggml_build_forward_select`` also places (``src/llama-graph.cpp``: inputs ``inp_mixed_tokens`` [T] I32,
-    ``inp_mixed_slots`` [T] I64, ``inp_mixed_embd`` [E, T]; DUP of the last, GET_ROWS of the token rows,
+    ``inp_mixed_slots`` [T] I64, ``inp_mixed_embd`` [E, T]; GET_ROWS of the token rows, DUP of the last,
     SET_ROWS into the DUP: a view nothing reads, so the DUP is never freed). Returns the token ids' id and a
     function that writes the branch's nodes (after the token path's GET_ROWS)."""
     g, T, E = b.g, b.T, s["E"]
@@ -81,10 +86,12 @@ def _embeddings(b, s):
     m_tok = g.input(T * I32)
     m_slots = g.input(T * I64)
     m_embd = g.input(_f32(E, T))
+    if s.get("scale_rows"):  # Gemma 3 scales the token rows after the select: inp_scale_rows [1, T] f32 (MUL in place)
+        g.input(_f32(1, T))
 
     def branch():
-        dup = g.op(_f32(E, T), m_embd)  # DUP
         rows = g.op(_f32(E, T), m_tok)  # GET_ROWS of the token rows
+        dup = g.op(_f32(E, T), m_embd)  # DUP
         g.view(dup, rows, m_slots)  # SET_ROWS: a view of the DUP with no consumer
     return tokens, branch
 
@@ -101,7 +108,7 @@ def _attention(b, s, cur, group, pos, k_rot, v_rot, fa, gated=False):
 
     ``group`` is the layer's cache: (K indices, V indices, mask, cells). ``gated`` (Qwen3.5's full-attention
     layers, ``src/models/qwen35.cpp`` ``build_layer_attn``): the Q projection is twice as wide (query and
-    gate interleaved per head), the Q norm of its strided view adds no tensor (by measurement), and after the
+    gate interleaved per head), the Q norm of its strided view is a new tensor (roped in place), and after the
     attention the gate is made contiguous (CONT), passed through a sigmoid (in place) and multiplies the output
     (in place).
     """
@@ -117,18 +124,25 @@ def _attention(b, s, cur, group, pos, k_rot, v_rot, fa, gated=False):
         vr = v if fa else None  # without flash attention V is made contiguous after K is stored
     else:
         if gated:
-            q_full = b.mm(2 * H * Dk, cur)
-            # RMS_NORM of the strided query view: written as in place, which build 11434's measured buffers bear
-            # out (a new [Dk, H, T] tensor there puts the flash-attention peaks one H·Dk·T·4 above the measurement)
-            q = q_full
-            gate = q_full
+            # RMS_NORM of the strided query view: a new tensor, roped in place (an owned tensor, one consumer)
+            gate = b.mm(2 * H * Dk, cur)
+            qr = _rot(g, g.op(_f32(Dk, H, T), g.view(gate)), k_rot)
         else:
             q = b.mm(H * Dk, cur)
-        qr = _rot(g, g.op(_f32(Dk, H, T), g.view(q), pos, inplace=True), k_rot)  # ROPE (or the Q norm)
+            if s.get("no_rope"):
+                # no RoPE (Nemotron-H's attention), or RoPE in place on the projection made contiguous by its
+                # bias add (gpt-oss: ADD in place, then ROPE in place on an owned tensor); otherwise RoPE (or the
+                # Q norm) of the projection's reshape view is a new tensor (ggml-alloc never reuses a view's source)
+                qr = _rot(g, g.view(q), k_rot)
+            else:
+                qr = _rot(g, g.op(_f32(Dk, H, T), g.view(q), pos, inplace=True), k_rot)  # ROPE (or the Q norm)
         if s["qkv_order"] == "QVK":
             vr = _rot(g, g.view(b.mm(Hk * Dv, cur)), v_rot)
         k = b.mm(Hk * Dk, cur)
-        kr = _rot(g, g.op(_f32(Dk, Hk, T), g.view(k), pos, inplace=True), k_rot)
+        if s.get("no_rope"):
+            kr = _rot(g, g.view(k), k_rot)
+        else:
+            kr = _rot(g, g.op(_f32(Dk, Hk, T), g.view(k), pos, inplace=True), k_rot)
         if s["qkv_order"] == "QKV":
             vr = _rot(g, g.view(b.mm(Hk * Dv, cur)), v_rot)
     g.external_view(g.view(kr), k_idxs)  # SET_ROWS into the K cache through a view
@@ -171,8 +185,12 @@ def _llama(s, fa):
     pos = g.input(T * I32)
     v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
     # one (K indices, V indices, mask) group per KV cache: the sliding-window one first (llama_kv_cache_iswa)
-    groups = []
-    for n_kv in s["caches"]:
+    groups, rots = [], []
+    for c, n_kv in enumerate(s["caches"]):
+        if c and s.get("b11434"):  # build 11434: each cache of llama_kv_cache_iswa reads its own rotations
+            k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
+            v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
+        rots.append((k_rot, v_rot))
         groups.append((
             g.input(T * I64),
             g.input(T * I64 if fa else s["Hk"] * Dv * T * I64),
@@ -187,7 +205,8 @@ def _llama(s, fa):
         g.mark()
         resid = x
         cur = b.rms_norm(x, E)
-        attn_in = _attention(b, s, cur, groups[s["cache_of_layer"](il)], pos, k_rot, v_rot, fa)
+        c = s["cache_of_layer"](il)
+        attn_in = _attention(b, s, cur, groups[c], pos, *rots[c], fa)
         ffn_inp, cur = b.attention_out(attn_in, resid, out_ids, E, last=il == L - 1)
         if s["qkv_order"] == "fused":  # Phi-3: fused gate+up [2·n_ff, T], SWIGLU of its halves
             act = g.op(_f32(F, b.T), b.mm(2 * F, cur))
@@ -262,35 +281,39 @@ def _moe_ffn(b, x, s):
     return out
 
 
-def _short_conv(b, s, x, s_copy):
+def _short_conv(b, s, x, s_copy, states=None, eager=lambda: None):
     """LFM2's gated short convolution (``src/models/lfm2.cpp``, ``build_shortconv_block``), up to the
     output projection's input. ``build_rs`` gathers every sequence's conv state first (GET_ROWS of the
     ``n_rs`` states: ``n_embd_r`` floats each); then the norm, the in-projection [3·E, T] (B, C, x views),
     B·x, the state prepended (CONCAT: ``E · (T + (L−1)·n_seqs)`` floats), the last columns copied back to the
     cache, SSM_CONV [E, T] and C·conv (in place)."""
     g, T, E = b.g, b.T, s["E"]
-    states = g.op(_f32(s["n_embd_r"], s["n_rs"]), s_copy)
+    if states is None:
+        states = g.op(_f32(s["n_embd_r"], s["n_rs"]), s_copy)
     cur = b.rms_norm(x, E)
     bcx = b.mm(3 * E, cur)
     bx = g.op(_f32(E, T), g.view(bcx), g.view(bcx))  # MUL of the B and x views
     cx = g.op(_f32(E, T + (s["conv_k"] - 1) * s["n_seqs"]), g.view(states), g.view(bx))  # CONCAT
     g.external_view(g.view(cx))  # CPY of the new state into the cache
+    eager()
     conv = g.op(_f32(E, T), cx)  # SSM_CONV
     return g.op(_f32(E, T), conv, g.view(bcx), inplace=True)  # MUL by the C view
 
 
-def _mamba2(b, s, x, s_copy):
+def _mamba2(b, s, x, s_copy, conv_states=None, eager=lambda: None):
     """``build_mamba2_layer`` (``src/models/mamba-base.cpp``) up to ``ssm_out``'s input [d_inner, T].
 
     The conv states are gathered first (GET_ROWS, ``n_rs`` rows of ``n_embd_r`` floats), then the norm, the
     in-projection zxBCdt [2·d_inner + 2·G·N + H, T], CONCAT of the state and xBC, SSM_CONV [C, T] (bias and
     SiLU in place), dt made contiguous [H, T], SSM_SCAN (``d_inner·T`` outputs then ``N·d_inner·n_seqs`` final
-    states), the other sequences' SSM states (GET_ROWS of ``n_rs − 1`` rows, copied back), x·D, y + x·D, z made
-    contiguous, SWIGLU and the grouped RMS norm (in place)."""
+    states), the other sequences' SSM states (GET_ROWS of ``n_rs − 1`` rows, copied back), z made contiguous,
+    x·D, y + x·D (in place on x·D), SWIGLU, and the grouped RMS norm of its reshape (a new tensor; its weight in
+    place). ``eager`` is called after the state copies: where the next state layer's GET_ROWS goes."""
     g, T, E = b.g, b.T, s["E"]
     di, H, N, G = s["d_inner"], s["ssm_H"], s["ssm_N"], s["ssm_G"]
     C = di + 2 * G * N
-    conv_states = g.op(_f32(s["n_embd_r"], s["n_rs"]), s_copy)
+    if conv_states is None:
+        conv_states = g.op(_f32(s["n_embd_r"], s["n_rs"]), s_copy)
     cur = b.rms_norm(x, E)
     zx = b.mm(2 * di + 2 * G * N + H, cur)
     cx = g.op(_f32(C, T + (s["conv_k"] - 1) * s["n_seqs"]), g.view(conv_states), g.view(zx))  # CONCAT
@@ -301,15 +324,16 @@ def _mamba2(b, s, x, s_copy):
     dt = g.op(_f32(H, T), g.view(zx))  # CONT
     dt = g.op(_f32(H, T), dt, inplace=True)  # ADD dt bias
     scan = g.op(_f32(di * T + N * di * s["n_seqs"]), g.view(xbc), dt, g.view(xbc), g.view(xbc), s_copy)
-    g.external_view(g.view(scan))  # CPY of the final SSM state
     extra = g.op(_f32(N * di, s["n_rs"] - 1), s_copy)  # GET_ROWS of the states outside the micro-batch
     g.external_view(g.view(extra))
-    y = g.view(scan)
-    xd = g.op(_f32(di, T), g.view(xbc))  # MUL x·D
-    y = g.op(_f32(di, T), xd, y, inplace=True)  # ADD
+    g.external_view(g.view(scan))  # CPY of the final SSM state
+    eager()
     zc = g.op(_f32(di, T), g.view(zx))  # CONT z
+    xd = g.op(_f32(di, T), g.view(xbc))  # MUL x·D
+    y = g.op(_f32(di, T), g.view(scan), xd, inplace=True)  # ADD: in place on x·D (a view is never reused)
     y = g.op(_f32(di, T), zc, y)  # SWIGLU (split): a new tensor
-    return b.rms_norm(y, di)  # grouped RMS_NORM and its weight, in place
+    y = g.op(_f32(di, T), g.view(y))  # grouped RMS_NORM of its reshape: a new tensor
+    return g.op(_f32(di, T), y, inplace=True)  # its weight (MUL), in place
 
 
 def _gated_deltanet(b, s, x, s_copy):
@@ -359,13 +383,19 @@ def _layers(s, fa):
     g = b.g
     mixers, ffns = s["mixers"], s["ffns"]
     tokens, mixed = _embeddings(b, s)
+    # the graph's leafs in the order a node first reads them (graph order): the recurrent states' copy ids, the
+    # positions (none without RoPE; Qwen3.5's M-RoPE keeps 4 per token), then each KV cache's inputs
     s_copy = g.input(s["n_rs"] * I32) if any(m in ("conv", "mamba2", "gdn") for m in mixers) else None
     k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
-    pos = g.input(T * I32)
+    pos = None if s.get("no_rope") else g.input(T * I32 * s.get("n_pos", 1))
     v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
-    groups = []
+    groups, rots = [], []
     if "attn" in mixers:
-        for n_kv in s["caches"]:
+        for c, n_kv in enumerate(s["caches"]):
+            if c:  # every cache of llama_kv_cache_iswa has its own rotations, read first by its first layer
+                k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
+                v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
+            rots.append((k_rot, v_rot))
             groups.append((
                 g.input(T * I64),
                 g.input(T * I64 if fa else s["Hk"] * s["Dv"] * T * I64),
@@ -377,18 +407,37 @@ def _layers(s, fa):
     mixed()
     late = s.get("late_out_ids", False)
     resid_first = s.get("resid_first", False)
+    # Graph order: ggml_build_forward_expand places a tensor when something expanded needs it. A layer's tail
+    # (after its last explicit expand: the attention, a state copy) is placed only when a later expand reaches
+    # it, but the next short-conv or Mamba2 layer's build_rs expands its GET_ROWS of the conv states at once:
+    # that GET_ROWS comes right after the previous layer's last expand (as GGML_SCHED_DEBUG-style dumps of build
+    # 11434's reserve graph show), before the tail.
+    prefetched = {}
+
+    def eager_after(il):
+        def hook():
+            nxt = next((j for j in range(il + 1, L) if mixers[j] != "mlp"), None)
+            if nxt is not None and mixers[nxt] in ("conv", "mamba2") and nxt not in prefetched:
+                prefetched[nxt] = g.op(_f32(s["n_embd_r"], s["n_rs"]), s_copy)
+        return hook
+
     for il in range(L):
         g.mark()
         resid = x
         kind = mixers[il]
         if kind == "attn":
             cur = b.rms_norm(x, E)
-            out = b.mm(E, _attention(b, s, cur, groups[s["cache_of_layer"](il)], pos, k_rot, v_rot, fa,
-                                     gated=s.get("attn_gated", False)))
+            c = s["cache_of_layer"](il)
+            attn = _attention(b, s, cur, groups[c], pos, *rots[c], fa, gated=s.get("attn_gated", False))
+            if s.get("b11434"):
+                eager_after(il)()
+            out = b.mm(E, attn)
         elif kind == "conv":
-            out = b.mm(E, _short_conv(b, s, x, s_copy))
+            out = b.mm(E, _short_conv(b, s, x, s_copy, prefetched.get(il),
+                                      eager_after(il) if s.get("b11434") else (lambda: None)))
         elif kind == "mamba2":
-            out = b.mm(E, _mamba2(b, s, x, s_copy))
+            out = b.mm(E, _mamba2(b, s, x, s_copy, prefetched.get(il),
+                                  eager_after(il) if s.get("b11434") else (lambda: None)))
         elif kind == "gdn":
             out = b.mm(E, _gated_deltanet(b, s, x, s_copy))
         else:  # mlp: up, ReLU and SQR in place, down
@@ -411,8 +460,13 @@ def _layers(s, fa):
             up = b.mm(F, cur)
             out = b.mm(E, g.op(_f32(F, b.T), gate, up))  # SWIGLU
         x = b.add(ffn_inp, out, E) if resid_first else b.add(out, ffn_inp, E)
+    if late == "before_norm":  # gpt-oss: the last residual is t_h_nextn (an output), its output rows are normed
+        g.output[x] = True
+        b.T = b.O
+        x = g.op(_f32(E, b.T), x, out_ids)  # GET_ROWS
+        late = False
     x = g.op(_f32(E, b.T), x, inplace=True)  # final RMS_NORM
-    x = g.op(_f32(E, b.T), x, inplace=True, output=not late)  # its weight: result_norm
+    x = g.op(_f32(E, b.T), x, inplace=True, output=True)  # its weight: result_norm (Nemotron-H, Qwen3.5: t_h_nextn)
     if late:
         b.T = b.O
         x = g.op(_f32(E, b.T), x, out_ids, output=True)  # GET_ROWS of the output rows
@@ -427,13 +481,16 @@ def _mla(s, fa):
     n_kv = s["caches"][0]
     b = _B(T, s.get("O"))
     g = b.g
-    tokens = g.input(T * I32)
-    g.input(_f32(E, T))
+    # MLA keeps the 0c1e57098 embedding inputs on either build: with build 11434's mixed-batch branch the replay
+    # equals llama-server's log (88.14 MiB, deepseek-v2-lite -c 4096), but the process model's resident peak,
+    # fitted with the larger figure, would then fall 0.3 MiB under that run's VmHWM (left for the process model)
+    tokens, mixed = _embeddings(b, dict(s, b11434=False))
     pos = g.input(T * I32)
     k_idxs = g.input(T * I64)  # MLA: no V cache, no V indices
     mask = g.input(n_kv * T * (F16 if fa else F32))
     out_ids = g.input(b.O * I32)
     x = g.op(_f32(E, T), tokens)
+    mixed()
     for il in range(L):
         g.mark()
         resid = x
@@ -500,5 +557,4 @@ def reserve_graph(s, fa):
         g = _layers(s, fa)
     else:
         g = _llama(s, fa)
-    g.keep_inputs = bool(s.get("b11434"))
     return g

@@ -35,11 +35,14 @@ def test_kv_cache_is_llamacpps_iswa(checked):
     assert data["memory"]["kv_bytes"] == 24_576 * (32_768 + 768) == 824_180_736
 
 
-def test_buffers_are_left_out_with_the_reason(checked):
+def test_buffers_are_priced_as_measured(checked):
     _, data = checked
-    assert data["runtime"]["compute_buffer_bytes"] is None  # kvplan does not replay gpt-oss's MoE graph
-    assert data["memory"]["buffers_bytes"] == 0
-    assert any("gpt_oss is not modelled" in w for w in data["warnings"])
+    # build 11434, -c 32768 -ub 512 -fa on -np 1, llama-server's one output row: llama.cpp's own CPU compute buffer for
+    # that run is 134,637,600 B (tests/data/llamacpp/buffers/gpt-oss-20b.json); output 201,088 logits · 4 B = 804,352
+    assert data["runtime"]["compute_buffer_bytes"] == 134_637_600
+    assert data["runtime"]["output_buffer_bytes"] == 804_352
+    assert data["memory"]["buffers_bytes"] == 134_637_600 + 804_352
+    assert not any("not modelled" in w for w in data["warnings"])
 
 
 def test_total_and_verdict(checked):
@@ -48,7 +51,8 @@ def test_total_and_verdict(checked):
     # the process: heap 10,506,240 + 189 B × 201,088 tokens = 48,511,872, binaries 15,568,896, and on the Pixel 8's
     # CPU the MXFP4 expert stacks (rows 2,880, a multiple of 4) repacked: a second copy of 10,152,345,600 B
     assert memory["process"]["repack_copy_bytes"] == 10_152_345_600
-    assert memory["total_bytes"] == 13_779_630_336 + 824_180_736 + 48_511_872 + 15_568_896 + 10_152_345_600
-    # 24,820,237,440 B against a budget of 8 GB − 2 GB reserve
-    assert memory["headroom_bytes"] == 6_000_000_000 - 24_820_237_440
+    buffers = 134_637_600 + 804_352
+    assert memory["total_bytes"] == 13_779_630_336 + 824_180_736 + buffers + 48_511_872 + 15_568_896 + 10_152_345_600
+    # 24,955,679,392 B against a budget of 8 GB − 2 GB reserve
+    assert memory["headroom_bytes"] == 6_000_000_000 - 24_955_679_392
     assert (code, data["verdict"]) == (1, "over")

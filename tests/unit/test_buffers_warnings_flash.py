@@ -30,7 +30,8 @@ def test_llamacpp_total_counts_compute_and_output_buffers(catalog):
     # build 11434's reserve graph keeping the logits of -np = 1 row
     assert ev.compute_buffer_bytes == lb.compute_buffer_bytes(
         n_ctx=4096, n_ubatch=512, n_batch=2048, flash_attn=True, n_seq_max=1, kv_unified=False, layers=32,
-        n_head=32, n_head_kv=32, head_dim=128, v_head_dim=128, hidden=4096, n_ff=11008, n_vocab=32000, n_outputs=1)
+        n_head=32, n_head_kv=32, head_dim=128, v_head_dim=128, hidden=4096, n_ff=11008, n_vocab=32000, n_outputs=1,
+        build="b11434")
     # the total is the process's resident peak: weights, cache, the two buffers, the baseline (mmap: no copy,
     # the profile gives bits per weight so no tensor is known to be repacked)
     p = ev.process

@@ -93,9 +93,11 @@ def test_the_repacked_buffer_and_the_plain_one_are_llamacpp_s(key):
 
 
 @pytest.mark.parametrize("key", sorted(RECORDS))
-def test_compute_buffer_of_build_11434_is_within_16_mib_of_its_log(key):
-    # The reserve graph of build 11434 keeps -np rows of logits (the replay's n_outputs); what is left is the
-    # newer graph's input tensors (the mixed token/embedding batch) that the replay does not write: −16 … +5 MiB
+def test_compute_buffer_of_build_11434_equals_its_log(key):
+    # The reserve graph of build 11434 keeps -np rows of logits (the replay's n_outputs) and places the mixed
+    # token/embedding branch of build_inp_embd (llamacpp_graph._embeddings): equal to the log, which rounds to 0.01 MiB
+    # (MLA keeps the 0c1e57098 embedding inputs, llamacpp_graph._mla: deepseek-v2-lite stays 4.87 MiB over its log)
     rec = RECORDS[key]
     logged = sum(b["mib"] for b in rec["buffers"] if b["name"] == "CPU compute")
-    assert abs(PREDICTED[key].process.compute_reserved_bytes / MiB - logged) <= 16 + 0.01 + 0.005  # log: 0.01 MiB
+    gap = 4.87 if key.startswith("deepseek") else 0.0
+    assert abs(PREDICTED[key].process.compute_reserved_bytes / MiB - logged - gap) <= 0.005 + 1e-9
