@@ -177,3 +177,13 @@ def test_sweep_rows_equal_the_evaluation_with_a_draft_under_llamacpp():
         assert int(cols.parts_bytes[i]) == ev.parts_bytes
         assert int(cols.max_ctx[i]) == ev.max_ctx
     assert np.all(cols.parts_bytes > 0)
+
+
+def test_sweep_takes_a_draft(run):
+    out = run("sweep", "--device", str(REF_PHONE), "--model", "llama-3.1-8b", "--ctx", "4096,8192", "--draft",
+              "llama-3.2-1b", "--format", "csv").stdout
+    header, *rows = out.splitlines()
+    cols = [dict(zip(header.split(","), r.split(","))) for r in rows]
+    # 617,907,200 + 4,096 · 32,768 = 752,124,928; at 8,192: 617,907,200 + 268,435,456 = 886,342,656
+    assert [c["parts_bytes"] for c in cols] == ["752124928", "886342656"]
+    assert cols[0]["total_bytes"] == "5304126464"
