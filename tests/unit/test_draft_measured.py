@@ -17,7 +17,9 @@ from kvplan.profiles.catalog import Catalog
 from tests.conftest import DATA, REF_PHONE
 
 MEASURED = json.loads((DATA / "llamacpp" / "draft" / "draft_contexts.json").read_text())
-ROWS = MEASURED["rows"]
+ROWS = [r for r in MEASURED["rows"] if not r["calibration"]]
+CALIBRATION = [r for r in MEASURED["rows"] if r["calibration"]]
+MiB = 2**20
 
 
 def _cpu(context: dict) -> dict:
@@ -27,7 +29,23 @@ def _cpu(context: dict) -> dict:
 
 def test_the_data_is_build_11434_and_every_row_ran():
     assert "11434" in MEASURED["llama_cpp"]
-    assert len(ROWS) == 12 and all(r["returncode"] == 0 for r in ROWS)
+    assert len(ROWS) == 12 and len(CALIBRATION) == 2 and all(r["returncode"] == 0 for r in MEASURED["rows"])
+
+
+def test_the_probe_allocates_as_llama_server_does():
+    """The probe's target context against llama-server's own log for the same request (qwen3-4b, -c 4096 and 8192,
+    -np 1 -b 512 -ub 512 in tests/data/runtimes/ollama_llamaserver.json): the same compute buffer, KV cache and output
+    buffer to the 0.01 MiB llama-server printed, so the draft context it creates beside it is llama-server's too."""
+    server = json.loads((DATA / "runtimes" / "ollama_llamaserver.json").read_text())["rows"]
+    logged = {int(r["llama_server_args"][1]): r["buffers_mib"] for r in server
+              if r["llama_server_args"][:8] == ["-c", r["llama_server_args"][1], "-np", "1", "--flash-attn", "auto",
+                                                 "-b", "512"] and r["model"] == "qwen3-4b"
+              and r["llama_server_args"][8:] == ["-ub", "512"]}
+    for row in CALIBRATION:
+        target = _cpu(row["contexts"]["target"])
+        mib = logged[row["n_ctx"]]
+        assert round(target["compute_bytes"] / MiB, 2) == mib["sched_reserve CPU compute"]
+        assert round(target["context_bytes"] / MiB, 2) == mib["llama_kv_cache CPU KV"]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
@@ -48,8 +66,6 @@ def test_draft_kv_bytes_equal_llamacpp(row):
     # the target's own cache, priced as before, equals its context too
     assert ev.kv_bytes == _cpu(target)["context_bytes"]
 
-
-MiB = 2**20
 
 
 # A quantized draft cache is left out: there the replay is 8,394,752 B under (just past 8 MiB), as it is for the
