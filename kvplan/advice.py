@@ -133,8 +133,22 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         changes.append(_change("draft", None, evaluate(s.with_changes(draft=None, acceptance_rate=None,
                                                                       draft_kv_type=None))))
     for model in smaller_models:
-        changes.append(_change("model", model.name, evaluate(s.with_changes(model=model))))
+        changes.append(_change("model", model.name, evaluate(_with_model(s, model))))
     return changes
+
+
+def _with_model(s, model):
+    """``s`` with another ``model``: a draft stays only while it is smaller than that model and llama.cpp would
+    accept it beside it (its vocabulary), else it goes (a draft as large as the model speculates for nothing)."""
+    draft = getattr(s, "draft", None)
+    if draft is not None and draft.params < model.params:
+        try:
+            return s.with_changes(model=model)
+        except KvplanError:  # the draft's vocabulary does not match the other model's
+            pass
+    if draft is not None:
+        return s.with_changes(model=model, draft=None, acceptance_rate=None, draft_kv_type=None)
+    return s.with_changes(model=model)
 
 
 def runtime_option_changes(ev: Evaluation, current_kv_bits: int) -> list[Change]:

@@ -187,3 +187,17 @@ def test_sweep_takes_a_draft(run):
     # 617,907,200 + 4,096 · 32,768 = 752,124,928; at 8,192: 617,907,200 + 268,435,456 = 886,342,656
     assert [c["parts_bytes"] for c in cols] == ["752124928", "886342656"]
     assert cols[0]["total_bytes"] == "5304126464"
+
+
+def test_fit_drops_a_draft_not_smaller_than_another_model():
+    from kvplan.advice import judge
+
+    device, model, draft = _profiles("llama-3.2-3b")
+    cat = Catalog()
+    ev = evaluate(Scenario(device, model, 8192, draft=draft))
+    advice = judge(ev, [cat.model("llama-3.2-3b").profile, cat.model("llama-3.2-1b").profile])
+    drafts = {c.value: getattr(c.evaluation.scenario.draft, "name", None) for c in advice.other_models}
+    # a 3B draft beside a 3B or a 1B model is dropped; the target's own changes keep it, except "draft" itself
+    assert drafts == {"llama-3.2-3b": None, "llama-3.2-1b": None}
+    kept = {c.kind: getattr(c.evaluation.scenario.draft, "name", None) for c in advice.keep_model}
+    assert kept.get("draft", "absent") is None and kept.get("ctx") == "llama-3.2-3b"
