@@ -4,6 +4,11 @@ then the draft context created as llama-server -m TARGET -md DRAFT creates them,
 
 The draft's cache equals llama.cpp's to the byte on every row: the target's padded -c (5,000 → 5,120 cells), the
 draft's own -ctkd/-ctvd types (f16 whatever the target's -ctk; q8_0, q4_0), -np 2, three draft/target pairs.
+
+The same 11 requests through the real llama-server (tests/data/llamacpp/draft/llamaserver_draft.json, written by
+tests/harness/draft_llamaserver.py: -m TARGET -md DRAFT --spec-type draft-simple, and one row without a type):
+its draft KV line equals kvplan's draft_kv to the 0.01 MiB it prints, both contexts' compute buffers are the
+probe's, and the target's n_outputs_max is min(-b, -np · (1 + n_max)).
 """
 
 from __future__ import annotations
@@ -90,3 +95,49 @@ def test_draft_buffers_within_the_compute_buffer_tolerance(row):
     outputs = [float(ln.split("=")[1].split()[0]) for ln in row["log"] if "output buffer size" in ln]
     measured = _cpu(row["contexts"]["draft"])["compute_bytes"] + outputs[1] * MiB
     assert abs(ev.part("draft_buffers").bytes - measured) <= max(8 * MiB, 0.05 * measured) + 0.005 * MiB
+
+
+SERVER = DATA / "llamacpp" / "draft" / "llamaserver_draft.json"
+SERVER_ROWS = json.loads(SERVER.read_text())["rows"] if SERVER.exists() else []
+
+
+def _server_scenario(row):
+    args = row["args"]
+
+    def opt(flag, default=None):
+        return args[args.index(flag) + 1] if flag in args else default
+
+    cat = Catalog()
+    kv = opt("-ctk", "f16")
+    return Scenario(cat.device(str(REF_PHONE)).profile, cat.model(row["target"]).profile, int(opt("-c")),
+                    sequences=int(opt("-np", "1")), draft=cat.model(row["draft"]).profile, runtime="llama.cpp",
+                    k_format=kv, v_format=opt("-ctv", "f16"), draft_kv_type=opt("-ctkd"),
+                    draft_max_tokens=int(opt("--spec-draft-n-max", "3")))
+
+
+@pytest.mark.parametrize("row", SERVER_ROWS, ids=[r["id"] for r in SERVER_ROWS])
+def test_llama_server_draft_kv_line_equals_kvplan(row):
+    """llama-server -m TARGET -md DRAFT (tests/harness/draft_llamaserver.py): its second llama_kv_cache line is the
+    draft's (the draft context is created after the target's); kvplan's draft_kv is that size to the 0.01 MiB
+    llama.cpp prints, with the same cells, and the first line is the target's own cache."""
+    ev = evaluate(_server_scenario(row))
+    target, draft = row["kv_cache"]
+    assert round(ev.part("draft_kv").bytes / MiB, 2) == draft["mib"]
+    assert draft["cells"] == target["cells"]
+    assert round(ev.kv_bytes / MiB, 2) == target["mib"]
+
+
+@pytest.mark.parametrize("row", SERVER_ROWS, ids=[r["id"] for r in SERVER_ROWS])
+def test_llama_server_contexts_equal_the_probe_and_its_output_limits(row):
+    """The same request through llama-server: both contexts' compute buffers are the probe's (exact bytes there,
+    0.01 MiB here), and the target reserves min(-b, -np · (1 + n_max)) outputs with --spec-type, -np without (the
+    rule draft_verify_outputs follows: server_output_limits)."""
+    probe = {r["id"]: r for r in ROWS}[row["id"]]
+    computes = [b["mib"] for b in row["buffers"] if b["name"] == "CPU compute"]
+    assert computes == [round(_cpu(probe["contexts"][c])["compute_bytes"] / MiB, 2) for c in ("target", "draft")]
+    args = row["args"]
+    n_par = int(args[args.index("-np") + 1]) if "-np" in args else 1
+    k = int(args[args.index("--spec-draft-n-max") + 1]) if "--spec-draft-n-max" in args else 3
+    outputs = [int(ln.split("=")[1]) for ln in row["log"] if "n_outputs_max         =" in ln]
+    expected = min(2048, n_par * (1 + k)) if "--spec-type" in args else n_par
+    assert outputs == [expected, n_par]  # the target's, then the draft's (n_outputs_max = -np)
