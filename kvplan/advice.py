@@ -146,7 +146,7 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         if s.images and getattr(model, "encoder", None) is None and s.mmproj is None:
             continue  # a model that cannot read the images is no answer to a configuration with images
         try:
-            changes.append(_change("model", model.name, evaluate(s.with_changes(model=model))))
+            changes.append(_change("model", model.name, evaluate(_with_model(s, model))))
         except KvplanError:  # --mmproj: the projector of another width than this model's
             continue
     return changes
@@ -184,6 +184,20 @@ def offload_changes(ev: Evaluation) -> list[Change]:
     except KvplanError:  # a model whose tensors cannot be placed by name
         return out
     return out
+
+
+def _with_model(s, model):
+    """``s`` with another ``model``: a draft stays only while it is smaller than that model and llama.cpp would
+    accept it beside it (its vocabulary), else it goes (a draft as large as the model speculates for nothing)."""
+    draft = getattr(s, "draft", None)
+    if draft is not None and draft.params < model.params:
+        try:
+            return s.with_changes(model=model)
+        except KvplanError:  # the draft's vocabulary does not match the other model's
+            pass
+    if draft is not None:
+        return s.with_changes(model=model, draft=None, acceptance_rate=None, draft_kv_type=None)
+    return s.with_changes(model=model)
 
 
 def runtime_option_changes(ev: Evaluation, current_kv_bits: int) -> list[Change]:

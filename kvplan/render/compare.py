@@ -155,6 +155,9 @@ def compare_tables(evaluations: list[list[Evaluation]], units: str = "si") -> li
         t.notes.append(PEAK_NOTE)
     if buffers_column:
         t.notes.append("buffers: llama.cpp's compute and output buffers, counted in the total")
+    if parts_column:
+        t.notes.append("parts: what is resident beside the model's weights and cache (a draft model, an encoder), "
+                       "counted in the total")
     t.notes.extend(rates.warning_notes(rates.warnings_of(cells)))
     tables = [t]
     if len(evaluations) > 1 and len(evaluations[0]) > 1:

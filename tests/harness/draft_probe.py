@@ -15,7 +15,7 @@ Opt-in, never run by CI. Compiles a small C++ probe against a built libllama (bu
 
 The weights are never read (a sparse weight-less GGUF of tests/harness/make_gguf.py, MAP_POPULATE cleared by the
 LD_PRELOAD shim of tests/harness/buffers.py). tests/unit/test_draft_measured.py compares kvplan with the draft's
-context.
+context; two calibration rows repeat llama-server's own logged compute buffers (qwen3-4b, -b 512).
 
     python tests/harness/draft_probe.py --llama-build BUILD --src SRC --gguf-dir DIR [--out OUT.json]
 """
@@ -68,7 +68,7 @@ static void report(const char * tag, llama_context * ctx) {
 
 int main(int argc, char ** argv) {
     if (argc < 10) {
-        fprintf(stderr, "usage: %s target draft n_ctx n_parallel type_k type_v type_k_draft type_v_draft n_draft_max(0: no spec type)\n", argv[0]);
+        fprintf(stderr, "usage: %s target draft n_ctx n_parallel type_k type_v type_k_draft type_v_draft n_draft_max(0: no spec type) [n_batch]\n", argv[0]);
         return 2;
     }
     llama_backend_init();
@@ -80,7 +80,7 @@ int main(int argc, char ** argv) {
     if (!tgt) { fprintf(stderr, "PROBE_ERROR load target\n"); return 1; }
     auto cp = llama_context_default_params();
     cp.n_ctx = atoi(argv[3]);
-    cp.n_batch = 2048;
+    cp.n_batch = argc > 10 ? atoi(argv[10]) : 2048;  // -b (llama-server's default 2048)
     cp.n_ubatch = 512;
     cp.n_seq_max = n_parallel;
     cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO;
@@ -130,6 +130,13 @@ ROWS = [
     ("8b-3b-c4096", "llama-3.1-8b", "llama-3.2-3b", 4096, 1, "f16", "f16", "f16", "f16", 3),
     ("8b-1b-c32768", "llama-3.1-8b", "llama-3.2-1b", 32768, 1, "f16", "f16", "f16", "f16", 3),
 ]
+# The probe against llama-server itself: the target contexts of two rows of tests/data/runtimes/ollama_llamaserver.json
+# (qwen3-4b, -c 4096 / 8192 -np 1 -b 512 -ub 512, whose compute buffers llama-server logged as 86.02 / 90.02 MiB);
+# qwen3-4b is its own draft here (the draft context is not compared). (id, …, n_batch)
+CALIBRATION = [
+    ("calib-qwen3-4b-c4096-b512", "qwen3-4b", "qwen3-4b", 4096, 1, "f16", "f16", "f16", "f16", 0, 512),
+    ("calib-qwen3-4b-c8192-b512", "qwen3-4b", "qwen3-4b", 8192, 1, "f16", "f16", "f16", "f16", 0, 512),
+]
 BRK = re.compile(r"PROBE (target|draft) buft=(\S+) model=(\d+) context=(\d+) compute=(\d+)")
 NCTX = re.compile(r"PROBE (target|draft) n_ctx=(\d+) n_seq_max=(\d+)")
 KEEP = re.compile(r"buffer size|llama_kv_cache|llama_context: (n_ctx|n_ctx_seq|n_batch|n_ubatch|flash_attn|kv_unified|"
@@ -160,10 +167,11 @@ def main(argv=None) -> None:
     exe, shim = build_probe(a.src, a.llama_build, work)
     rows = []
     t_all = time.monotonic()
-    for ident, target, draft, n_ctx, n_par, tk, tv, dk, dv, n_max in ROWS:
+    for ident, target, draft, n_ctx, n_par, tk, tv, dk, dv, n_max, *batch in [*ROWS, *CALIBRATION]:
+        n_batch = batch[0] if batch else 2048
         t0 = time.monotonic()
         cmd = [str(exe), str(a.gguf_dir / f"{target}-F16.gguf"), str(a.gguf_dir / f"{draft}-F16.gguf"), str(n_ctx),
-               str(n_par), tk, tv, dk, dv, str(n_max)]
+               str(n_par), tk, tv, dk, dv, str(n_max), str(n_batch)]
         done = subprocess.run(cmd, capture_output=True, text=True, env={"LD_PRELOAD": str(shim)})
         text = done.stdout + done.stderr
         contexts: dict = {}
@@ -175,6 +183,7 @@ def main(argv=None) -> None:
         lines = [ln for ln in text.splitlines() if KEEP.search(ln) and ": dev = " not in ln]
         rows.append({"id": ident, "target": target, "draft": draft, "n_ctx": n_ctx, "n_parallel": n_par,
                      "type_k": tk, "type_v": tv, "type_k_draft": dk, "type_v_draft": dv, "n_draft_max": n_max,
+                     "n_batch": n_batch, "calibration": ident.startswith("calib-"),
                      "returncode": done.returncode, "contexts": contexts, "log": lines[:80],
                      "seconds": round(time.monotonic() - t0, 1)})
         print(ident, done.returncode, contexts, flush=True)

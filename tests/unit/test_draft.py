@@ -177,3 +177,27 @@ def test_sweep_rows_equal_the_evaluation_with_a_draft_under_llamacpp():
         assert int(cols.parts_bytes[i]) == ev.parts_bytes
         assert int(cols.max_ctx[i]) == ev.max_ctx
     assert np.all(cols.parts_bytes > 0)
+
+
+def test_sweep_takes_a_draft(run):
+    out = run("sweep", "--device", str(REF_PHONE), "--model", "llama-3.1-8b", "--ctx", "4096,8192", "--draft",
+              "llama-3.2-1b", "--format", "csv").stdout
+    header, *rows = out.splitlines()
+    cols = [dict(zip(header.split(","), r.split(","))) for r in rows]
+    # 617,907,200 + 4,096 · 32,768 = 752,124,928; at 8,192: 617,907,200 + 268,435,456 = 886,342,656
+    assert [c["parts_bytes"] for c in cols] == ["752124928", "886342656"]
+    assert cols[0]["total_bytes"] == "5304126464"
+
+
+def test_fit_drops_a_draft_not_smaller_than_another_model():
+    from kvplan.advice import judge
+
+    device, model, draft = _profiles("llama-3.2-3b")
+    cat = Catalog()
+    ev = evaluate(Scenario(device, model, 8192, draft=draft))
+    advice = judge(ev, [cat.model("llama-3.2-3b").profile, cat.model("llama-3.2-1b").profile])
+    drafts = {c.value: getattr(c.evaluation.scenario.draft, "name", None) for c in advice.other_models}
+    # a 3B draft beside a 3B or a 1B model is dropped; the target's own changes keep it, except "draft" itself
+    assert drafts == {"llama-3.2-3b": None, "llama-3.2-1b": None}
+    kept = {c.kind: getattr(c.evaluation.scenario.draft, "name", None) for c in advice.keep_model}
+    assert kept.get("draft", "absent") is None and kept.get("ctx") == "llama-3.2-3b"

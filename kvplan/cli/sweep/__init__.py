@@ -181,6 +181,8 @@ def sweep(
     app_limit: o.knob_option("app_limit") = None,
     margin_fraction: o.knob_option("margin_fraction") = o.knob_default("margin_fraction"),
     target_tokens_per_s: o.knob_option("target_tokens_per_s") = None,
+    draft: o.knob_option("draft") = None,
+    draft_kv_type: o.knob_option("draft_kv_type") = None,
     policy_knobs: Given = None,
     runtime_knobs: Given = None,
     output_format: FormatByOutputOpt = None,
@@ -234,6 +236,7 @@ def sweep(
             terminal.display_note(resolved.note)
     for note in same:
         terminal.display_note(note)
+    draft_profile = catalog.model(draft).profile if draft else None  # resolved as --model is
     bases = [build_scenario(d.profile, m.profile, 1, o.knobs(pinned_prefix_tokens=pinned_prefix_tokens, **w,
                                                               weight_group_size=weight_group_size,
                                                               **_format_knobs(pair, kv_group_size, any_bits),
@@ -243,6 +246,7 @@ def sweep(
                                                               app_limit=app_limit,
                                                               margin_fraction=margin_fraction,
                                                               target_tokens_per_s=target_tokens_per_s,
+                                                              draft=draft_profile, draft_kv_type=draft_kv_type,
                                                               runtime=runtime_value,
                                                               kv_policy=policy_value))
              for d in devices for m in models for w in weight_values for pair in pairs]
