@@ -52,3 +52,14 @@ def test_fit_suggests_fewer_images(run):
     code_436 = run("check", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "436", "--ctx", "32k").exit_code
     code_437 = run("check", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "437", "--ctx", "32k").exit_code
     assert code_436 == 0 and code_437 == 1
+
+
+def test_sweep_and_gate_take_images(run, tmp_path):
+    text = run("sweep", "-d", "pixel8", "-m", "gemma-3-4b", "--ctx", "8k", "--images", "2").stdout
+    # parts: 851,226,048 + 127,139,840 + 10,485,760 = 988,851,648 B
+    assert "988.85 MB" in text
+    gate = tmp_path / "gate.yaml"
+    gate.write_text("configurations:\n  - name: phone-vision\n    device: pixel8\n    model: gemma-3-4b\n"
+                    "    ctx: 8k\n    images: 2\n    image_size: 1280x720\n")
+    r = run("gate", str(gate))
+    assert r.exit_code == 0 and "988.85 MB" in r.stdout
