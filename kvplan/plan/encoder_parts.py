@@ -29,7 +29,17 @@ def _shape(e) -> dict:
                 projection_dim=e.projection_dim)
 
 
-def encoder_figures(e, width: int | None = None, height: int | None = None) -> dict:
+def encoder_flash_attn(runtime) -> bool:
+    """Whether llama.cpp's multimodal library runs the encoder with flash attention: ``-fa off`` under the
+    llama.cpp runtime (or Ollama's ``flash_attention: false``, through its llama.cpp spec) turns it off; ``auto``
+    enables it where the backend supports it (CPU does), and every other runtime is priced as llama.cpp's auto."""
+    from kvplan.profiles.runtime import llamacpp_spec_of
+
+    spec = llamacpp_spec_of(runtime)
+    return spec is None or spec.flash_attn != "off"
+
+
+def encoder_figures(e, width: int | None = None, height: int | None = None, flash_attn: bool = True) -> dict:
     """The encoder's figures for images of ``width × height`` pixels (None: its native size).
 
     Parameters
@@ -53,7 +63,7 @@ def encoder_figures(e, width: int | None = None, height: int | None = None) -> d
         kind, image_size=e.image_size, scale_factor=e.scale_factor or 1, weight_type=e.weight_type, **shape)
     side = enc.warmup_image_side(kind, image_size=e.image_size, patch_size=e.patch_size, merge=e.merge or 2)
     graph = dict(n_head=e.heads, scale_factor=e.scale_factor or 1, merge=e.merge or 2,
-                 n_wa_pattern=e.window_pattern or 0, **shape)
+                 n_wa_pattern=e.window_pattern or 0, flash_attn=flash_attn, **shape)
     compute = enc.encoder_compute_bytes(kind, image_width=side, image_height=side, **graph)
     ew, eh = side, side
     if kind == "qwen2.5vl":
@@ -75,7 +85,8 @@ def encoder_parts(s, pricer) -> tuple[ResidentPart, ...]:
         return ()
     e = s.model.encoder
     w, h = s.image_pixels or (e.image_size, e.image_size)
-    f = encoder_figures(e, w, h)
+    fa = encoder_flash_attn(s.runtime)
+    f = encoder_figures(e, w, h, flash_attn=fa)
     tokens = f["tokens_per_image"] * s.images
     cache = pricer.cache(s)
 
@@ -86,7 +97,9 @@ def encoder_parts(s, pricer) -> tuple[ResidentPart, ...]:
     return (
         ResidentPart("encoder_weights", f["weights_bytes"], values=common + (("weight_type", e.weight_type),)),
         ResidentPart("encoder_compute", f["compute_bytes"],
-                     values=common + (("encoded_size", f"{f['encode_width']}x{f['encode_height']}"),)),
+                     values=common + (("encoded_size", f"{f['encode_width']}x{f['encode_height']}"),
+                                      ("flash_attn", fa),
+                                      ("attention", "flash attention" if fa else "no flash attention"))),
         ResidentPart("image_kv", image_kv, read_bytes_of=image_kv,
                      values=common + (("tokens_per_image", f["tokens_per_image"]), ("image_tokens", tokens))),
     )

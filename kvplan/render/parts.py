@@ -16,7 +16,7 @@ PART_WORDS = {
     "draft_weights": "draft model {model}: weights ({weights})",
     "draft_kv": "draft model {model}: KV cache ({kv_format}, {ctx_tokens:,} tokens)",
     "encoder_weights": "vision encoder ({encoder}): weights ({weight_type})",
-    "encoder_compute": "vision encoder ({encoder}): compute buffer (one {encoded_size} image)",
+    "encoder_compute": "vision encoder ({encoder}): compute buffer (one {encoded_size} image, {attention})",
     "image_kv": "KV of the image tokens ({images} × {tokens_per_image:,} = {image_tokens:,} added to the context)",
 }
 

@@ -18,7 +18,7 @@ def test_gemma3_images_on_pixel8(run_json, run):
     assert doc["memory"]["parts_bytes"] == 851_226_048 + 127_139_840 + 10_485_760
     text = run("check", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "2", "--ctx", "8k").stdout
     assert "vision encoder (gemma3): weights (f16)" in text
-    assert "compute buffer (one 896x896 image)" in text
+    assert "compute buffer (one 896x896 image, flash attention)" in text
     assert "2 × 256 = 512 added to the context" in text
 
 
@@ -63,3 +63,11 @@ def test_sweep_and_gate_take_images(run, tmp_path):
                     "    ctx: 8k\n    images: 2\n    image_size: 1280x720\n")
     r = run("gate", str(gate))
     assert r.exit_code == 0 and "988.85 MB" in r.stdout
+
+
+def test_llama_cpp_without_flash_attention(run_json):
+    # -fa off: measured 1,186,988,032 B for Gemma 3's encoder (tests/data/llamacpp/mmproj/measured.json)
+    code, doc = run_json("check", "-d", "pixel8", "-m", "gemma-3-4b", "--images", "1", "-c", "4k",
+                         "--runtime", "llama.cpp", "--flash-attn", "off")
+    part = doc["memory"]["parts"]["encoder_compute"]
+    assert part["bytes"] == 1_186_988_032 and part["flash_attn"] is False
