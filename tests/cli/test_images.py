@@ -71,3 +71,20 @@ def test_llama_cpp_without_flash_attention(run_json):
                          "--runtime", "llama.cpp", "--flash-attn", "off")
     part = doc["memory"]["parts"]["encoder_compute"]
     assert part["bytes"] == 1_186_988_032 and part["flash_attn"] is False
+
+
+def test_qwen25vl_tokens_by_processor_and_under_llama_cpp(run_json):
+    # 4000×3000: the processor's smart_resize (max 12,845,056 px) keeps 2996×4004 → 214·286/4 = 15,301 tokens;
+    # llama.cpp bounds an image to 4,096 tokens (4,096·28² = 3,211,264 px): beta = √(12e6/3,211,264) = 1.9331,
+    # floor(3000/1.9331/28)·28 = 1540, floor(4000/1.9331/28)·28 = 2044 → 110·146/4 = 4,015 tokens; its compute
+    # buffer is that image's graph either way
+    args = ("check", "-d", "macbook-pro-m4-pro-24gb", "-m", "qwen2.5-vl-3b", "--images", "1",
+            "--image-size", "4000x3000", "-c", "8k")
+    _, ideal = run_json(*args)
+    _, llama = run_json(*args, "--runtime", "llama.cpp")
+    assert ideal["memory"]["parts"]["image_kv"]["image_tokens"] == 15_301
+    assert llama["memory"]["parts"]["image_kv"]["image_tokens"] == 4_015
+    assert llama["memory"]["parts"]["image_kv"]["token_rule"] == "llama.cpp"
+    assert ideal["memory"]["parts"]["encoder_compute"]["encoded_size"] == "2044x1540"
+    # llama.cpp's cache: 8,192 + 4,015 = 12,207 tokens → 12,288 cells (padded to 256): 4,096 more cells × 36,864 B
+    assert llama["memory"]["parts"]["image_kv"]["bytes"] == 4096 * 36_864
