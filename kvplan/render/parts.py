@@ -26,13 +26,21 @@ class _Missing(dict):
         return "?"
 
 
+# words derived from a part's values for its label (the core gives facts, render words them)
+_DERIVED_WORDS = {
+    "attention": lambda facts: "flash attention" if facts.get("flash_attn", True) else "no flash attention",
+}
+
+
 def part_label(part: Part) -> str:
     """The memory table's row label of ``part``."""
     words = PART_WORDS.get(part.key)
     if words is None:
         return part.key.replace("_", " ")
+    facts = part.facts
+    facts = {**{name: word(facts) for name, word in _DERIVED_WORDS.items()}, **facts}
     try:
-        return words.format_map(_Missing(part.facts))
+        return words.format_map(_Missing(facts))
     except (ValueError, TypeError):  # a value of another type than its placeholder formats: the plain words
         return part.key.replace("_", " ")
 
