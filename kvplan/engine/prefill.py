@@ -4,7 +4,7 @@ Notes
 -----
 Prefill is compute-bound. Processing ``T`` prompt tokens costs::
 
-    flops(T) = 2 · P_active · T  +  2 · L · T² · H · d
+    flops(T) = 2 · P_active · T  +  2 · L · T² · H · d  +  F_state · T
 
 The first term is one multiply-add (2 FLOPs) per active parameter per token (the
 matrix multiplications of every layer and the output head). The second is causal
@@ -13,7 +13,9 @@ multiply-adds over the full square, and causality halves the square, so
 ``2 · (2 · T² · d) / 2 = 2 · T² · d`` FLOPs per head per layer. ``L`` is the number
 of layers, ``H`` the attention (query) heads and ``d`` the head dimension. Windowed
 layers and softmax/normalisation FLOPs are ignored (an upper bound on the attention
-term, a lower bound on the rest).
+term, a lower bound on the rest). In a hybrid, ``L`` counts the layers that attend only; its state
+layers add ``F_state`` FLOPs per token (their conv and recurrent scan, beyond the projections that
+``P_active`` counts: :func:`kvplan.engine.state.state_flops_per_token`), linear in ``T``.
 
     prefill_s(T) = max(flops(T) / (compute · compute_efficiency),
                        ceil(T / n_ubatch) · weights_read / (bandwidth · bandwidth_efficiency))
@@ -38,20 +40,45 @@ token); Chinchilla (Hoffmann et al. 2022), Appendix F (attention FLOPs).
 from __future__ import annotations
 
 
-def prefill_flops(tokens, params_active, layers=0, attention_heads=0, head_dim=0):
+def prefill_flops(tokens, params_active, layers=0, attention_heads=0, head_dim=0, state_flops_per_token=0):
     """FLOPs to prefill ``tokens`` prompt tokens.
 
     Parameters
     ----------
     tokens : numeric [tokens]
     params_active : numeric [count] parameters used per token (all of them for a dense model)
-    layers, attention_heads, head_dim : numeric [count] (0 leaves out the attention term)
+    layers, attention_heads, head_dim : numeric [count] (0 leaves out the attention term); ``layers`` counts the
+        layers that attend (a hybrid's state layers do not)
+    state_flops_per_token : numeric [FLOP/token] the state layers' own mixing, summed over them
+        (:func:`kvplan.engine.state.state_flops_per_token`; 0 without state layers)
 
     Returns
     -------
-    numeric [FLOP] ``2 · params_active · tokens + 2 · layers · tokens² · attention_heads · head_dim``
+    numeric [FLOP] ``2 · params_active · tokens + 2 · layers · tokens² · attention_heads · head_dim
+    + state_flops_per_token · tokens``
     """
-    return 2 * params_active * tokens + 2 * layers * tokens * tokens * attention_heads * head_dim
+    return (2 * params_active * tokens + 2 * layers * tokens * tokens * attention_heads * head_dim
+            + state_flops_per_token * tokens)
+
+
+def schedule_state_flops_per_token(schedule) -> int:
+    """The state layers' own mixing FLOPs per token, summed over a schedule.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The model's layers (:class:`~kvplan.engine.schedule.Schedule`).
+
+    Returns
+    -------
+    int [FLOP/token]
+        Σ over its state layers of :func:`kvplan.engine.state.state_flops_per_token`; 0 without any.
+    """
+    from kvplan.engine.state import state_flops_per_token
+
+    return sum(count * state_flops_per_token(layer.mixer, layer.conv_channels, layer.conv_kernel_tokens,
+                                             layer.recurrent_values)
+               for count, layer in schedule.groups() if layer.kind == "state")
 
 
 # --- Prefill after a cached context, and time to first token -------------------------

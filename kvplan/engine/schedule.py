@@ -212,6 +212,12 @@ class Schedule(ComparedFigures):
                              if isinstance(layer, Attention) and layer.window_tokens is not None}))
 
     @property
+    def attending_layers(self) -> int:
+        """How many layers compute attention [count]: the attention layers and the layers that read another's
+        cache; a state or feed-forward layer does not attend."""
+        return sum(count for count, layer in self.runs if layer.kind in ("attention", "shared_kv"))
+
+    @property
     def latent(self) -> bool:
         """Whether any attention layer caches an MLA latent."""
         return any(isinstance(layer, Attention) and layer.latent_rank is not None for _, layer in self.runs)

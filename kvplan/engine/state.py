@@ -177,3 +177,41 @@ def state_bytes(conv_channels, conv_columns, recurrent_values, conv_bytes_per_va
     """
     return sequences * (conv_channels * conv_columns * conv_bytes_per_value
                         + recurrent_values * recurrent_bytes_per_value)
+
+
+#: FLOPs per value of the recurrent state per token, by mixer (the recurrent form of each scan)
+RECURRENT_FLOPS_PER_VALUE = {"short_conv": 0, "mamba2": 4, "gated_deltanet": 6}
+
+
+def state_flops_per_token(mixer: str, conv_channels, conv_kernel_tokens, recurrent_values):
+    """FLOPs one state layer spends on its own mixing per token, beyond its projections (which
+    ``2 · params`` counts) [FLOP/token].
+
+    ``2 · conv_channels · conv_kernel_tokens`` for the causal depthwise conv (a multiply-add per tap and channel),
+    plus ``k · recurrent_values`` for the recurrent state: Mamba2's SSM updates ``h ← a·h + x·Bᵀ`` and reads
+    ``y = h·C`` (2 multiply-adds per state value: ``k = 4``); Gated DeltaNet reads ``S·k`` for the delta rule,
+    writes the rank-one update and reads ``S·q`` (3 multiply-adds per value: ``k = 6``); LFM2's short convolution
+    has no recurrent state (``k = 0``). Gates, decays and norms (a few FLOPs per channel) are left out.
+
+    Parameters
+    ----------
+    mixer : str
+        ``short_conv``, ``mamba2`` or ``gated_deltanet``.
+    conv_channels : int or ndarray [values]
+    conv_kernel_tokens : int or ndarray [tokens]
+    recurrent_values : int or ndarray [values]
+        Values of one sequence's recurrent state in the layer (:func:`mamba2_recurrent_values`,
+        :func:`gated_deltanet_recurrent_values`).
+
+    Returns
+    -------
+    int or ndarray [FLOP/token]
+        Linear in the prompt: unlike attention, the cost per token does not grow with the context.
+
+    References
+    ----------
+    Dao & Gu, "Transformers are SSMs" (2024), §3 (the SSM's recurrent form ``h_t = A_t h_{t−1} + B_t x_t``,
+    ``y_t = C_tᵀ h_t``); Yang, Kautz & Hatamizadeh, "Gated Delta Networks" (2024), eq. 10
+    (``S_t = S_{t−1} α_t (I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ``, ``o_t = S_t q_t``).
+    """
+    return 2 * conv_channels * conv_kernel_tokens + RECURRENT_FLOPS_PER_VALUE[mixer] * recurrent_values

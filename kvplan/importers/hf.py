@@ -352,11 +352,13 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     window = int(c["sliding_window"]) if pattern is not None else None
     notes = []
     params_active = None
+    # a multimodal wrapper: the text model is priced, its towers are not
+    towers = [key for key in ("vision_config", "audio_config") if isinstance(config.get(key), dict)]
+    if towers:
+        notes.append(f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)")
     if params is None and hybrid is not None:
         params, params_note = hybrid_params(c, model_type, hybrid, heads, kv_heads, head_dim)
-        towers = [key for key in ("vision_config", "audio_config") if isinstance(config.get(key), dict)]
-        if towers:  # a multimodal wrapper: the text model is priced, its towers are not
-            notes.append(f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)")
+        if towers:
             params_note += f"; {', '.join(towers)} not counted"
     elif params is None:
         try:

@@ -587,7 +587,8 @@ def tokens_or_none(solved):
 def prefill_times_of(device: Device, model: Model, tokens, weights_read_bytes, n_ubatch: int = 512):
     """(compute-bound, memory-bound) seconds to prefill ``tokens`` prompt tokens, or None without ``compute``.
 
-    Compute: ``2 · params_active · T + 2 · layers · T² · heads · head_dim`` FLOPs over
+    Compute: ``2 · params_active · T + 2 · layers · T² · heads · head_dim + F_state · T`` FLOPs (``layers``: those
+    that attend; ``F_state``: the state layers' own scan per token) over
     ``compute · compute_efficiency`` (``params_active`` when a profile gives it: MoE). Memory: the weights a
     decode step reads, once per micro-batch of ``n_ubatch`` tokens, at the effective bandwidth — a floor
     (for a mixture of experts a micro-batch touches more experts than one token, so more than that).
@@ -595,8 +596,12 @@ def prefill_times_of(device: Device, model: Model, tokens, weights_read_bytes, n
     """
     if not device.compute:
         return None
+    from kvplan.engine.prefill import schedule_state_flops_per_token
+
     params = getattr(model, "params_active", None) or model.params
-    flops = engine.prefill_flops(tokens, params, model.layers, model.attention_heads, model.head_dim)
+    schedule = model.schedule
+    flops = engine.prefill_flops(tokens, params, schedule.attending_layers, model.attention_heads, model.head_dim,
+                                 schedule_state_flops_per_token(schedule))
     return (engine.prefill_compute_s(flops, device.compute, device.compute_efficiency),
             engine.prefill_memory_s(tokens, weights_read_bytes, device.memory_bandwidth,
                                           device.bandwidth_efficiency, n_ubatch))
