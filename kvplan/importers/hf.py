@@ -354,8 +354,11 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     params_active = None
     # a multimodal wrapper: the text model is priced, its towers are not
     towers = [key for key in ("vision_config", "audio_config") if isinstance(config.get(key), dict)]
+    encoder = _vision_encoder(config, place)
     if towers:
-        notes.append(f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)")
+        text = f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)"
+        notes.append(FieldText("images", text + "; the vision tower is the profile's encoder, priced apart "
+                               "with {images}") if encoder else text)
     if params is None and hybrid is not None:
         params, params_note = hybrid_params(c, model_type, hybrid, heads, kv_heads, head_dim)
         if towers:
@@ -373,7 +376,6 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         if moe is not None:
             notes.append(MOE_PARAMS_GIVEN)
     source = config.get("_name_or_path") or where
-    encoder = _vision_encoder(config, place)
     fields = [
         ("name", name, ""),
         ("description", f"imported from {Path(where).name} ({model_type or 'unknown model_type'})", ""),
