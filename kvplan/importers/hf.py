@@ -405,7 +405,7 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         ("sources", {"config": f"{source} (config.json, imported by kvplan)", "params": params_note,
                      "sliding_window": window_note,
                      **({"encoder": "config vision_config (kvplan.importers.vision); weight_type f16: "
-                                    "convert_hf_to_gguf.py --mmproj's default"} if encoder else {}),
+                                    "the default outtype of convert_hf_to_gguf.py for a projector"} if encoder else {}),
                      **({"state": f"config {hybrid.note}"} if hybrid is not None else {})}, ""),
     ]
     header = [f"Model profile imported by 'kvplan import hf' from {where}.",
