@@ -221,7 +221,7 @@ def warmup_image_side(kind: str, *, image_size: int, patch_size: int, merge: int
     return side * patch_size * merge
 
 
-def _siglip_layer(g: Graph, x: int, E: int, F: int, T: int, H: int, mask: int | None = None):
+def _siglip_layer(g: Graph, x: int, E: int, F: int, T: int, H: int, fa: bool = True, after_qkv=None):
     """One ``build_vit`` block with LayerNorm, biases, a GELU MLP and flash attention."""
     ET = E * T * _F32
     # layernorm1: NORM (never in place), MUL by the weight and ADD of the bias (in place)
@@ -233,25 +233,36 @@ def _siglip_layer(g: Graph, x: int, E: int, F: int, T: int, H: int, mask: int | 
         t = g.op(ET, cur)
         t = g.op(ET, t, inplace=True)
         qkv.append(g.view(t))
-    return _attn_ffn(g, x, qkv, E, F, T, mask, norm_bias=True, gated=False)
+    if after_qkv is not None:
+        after_qkv()
+    return _attn_ffn(g, x, qkv, E, F, T, H, None, norm_bias=True, gated=False, fa=fa)
 
 
-def _attn_ffn(g: Graph, x, qkv, E, F, T, mask, norm_bias: bool, gated: bool):
+def _attn_ffn(g: Graph, x, qkv, E, F, T, H, mask, norm_bias: bool, gated: bool, fa: bool = True):
     ET = E * T * _F32
     q, k, v = qkv
-    # build_attn, flash attention: permute Q (a view); K and V permuted and cast to F16 (CPY, their own copies)
     qp = g.view(q)
-    k16 = g.op(E * T * _F16, g.view(k))
-    v16 = g.op(E * T * _F16, g.view(v))
-    if mask is not None:
-        # mask = [the f32 window mask, its F16 cast or None]: qwen2vl.cpp casts it to F16 once, where the first
-        # windowed layer reads it; build_attn casts it to F16 again in every windowed layer (a copy of its own)
-        if mask[1] is None:
-            mask[1] = g.op(g.size[mask[0]] // 2, mask[0])
-        mask = g.op(g.size[mask[1]], mask[1])
-    srcs = (qp, k16, v16) if mask is None else (qp, k16, v16, mask)
-    fa = g.op(ET, *srcs)  # FLASH_ATTN_EXT: [d_head, n_head, T] f32
-    o = g.op(ET, g.view(fa))  # reshape_2d, then the output matmul
+    kp = g.view(k)
+    if fa:
+        # build_attn, flash attention: Q permuted (a view); K and V permuted and cast to F16 (CPY, own copies)
+        k16 = g.op(E * T * _F16, kp)
+        v16 = g.op(E * T * _F16, g.view(v))
+        if mask is not None:
+            # mask = [the f32 window mask, its F16 cast or None]: qwen2vl.cpp casts it to F16 once, where the first
+            # windowed layer reads it; build_attn casts it again in every windowed layer (a copy of its own)
+            if mask[1] is None:
+                mask[1] = g.op(g.size[mask[0]] // 2, mask[0])
+            mask = g.op(g.size[mask[1]], mask[1])
+        srcs = (qp, k16, v16) if mask is None else (qp, k16, v16, mask)
+        att = g.op(ET, *srcs)  # FLASH_ATTN_EXT: [d_head, n_head, T] f32
+    else:
+        # without flash attention: V permuted and made contiguous, KQ = K·Q [T, T, n_head] f32, SOFT_MAX in place
+        # (with the f32 window mask as is), KQV = V·KQ, permuted and made contiguous
+        vc = g.op(ET, g.view(v))
+        kq = g.op(T * T * H * _F32, kp, qp)
+        kq = g.op(T * T * H * _F32, kq, *(() if mask is None else (mask[0],)), inplace=True)
+        att = g.op(ET, g.view(g.op(ET, vc, kq)))
+    o = g.op(ET, g.view(att))  # reshape_2d, then the output matmul
     o = g.op(ET, o, inplace=True)  # + bias
     x = g.op(ET, o, x, inplace=True)  # residual ADD
     # layernorm2 (LayerNorm: NORM, MUL, ADD; RMS: RMS_NORM — not in place here, x has a second reader — and MUL)
@@ -273,7 +284,8 @@ def _attn_ffn(g: Graph, x, qkv, E, F, T, mask, norm_bias: bool, gated: bool):
 
 def encoder_compute_graph(kind: str, *, n_embd: int, n_ff: int, n_layer: int, n_head: int, patch_size: int,
                           image_width: int, image_height: int, projection_dim: int, scale_factor: int = 1,
-                          merge: int = 2, n_wa_pattern: int = 8, patch_weight_type: str = "f32") -> Graph:
+                          merge: int = 2, n_wa_pattern: int = 8, patch_weight_type: str = "f32",
+                          flash_attn: bool = True) -> Graph:
     """The graph ``clip_graph::build`` writes for one image, as ggml's allocator sees it (flash attention on).
 
     Parameters
@@ -296,8 +308,10 @@ def encoder_compute_graph(kind: str, *, n_embd: int, n_ff: int, n_layer: int, n_
         Qwen2.5-VL: every ``n_wa_pattern``-th layer attends fully, the others in windows
         (``clip.vision.n_wa_pattern``, 8 for ``fullatt_block_indexes`` 7, 15, 23, 31).
     patch_weight_type : str
-        ggml type of the patch embedding (unused: ``ggml_conv_2d`` makes an F16 im2col from any kernel
-        type but BF16).
+        ggml type of the patch embedding (``ggml_conv_2d`` makes an F16 im2col from any kernel type but BF16).
+    flash_attn : bool
+        ``CLIP_FLASH_ATTN_TYPE_ENABLED`` (what ``auto`` settles on where the backend supports it, as on CPU) or
+        disabled (``-fa off``): then each layer holds the ``T × T × n_head`` f32 attention scores.
 
     Returns
     -------
@@ -325,9 +339,18 @@ def encoder_compute_graph(kind: str, *, n_embd: int, n_ff: int, n_layer: int, n_
         x = g.op(ET, x, inplace=True)  # + patch bias
         x = g.op(ET, x, inplace=True)  # + learned position embedding
         x = g.view(x)  # reshape_2d
-        for _ in range(L):
+        w_t = []
+
+        def projection_weight():
+            # Gemma 3's projection reads CONT(transpose(mm.input_projection)), an F16 copy in the compute buffer;
+            # it depends on no activation, so ggml's graph walk places it where the output's walk starts: right
+            # after the last layer's Q, K, V (build_attn fixed those earlier with ggml_build_forward_order)
+            w_t.append(g.op(E * projection_dim * _F16, g.external_view()))
+
+        for il in range(L):
             g.mark()
-            x = _siglip_layer(g, x, E, F, T, H)
+            hook = projection_weight if kind == "gemma3" and il == L - 1 else None
+            x = _siglip_layer(g, x, E, F, T, H, fa=flash_attn, after_qkv=hook)
         x = g.op(ET, x)  # post_ln: NORM, MUL, ADD
         x = g.op(ET, x, inplace=True)
         x = g.op(ET, x, inplace=True)
@@ -340,8 +363,7 @@ def encoder_compute_graph(kind: str, *, n_embd: int, n_ff: int, n_layer: int, n_
             x = g.op(pooled * E * _F32, g.view(g.view(x)))  # reshape, transpose, CONT
             x = g.op(pooled * E * _F32, x, inplace=True)  # RMS_NORM
             x = g.op(pooled * E * _F32, x, inplace=True)  # × soft_emb_norm
-            w_t = g.op(E * projection_dim * _F16, g.external_view())  # CONT of the transposed F16 projection weight
-            g.op(projection_dim * pooled * _F32, w_t, x, output=True)
+            g.op(projection_dim * pooled * _F32, w_t[0], x, output=True)
         else:
             s = scale_factor
             x = g.op(ET, g.view(g.view(g.view(x))))  # reshape_3d ×2, permute, CONT_3D
@@ -376,7 +398,7 @@ def encoder_compute_graph(kind: str, *, n_embd: int, n_ff: int, n_layer: int, n_
             if j < 2:
                 t = g.op(ET, t, positions, inplace=True)  # ROPE_MULTI of a view: a block of its own
             qkv.append(t)
-        x = _attn_ffn(g, x, qkv, E, F, T, None if full else window, norm_bias=False, gated=True)
+        x = _attn_ffn(g, x, qkv, E, F, T, H, None if full else window, norm_bias=False, gated=True, fa=flash_attn)
     x = g.op(ET, x, inplace=True)  # post_ln (merger.ln_q): RMS_NORM in place, × weight
     x = g.op(ET, x, inplace=True)
     x = g.view(x)  # reshape_3d [4E, T/4]
@@ -404,8 +426,8 @@ def encoder_compute_bytes(kind: str, **shape) -> int:
     Returns
     -------
     int [bytes]
-        ``ggml_backend_sched_get_buffer_size`` after ``reserve_compute_meta`` (CPU, flash attention
-        enabled, as ``CLIP_FLASH_ATTN_TYPE_AUTO`` settles on a CPU backend).
+        ``ggml_backend_sched_get_buffer_size`` after ``reserve_compute_meta`` (CPU; flash attention as
+        ``flash_attn`` says, enabled by default as ``CLIP_FLASH_ATTN_TYPE_AUTO`` settles on a CPU backend).
     """
     return peak_bytes(encoder_compute_graph(kind, **shape))
 

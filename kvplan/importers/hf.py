@@ -372,8 +372,11 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     params_active = None
     # a multimodal wrapper: the text model is priced, its towers are not
     towers = [key for key in ("vision_config", "audio_config") if isinstance(config.get(key), dict)]
+    encoder = _vision_encoder(config, place)
     if towers:
-        notes.append(f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)")
+        text = f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)"
+        notes.append(FieldText("images", text + "; the vision tower is the profile's encoder, priced apart "
+                               "with {images}") if encoder else text)
     if params is None and hybrid is not None:
         if moe is not None:  # a hybrid MoE (Qwen3.5-MoE): total and active
             params, params_active, params_note = hybrid_params(c, model_type, hybrid, heads, kv_heads, head_dim, moe)
@@ -402,7 +405,6 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
             notes.append(note)
         params_note += f"; {', '.join(towers)} not counted"
     source = config.get("_name_or_path") or where
-    encoder = _vision_encoder(config, place)
     fields = [
         ("name", name, ""),
         ("description", f"imported from {Path(where).name} ({model_type or 'unknown model_type'})", ""),
@@ -440,7 +442,7 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         ("sources", {"config": f"{source} (config.json, imported by kvplan)", "params": params_note,
                      "sliding_window": window_note,
                      **({"encoder": "config vision_config (kvplan.importers.vision); weight_type f16: "
-                                    "convert_hf_to_gguf.py --mmproj's default"} if encoder else {}),
+                                    "the default outtype of convert_hf_to_gguf.py for a projector"} if encoder else {}),
                      **({"state": f"config {hybrid.note}"} if hybrid is not None else {})}, ""),
     ]
     header = [f"Model profile imported by 'kvplan import hf' from {where}.",

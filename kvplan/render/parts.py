@@ -18,7 +18,7 @@ PART_WORDS = {
     "draft_buffers": "draft model {model}: llama.cpp compute and output buffers of its context",
     "draft_verify_outputs": "{model}: llama.cpp output buffer grown to {rows} rows of logits per sequence (verification)",
     "encoder_weights": "vision encoder ({encoder}): weights ({weight_type})",
-    "encoder_compute": "vision encoder ({encoder}): compute buffer (one {encoded_size} image)",
+    "encoder_compute": "vision encoder ({encoder}): compute buffer (one {encoded_size} image, {attention})",
     "image_kv": "KV of the image tokens ({images} × {tokens_per_image:,} = {image_tokens:,} added to the context)",
 }
 
@@ -28,13 +28,21 @@ class _Missing(dict):
         return "?"
 
 
+# words derived from a part's values for its label (the core gives facts, render words them)
+_DERIVED_WORDS = {
+    "attention": lambda facts: "flash attention" if facts.get("flash_attn", True) else "no flash attention",
+}
+
+
 def part_label(part: Part) -> str:
     """The memory table's row label of ``part``."""
     words = PART_WORDS.get(part.key)
     if words is None:
         return part.key.replace("_", " ")
+    facts = part.facts
+    facts = {**{name: word(facts) for name, word in _DERIVED_WORDS.items()}, **facts}
     try:
-        return words.format_map(_Missing(part.facts))
+        return words.format_map(_Missing(facts))
     except (ValueError, TypeError):  # a value of another type than its placeholder formats: the plain words
         return part.key.replace("_", " ")
 

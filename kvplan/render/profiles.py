@@ -142,6 +142,10 @@ def _base(value) -> str:
         return f"{value:,}"
     if isinstance(value, list):
         return "[" + ", ".join(str(v) for v in value) + "]"
+    if hasattr(value, "model_dump") and "projection_dim" in value.model_dump():  # a vision encoder: one line
+        d = value.model_dump()
+        return (f"{d['kind']}: ViT {d['layers']}×{d['hidden_size']} ({d['heads']} heads, MLP {d['intermediate_size']}), "
+                f"patch {d['patch_size']}, {d['image_size']} px → {d['projection_dim']}, {d['weight_type']}")
     if hasattr(value, "model_dump"):
         return ", ".join(f"{k} {v}" for k, v in value.model_dump().items() if v is not None and v != [])
     return str(value)

@@ -18,7 +18,7 @@ def test_gemma3_images_on_pixel8(run_json, run):
     assert doc["memory"]["parts_bytes"] == 851_226_048 + 127_139_840 + 10_485_760
     text = run("check", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "2", "--ctx", "8k").stdout
     assert "vision encoder (gemma3): weights (f16)" in text
-    assert "compute buffer (one 896x896 image)" in text
+    assert "compute buffer (one 896x896 image, flash attention)" in text
     assert "2 × 256 = 512 added to the context" in text
 
 
@@ -52,3 +52,39 @@ def test_fit_suggests_fewer_images(run):
     code_436 = run("check", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "436", "--ctx", "32k").exit_code
     code_437 = run("check", "--device", "pixel8", "--model", "gemma-3-4b", "--images", "437", "--ctx", "32k").exit_code
     assert code_436 == 0 and code_437 == 1
+
+
+def test_sweep_and_gate_take_images(run, tmp_path):
+    text = run("sweep", "-d", "pixel8", "-m", "gemma-3-4b", "--ctx", "8k", "--images", "2").stdout
+    # parts: 851,226,048 + 127,139,840 + 10,485,760 = 988,851,648 B
+    assert "988.85 MB" in text
+    gate = tmp_path / "gate.yaml"
+    gate.write_text("configurations:\n  - name: phone-vision\n    device: pixel8\n    model: gemma-3-4b\n"
+                    "    ctx: 8k\n    images: 2\n    image_size: 1280x720\n")
+    r = run("gate", str(gate))
+    assert r.exit_code == 0 and "988.85 MB" in r.stdout
+
+
+def test_llama_cpp_without_flash_attention(run_json):
+    # -fa off: measured 1,186,988,032 B for Gemma 3's encoder (tests/data/llamacpp/mmproj/measured.json)
+    code, doc = run_json("check", "-d", "pixel8", "-m", "gemma-3-4b", "--images", "1", "-c", "4k",
+                         "--runtime", "llama.cpp", "--flash-attn", "off")
+    part = doc["memory"]["parts"]["encoder_compute"]
+    assert part["bytes"] == 1_186_988_032 and part["flash_attn"] is False
+
+
+def test_qwen25vl_tokens_by_processor_and_under_llama_cpp(run_json):
+    # 4000×3000: the processor's smart_resize (max 12,845,056 px) keeps 2996×4004 → 214·286/4 = 15,301 tokens;
+    # llama.cpp bounds an image to 4,096 tokens (4,096·28² = 3,211,264 px): beta = √(12e6/3,211,264) = 1.9331,
+    # floor(3000/1.9331/28)·28 = 1540, floor(4000/1.9331/28)·28 = 2044 → 110·146/4 = 4,015 tokens; its compute
+    # buffer is that image's graph either way
+    args = ("check", "-d", "macbook-pro-m4-pro-24gb", "-m", "qwen2.5-vl-3b", "--images", "1",
+            "--image-size", "4000x3000", "-c", "8k")
+    _, ideal = run_json(*args)
+    _, llama = run_json(*args, "--runtime", "llama.cpp")
+    assert ideal["memory"]["parts"]["image_kv"]["image_tokens"] == 15_301
+    assert llama["memory"]["parts"]["image_kv"]["image_tokens"] == 4_015
+    assert llama["memory"]["parts"]["image_kv"]["token_rule"] == "llama.cpp"
+    assert ideal["memory"]["parts"]["encoder_compute"]["encoded_size"] == "2044x1540"
+    # llama.cpp's cache: 8,192 + 4,015 = 12,207 tokens → 12,288 cells (padded to 256): 4,096 more cells × 36,864 B
+    assert llama["memory"]["parts"]["image_kv"]["bytes"] == 4096 * 36_864

@@ -41,8 +41,8 @@ def build(src: Path, work: Path) -> Path:
     return exe
 
 
-def run(exe: Path, gguf: Path, max_tokens: int | None, image: str | None = None) -> dict:
-    args = [str(exe), str(gguf), str(max_tokens or 0)] + ([image] if image else [])
+def run(exe: Path, gguf: Path, max_tokens: int | None, image: str | None = None, fa_off: bool = False) -> dict:
+    args = [str(exe), str(gguf), str(max_tokens or 0)] + [image or "-"] + (["off"] if fa_off else [])
     p = subprocess.run(args, capture_output=True, text=True, check=True)
     log = p.stderr + p.stdout
     keep = [ln for ln in log.splitlines() if re.search(
@@ -50,7 +50,7 @@ def run(exe: Path, gguf: Path, max_tokens: int | None, image: str | None = None)
     m = re.search(r"PROBE weights_bytes=(\d+) compute_bytes=(\d+) warmup_image_size=(\d+) flash_attn=(\d)", log)
     out = {"gguf": gguf.name, "image_max_tokens": max_tokens, "weights_bytes": int(m[1]),
            "compute_bytes": int(m[2]), "warmup_image_size": int(m[3]), "flash_attn": bool(int(m[4])),
-           "log": keep}
+           "log": keep, "flash_attn_requested": "off" if fa_off else "auto"}
     if image:
         m2 = re.search(r"PROBE image=(\d+)x(\d+) compute_bytes=(\d+)", log)
         out["image"] = {"width": int(m2[1]), "height": int(m2[2]), "compute_bytes": int(m2[3])}
@@ -74,6 +74,9 @@ def main(argv=None):
             print(json.dumps({k: v for k, v in runs[-1].items() if k != "log"}))
         # Qwen2.5-VL's graph follows the image: the buffer after reserving one image of each size
         # (smart_resize'd sizes: 1920x1080 → 1932x1092, 2240x1260; 644x644 is below the warmup's)
+        if "f16" in gguf.name:  # -fa off: the T × T × n_head attention scores in every layer
+            runs.append(run(exe, gguf, None, None, fa_off=True))
+            print(json.dumps({k: v for k, v in runs[-1].items() if k != "log"}))
         if "qwen" in gguf.name and "f16" in gguf.name:
             for image in ("1932x1092", "644x644", "2240x1260"):
                 runs.append(run(exe, gguf, None, image))

@@ -3,7 +3,7 @@
 // clip_ctx::mem_usage (sum of ggml_nbytes of the weights loaded, the "model size" log line) and
 // clip_ctx::mem_compute (ggml_backend_sched_get_buffer_size after warmup's reserve_compute_meta, the
 // "compute buffer size" log line). It includes clip.cpp to read those private fields.
-// usage: mmproj_probe MMPROJ.gguf [IMAGE_MAX_TOKENS [WIDTHxHEIGHT]]
+// usage: mmproj_probe MMPROJ.gguf [IMAGE_MAX_TOKENS [WIDTHxHEIGHT|- [off]]]   (off: -fa off)
 // With WIDTHxHEIGHT it then reserves the graph of one image of that size (what encoding it makes the
 // scheduler reserve) and prints that buffer too.
 #include "clip.cpp"
@@ -14,7 +14,8 @@ int main(int argc, char ** argv) {
     clip_context_params p{};
     p.use_gpu = false;
     p.device = nullptr;
-    p.flash_attn_type = CLIP_FLASH_ATTN_TYPE_AUTO;
+    p.flash_attn_type = argc > 4 && std::string(argv[4]) == "off" ? CLIP_FLASH_ATTN_TYPE_DISABLED
+                                                                  : CLIP_FLASH_ATTN_TYPE_AUTO;
     p.image_min_tokens = -1;
     p.image_max_tokens = argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : -1;
     p.warmup = true;
@@ -27,7 +28,7 @@ int main(int argc, char ** argv) {
     for (auto & kv : c->mem_compute) cb += kv.second;
     printf("PROBE weights_bytes=%zu compute_bytes=%zu warmup_image_size=%d flash_attn=%d\n",
            w, cb, c->model.hparams.warmup_image_size, (int)(c->flash_attn_type == CLIP_FLASH_ATTN_TYPE_ENABLED));
-    if (argc > 3) {
+    if (argc > 3 && std::string(argv[3]) != "-") {
         int iw = 0, ih = 0;
         if (sscanf(argv[3], "%dx%d", &iw, &ih) != 2) { fprintf(stderr, "bad size\n"); return 2; }
         clip_image_f32_batch batch;
