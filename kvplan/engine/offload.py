@@ -166,11 +166,30 @@ class Placement:
     output_on_gpu: bool = False
 
     def bytes_in(self, memory: str, role: str | None = None) -> int:
-        """Weight bytes held in ``memory`` (of one ``role``) [bytes]."""
+        """Weight bytes held in ``memory`` (of one ``role``).
+
+        Parameters
+        ----------
+        memory : str one of :data:`MEMORIES`
+        role : str or None embedding, layers, experts, output (None: all)
+
+        Returns
+        -------
+        int [bytes]
+        """
         return sum(t.bytes for t in self.tensors if t.memory == memory and (role is None or t.role == role))
 
     def read_bytes_in(self, memory: str) -> int:
-        """Weight bytes one decode step reads from ``memory`` [bytes]."""
+        """Weight bytes one decode step reads from ``memory``.
+
+        Parameters
+        ----------
+        memory : str one of :data:`MEMORIES`
+
+        Returns
+        -------
+        int [bytes]
+        """
         return sum(t.read_bytes for t in self.tensors if t.memory == memory)
 
 
@@ -315,7 +334,7 @@ def compute_split_bytes(cpu_only_bytes: int, n_embd: int, n_vocab: int, n_ubatch
     layers_on_gpu, n_layer : int [count]
     output_on_gpu : bool
     n_outputs : int [rows] logits rows reserved (llama-server: ``-np``)
-    host_expert_layers, n_expert_used, expert_ff : int
+    host_expert_layers, n_expert_used, expert_ff : int [count, count, values]
         Layers whose expert stacks are in host memory (``--n-cpu-moe``), experts per token, expert FFN width.
 
     Returns
