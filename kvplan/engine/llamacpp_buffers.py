@@ -57,7 +57,7 @@ UNQUANTIZED = ("f32", "f16", "bf16")
 
 #: graph families: how llama.cpp's build function for an architecture lays out
 #: attention (``src/models/<arch>.cpp``, ``llm_build_*``)
-GRAPHS = ("llama", "gemma", "phi3", "mla", "layers")
+GRAPHS = ("llama", "gemma", "phi3", "mla", "layers", "gemma3n")
 
 def _pad(x, n):
     return ((x + n - 1) // n) * n
@@ -351,6 +351,10 @@ def compute_buffer_bytes(
         "b11434": build == "b11434",
         "scale_rows": bool(scale_rows),
     }
+    if graph == "gemma3n":  # src/models/gemma3n.cpp: the whole graph is replayed (llamacpp_graph._gemma3n)
+        shape.update(dict(layer_graph or ()))
+        g = llamacpp_graph.reserve_graph(shape, bool(flash_attn))
+        return ggml_alloc.largest_tensor_bytes(g) if floor else ggml_alloc.peak_bytes(g)
     if graph == "layers":
         # the recurrent memory holds one state per sequence (llama_memory_recurrent, size max(1, n_seq_max)) and
         # the reserve micro-batch splits its tokens evenly over n_seq_max sequences (graph_reserve)
@@ -396,13 +400,14 @@ def output_buffer_bytes(n_vocab, n_seq_max=1, n_outputs=None, n_embd=0, embeddin
 
 
 #: interleaved sliding-window architectures whose window llama.cpp keeps
-_SWA_ARCHS = {"gemma2", "gemma3", "gemma3_text", "gpt_oss"}
+_SWA_ARCHS = {"gemma2", "gemma3", "gemma3_text", "gpt_oss", "gemma3n", "gemma3n_text"}
 #: their layer pattern as llama.cpp sets it (``llama_hparams::set_swa_pattern``, ``src/llama-hparams.cpp``)
-_SWA_PERIOD = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "gpt_oss": 2}
+_SWA_PERIOD = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "gpt_oss": 2, "gemma3n": 5, "gemma3n_text": 5}
 #: profile ``architecture`` (Hugging Face model_type) → graph family; anything else builds like llama
 _GRAPH_OF_ARCH = {
     "gemma2": "gemma", "gemma3": "gemma", "gemma3_text": "gemma",
     "phi3": "phi3",
+    "gemma3n": "gemma3n", "gemma3n_text": "gemma3n",
     "deepseek_v2": "mla", "deepseek_v3": "mla",
 }
 
@@ -503,6 +508,19 @@ def layer_graph_of(profile: Mapping[str, Any]):
     return tuple(sorted(out.items()))
 
 
+#: Gemma 3n's graph constants (src/models/gemma3n.cpp load_arch_hparams: n_layer_kv_from_start 20 … computed as
+#: layers − shared_kv_layers here; src/models/models.h: n_layer_sparsity 10) and the text_config fields the profile
+#: does not carry (altup_num_inputs 4, laurel_rank 64: tests/data/hf_configs/gemma-3n-e2b.json)
+_GEMMA3N = {"n_altup": 4, "laurel_rank": 64, "n_layer_sparsity": 10}
+
+
+def _gemma3n_graph_of(profile):
+    L = int(_field(profile, "layers"))
+    out = dict(_GEMMA3N, n_embd_altup=int(_field(profile, "hidden_size_per_layer_input")),
+               n_layer_kv_from_start=L - int(_field(profile, "shared_kv_layers", 0) or 0))
+    return tuple(sorted(out.items()))
+
+
 def graph_of(profile: Mapping[str, Any]) -> str:
     """Graph family (:data:`GRAPHS`) of a model profile; MLA only when the profile has an ``mla`` block.
 
@@ -547,7 +565,12 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
     layer_graph = layer_graph_of(profile) if graph == "layers" else None
     if graph == "layers" and layer_graph is None:
         raise ValueError(f"llama.cpp's compute graph of this {arch} profile is not modelled")
+    if graph == "gemma3n":
+        layer_graph = _gemma3n_graph_of(profile)
     mla = _field(profile, "mla") if graph == "mla" else None
+    n_ff = profile["intermediate_size"]
+    if isinstance(n_ff, (list, tuple)):  # per layer (Gemma 3n's MatFormer); every layer of the E2B is 8,192 wide
+        n_ff = max(n_ff)
     return compute_buffer_bytes(
         layers=profile["layers"],
         n_head=profile["attention_heads"],
@@ -555,7 +578,7 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
         head_dim=profile["head_dim"],
         v_head_dim=_field(profile, "v_head_dim", profile["head_dim"]),
         hidden=profile["hidden_size"],
-        n_ff=profile["intermediate_size"],
+        n_ff=n_ff,
         # the logits are as wide as the GGUF's vocabulary, which the converter may trim (Gemma 3: 262,144 of 262,208)
         n_vocab=_field(profile, "gguf_vocab_size", None) or profile["vocab_size"],
         n_swa=n_swa,

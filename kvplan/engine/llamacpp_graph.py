@@ -553,8 +553,142 @@ def reserve_graph(s, fa):
     """
     if s.get("graph") == "mla":
         g = _mla(s, fa)
+    elif s.get("graph") == "gemma3n":
+        g = _gemma3n(s, fa)
     elif s.get("graph") == "layers":
         g = _layers(s, fa)
     else:
         g = _llama(s, fa)
+    return g
+
+
+def _gemma3n_attention(b, s, cur, group, pos, fa, shared):
+    """Gemma 3n's attention (``src/models/gemma3n.cpp``, build 11434) up to the output projection's input: Q, K, V
+    projections, their RMS norms of the reshape views (new tensors; Q and K roped in place), V normed without a
+    weight; a shared-KV layer (``hparams.has_kv(il)`` false) computes only Q and reads an earlier layer's cache."""
+    g, T, H, Dk, Hk, Dv = b.g, b.T, s["H"], s["Dk"], s["Hk"], s["Dv"]
+    k_idxs, v_idxs, mask, n_kv = group
+    qr = g.op(_f32(Dk, H, T), g.view(b.mm(H * Dk, cur)), pos, inplace=True)  # RMS_NORM, MUL, ROPE
+    if not shared:
+        kr = g.op(_f32(Dk, Hk, T), g.view(b.mm(Hk * Dk, cur)), pos, inplace=True)
+        vr = g.op(_f32(Dv, Hk, T), g.view(b.mm(Hk * Dv, cur)))  # RMS_NORM of the view, no weight
+        g.external_view(g.view(kr), k_idxs)  # SET_ROWS into the K cache
+        if fa:
+            g.external_view(g.view(vr), v_idxs)
+        else:
+            g.external_view(g.view(g.view(vr)), v_idxs)
+    qp = g.view(g.view(qr))
+    if fa:
+        return g.view(g.op(_f32(Dv, H, T), qp, mask))  # FLASH_ATTN_EXT
+    kq = g.op(_f32(n_kv, T, H), qp)
+    kq = g.op(_f32(n_kv, T, H), kq, mask, inplace=True)  # SOFT_MAX
+    return g.op(_f32(Dv * H, T), g.view(g.op(_f32(Dv, T, H), kq)))  # permute + CONT
+
+
+def _gemma3n(s, fa):
+    """Gemma 3n (``src/models/gemma3n.cpp``, build 11434): per-layer embeddings, AltUp (``n_altup`` streams of
+    [E, T]), LAuReL, Gaussian top-k sparsity in the first ``n_layer_sparsity`` layers, shared-KV layers from
+    ``n_layer_kv_from_start`` on; the output rows are kept only after the AltUp merge. Written in the graph order of
+    a dump of the reserve graph (``tests/harness/graph_dump.py``), node by node."""
+    T, E, F, V, L = s["T"], s["E"], s["F"], s["V"], s["layers"]
+    A, P, R = s["n_altup"], s["n_embd_altup"], s["laurel_rank"]
+    b = _B(T, s.get("O"))
+    g = b.g
+    tokens, mixed = _embeddings(b, dict(s, b11434=True, scale_rows=False))
+    scale_rows = g.input(_f32(1, T))  # inp_scale_rows (build_inp_embd with a scale), read by the MUL below
+    ple_tokens = g.input(T * I32)  # build_inp_per_layer: its own token ids
+    pos = g.input(T * I32)
+    groups = []
+    for n_kv in s["caches"]:
+        groups.append((g.input(T * I64), g.input(T * I64 if fa else s["Hk"] * s["Dv"] * T * I64),
+                       g.input(n_kv * T * (F16 if fa else F32)), n_kv))
+    out_ids = g.input(b.O * I32)
+    x = g.op(_f32(E, T), tokens)  # GET_ROWS
+    mixed()
+    x = g.op(_f32(E, T), x, scale_rows, inplace=True)  # MUL by inp_scale_rows: inp_scaled
+    ple = g.op(_f32(P * L, T), ple_tokens)  # GET_ROWS of per_layer_token_embd
+    ple = g.op(_f32(P * L, T), g.view(ple))  # SCALE of the reshape: a new tensor
+
+    def magnitude(t, rows):
+        return g.op(_f32(1, T, rows), g.op(_f32(1, T, rows), g.op(g.size[t] or _f32(E, T), t, inplace=True)), inplace=True)  # SQR, SUM_ROWS, SQRT
+
+    rep = g.op(_f32(E, T, A - 1), x)  # REPEAT
+    added = g.op(_f32(E, T, A - 1), rep)  # MUL_MAT altup_proj
+    mag = magnitude(x, 1)
+    added2 = g.op(_f32(E, T, A - 1), added, mag, inplace=True)  # MUL
+    added = g.op(_f32(E, T, A - 1), added2, magnitude(added, A - 1), inplace=True)  # DIV
+    stack = g.op(_f32(E, T, A), x, added)  # CONCAT: inp_stacked
+    ple_proj = None
+
+    def router(t):  # altup_compute_router_modalities: RMS_NORM, MUL, SCALE, MUL_MAT, TANH
+        n = g.op(_f32(E, T), t, inplace=True)
+        n = g.op(_f32(E, T), g.op(_f32(E, T), n, inplace=True), inplace=True)
+        return g.op(_f32(A, T), b.mm(A, n), inplace=True)
+
+    for il in range(L):
+        g.mark()
+        perm = g.op(_f32(E, T, A), g.view(stack))  # CONT of the permuted streams
+        coefs = g.view(b.mm(A * A, router(g.view(stack))))  # all_coefs, reshaped
+        pred = g.op(_f32(E, T, A), g.view(g.op(_f32(E, A, T), perm, coefs)))  # MUL_MAT, permute + CONT
+        pred = g.op(_f32(E, T, A), pred, stack, inplace=True)  # ADD: predictions
+        active = g.view(pred)
+        cur = b.rms_norm(active, E)  # attn_norm
+        shared = il >= s["n_layer_kv_from_start"]
+        attn = _gemma3n_attention(b, s, cur, groups[s["cache_of_layer"](il)], pos, fa, shared)
+        out = b.rms_norm(b.mm(E, attn), E)  # attn_output, attn_post_norm
+        gated = b.add(out, active, E)  # attn_gated
+        lau = b.rms_norm(b.mm(E, b.mm(R, cur)), E)  # laurel_l, laurel_r, laurel_post_norm
+        lau = b.add(lau, cur, E)  # laurel_out
+        al = g.op(_f32(E, T), b.add(gated, lau, E), inplace=True)  # SCALE: attn_laurel
+        fcur = b.rms_norm(al, E)
+        up = b.mm(F, fcur)
+        gate = b.mm(F, fcur)
+        if il < s["n_layer_sparsity"]:  # gaussian_topk: MEAN, SUB, SQR, SUM_ROWS, SCALE, SQRT, SCALE, ADD, SUB, RELU
+            mean = g.op(_f32(1, T), gate)
+            sq = g.op(_f32(F, T), g.op(_f32(F, T), gate, mean, inplace=True), inplace=True)
+            std = g.op(_f32(1, T), sq)
+            std = g.op(_f32(1, T), g.op(_f32(1, T), g.op(_f32(1, T), std, inplace=True), inplace=True), inplace=True)
+            cut = g.op(_f32(1, T), mean, std, inplace=True)
+            gate = g.op(_f32(F, T), g.op(_f32(F, T), gate, cut, inplace=True), inplace=True)
+        gate = g.op(_f32(F, T), gate, inplace=True)  # GELU
+        ffn = b.rms_norm(b.mm(E, g.op(_f32(F, T), up, gate, inplace=True)), E)  # MUL, ffn_down, ffn_post_norm
+        lg = b.add(ffn, al, E)  # attn_ffw_laurel_gated
+        # altup_correct
+        innov = g.op(_f32(E, T), lg, g.view(pred), inplace=True)  # SUB
+        rep = g.op(_f32(E, T, A), innov)  # REPEAT
+        cc = g.op(_f32(A, T), b.mm(A, router(lg)), inplace=True)  # MUL_MAT altup_correct_coef, SCALE_BIAS
+        cc = g.op(_f32(1, T, A), g.view(cc))  # CONT of the transpose
+        corr = g.op(_f32(E, T, A), rep, cc, inplace=True)  # MUL
+        corr = g.op(_f32(E, T, A), corr, pred, inplace=True)  # ADD: corrected
+        first = g.view(corr)
+        rest = g.view(corr)
+        fp = g.op(_f32(E, T), g.view(corr))  # MUL by altup_correct_scale
+        fp = g.op(_f32(P, T), b.mm(P, fp), inplace=True)  # per_layer inp_gate, GELU
+        if ple_proj is None:  # project_per_layer_inputs, placed at its first use
+            pp = g.op(_f32(P * L, T), b.mm(P * L, x), inplace=True)  # MUL_MAT, SCALE
+            pp = g.op(_f32(P * L, T), g.view(pp))  # RMS_NORM of the reshape
+            pp = g.op(_f32(P * L, T), pp, inplace=True)  # MUL per_layer_proj_norm
+            pp = g.op(_f32(P * L, T), pp, ple, inplace=True)  # ADD
+            pp = g.op(_f32(P * L, T), pp, inplace=True)  # SCALE: inp_per_layer
+            ple_proj = g.op(_f32(P, T, L), g.view(pp))  # permute + CONT
+        fp = g.op(_f32(P, T), fp, g.view(ple_proj), inplace=True)  # MUL by this layer's slice
+        fp = b.rms_norm(b.mm(E, fp), E)  # per_layer proj, post_norm
+        tmp = g.op(_f32(E, T, A - 1), rest, fp, inplace=True)  # ADD (of a view: a new tensor)
+        stack = g.op(_f32(E, T, A), first, tmp)  # CONCAT: l_out
+    # merge the streams (altup_unembd_proj), then keep the output rows
+    un = g.op(_f32(E, T, A - 1), g.view(stack))  # MUL_MAT of the other streams' view
+    mag = magnitude(g.view(stack), 1)  # of the active stream's view
+    un2 = g.op(_f32(E, T, A - 1), un, mag, inplace=True)
+    un = g.op(_f32(E, T, A - 1), un2, magnitude(un, A - 1), inplace=True)  # DIV: altup_unembd
+    cur = g.op(_f32(E, T), g.view(stack), g.view(un), inplace=True)
+    for _ in range(A - 2):
+        cur = g.op(_f32(E, T), cur, g.view(un), inplace=True)
+    cur = g.op(_f32(E, T), cur, inplace=True)  # SCALE: unembd_merged
+    b.T = b.O
+    cur = g.op(_f32(E, b.T), cur, out_ids)  # GET_ROWS
+    cur = g.op(_f32(E, b.T), cur, inplace=True)  # RMS_NORM
+    cur = g.op(_f32(E, b.T), cur, inplace=True, output=True)  # result_norm
+    lg = g.op(_f32(V, b.T), cur)
+    lg = g.op(_f32(V, b.T), g.op(_f32(V, b.T), lg, inplace=True), inplace=True)  # SCALE, TANH
+    g.op(_f32(V, b.T), lg, inplace=True, output=True)  # SCALE: result_output
     return g

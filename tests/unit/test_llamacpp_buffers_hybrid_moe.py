@@ -32,6 +32,7 @@ FILES = (
     [("state", m) for m in HYBRID_MOE[:4]]
     + [("models2026", m) for m in ("gpt-oss-20b", "qwen3-30b-a3b", "phi-4-mini", "smollm3-3b")]
     + [("buffers", m) for m in HYBRID_MOE + ("gemma-3-4b",)]  # gemma-3-4b: --swa-full
+    + [("buffers", "gemma-3n-e2b")]  # src/models/gemma3n.cpp (llamacpp_graph._gemma3n), --grid hybrid
 )
 
 
