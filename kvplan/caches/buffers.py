@@ -84,6 +84,8 @@ def unpriced_because(model) -> Reason | None:
     view = _ProfileView(model)
     if lb.graph_of(view) == "layers" and lb.layer_graph_of(view) is not None:
         return None  # a hybrid or MoE graph the engine writes (lfm2, qwen3_5, granitemoehybrid, nemotron_h …)
+    if lb.graph_of(view) == "gemma3n":
+        return None  # Gemma 3n's graph (AltUp, LAuReL, per-layer embeddings, shared-KV layers): llamacpp_graph._gemma3n
     if getattr(model, "state", None) is not None:  # another hybrid's graph (conv / SSM ops) is not replayed
         return reason("state_graph_unmodelled", architecture=model.architecture or None)
     if getattr(model, "shared_kv_layers", 0) or getattr(model, "hidden_size_per_layer_input", None):

@@ -562,16 +562,17 @@ def reserve_graph(s, fa):
     return g
 
 
-def _gemma3n_attention(b, s, cur, group, pos, fa, shared):
+def _gemma3n_attention(b, s, cur, group, pos, k_rot, v_rot, fa, shared):
     """Gemma 3n's attention (``src/models/gemma3n.cpp``, build 11434) up to the output projection's input: Q, K, V
     projections, their RMS norms of the reshape views (new tensors; Q and K roped in place), V normed without a
-    weight; a shared-KV layer (``hparams.has_kv(il)`` false) computes only Q and reads an earlier layer's cache."""
+    weight, each rotated by a quantized cache's Hadamard matrix (:func:`_rot`); a shared-KV layer
+    (``hparams.has_kv(il)`` false) computes only Q and reads an earlier layer's cache."""
     g, T, H, Dk, Hk, Dv = b.g, b.T, s["H"], s["Dk"], s["Hk"], s["Dv"]
     k_idxs, v_idxs, mask, n_kv = group
-    qr = g.op(_f32(Dk, H, T), g.view(b.mm(H * Dk, cur)), pos, inplace=True)  # RMS_NORM, MUL, ROPE
+    qr = _rot(g, g.op(_f32(Dk, H, T), g.view(b.mm(H * Dk, cur)), pos, inplace=True), k_rot)  # RMS_NORM, MUL, ROPE
     if not shared:
-        kr = g.op(_f32(Dk, Hk, T), g.view(b.mm(Hk * Dk, cur)), pos, inplace=True)
-        vr = g.op(_f32(Dv, Hk, T), g.view(b.mm(Hk * Dv, cur)))  # RMS_NORM of the view, no weight
+        kr = _rot(g, g.op(_f32(Dk, Hk, T), g.view(b.mm(Hk * Dk, cur)), pos, inplace=True), k_rot)
+        vr = _rot(g, g.op(_f32(Dv, Hk, T), g.view(b.mm(Hk * Dv, cur))), v_rot)  # RMS_NORM of the view, no weight
         g.external_view(g.view(kr), k_idxs)  # SET_ROWS into the K cache
         if fa:
             g.external_view(g.view(vr), v_idxs)
@@ -579,10 +580,10 @@ def _gemma3n_attention(b, s, cur, group, pos, fa, shared):
             g.external_view(g.view(g.view(vr)), v_idxs)
     qp = g.view(g.view(qr))
     if fa:
-        return g.view(g.op(_f32(Dv, H, T), qp, mask))  # FLASH_ATTN_EXT
+        return _rot(g, g.view(g.op(_f32(Dv, H, T), qp, mask)), v_rot)  # FLASH_ATTN_EXT
     kq = g.op(_f32(n_kv, T, H), qp)
     kq = g.op(_f32(n_kv, T, H), kq, mask, inplace=True)  # SOFT_MAX
-    return g.op(_f32(Dv * H, T), g.view(g.op(_f32(Dv, T, H), kq)))  # permute + CONT
+    return _rot(g, g.op(_f32(Dv * H, T), g.view(g.op(_f32(Dv, T, H), kq))), v_rot)  # permute + CONT
 
 
 def _gemma3n(s, fa):
@@ -597,9 +598,14 @@ def _gemma3n(s, fa):
     tokens, mixed = _embeddings(b, dict(s, b11434=True, scale_rows=False))
     scale_rows = g.input(_f32(1, T))  # inp_scale_rows (build_inp_embd with a scale), read by the MUL below
     ple_tokens = g.input(T * I32)  # build_inp_per_layer: its own token ids
-    pos = g.input(T * I32)
-    groups = []
-    for n_kv in s["caches"]:
+    groups, rots = [], []
+    for c, n_kv in enumerate(s["caches"]):
+        # each cache of llama_kv_cache_iswa reads its own rotations; the first cache's sit around inp_pos
+        k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
+        if not c:
+            pos = g.input(T * I32)
+        v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
+        rots.append((k_rot, v_rot))
         groups.append((g.input(T * I64), g.input(T * I64 if fa else s["Hk"] * s["Dv"] * T * I64),
                        g.input(n_kv * T * (F16 if fa else F32)), n_kv))
     out_ids = g.input(b.O * I32)
@@ -634,7 +640,8 @@ def _gemma3n(s, fa):
         active = g.view(pred)
         cur = b.rms_norm(active, E)  # attn_norm
         shared = il >= s["n_layer_kv_from_start"]
-        attn = _gemma3n_attention(b, s, cur, groups[s["cache_of_layer"](il)], pos, fa, shared)
+        c = s["cache_of_layer"](il)
+        attn = _gemma3n_attention(b, s, cur, groups[c], pos, *rots[c], fa, shared)
         out = b.rms_norm(b.mm(E, attn), E)  # attn_output, attn_post_norm
         gated = b.add(out, active, E)  # attn_gated
         lau = b.rms_norm(b.mm(E, b.mm(R, cur)), E)  # laurel_l, laurel_r, laurel_post_norm

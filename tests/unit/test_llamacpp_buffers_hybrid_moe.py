@@ -32,7 +32,8 @@ FILES = (
     [("state", m) for m in HYBRID_MOE[:4]]
     + [("models2026", m) for m in ("gpt-oss-20b", "qwen3-30b-a3b", "phi-4-mini", "smollm3-3b")]
     + [("buffers", m) for m in HYBRID_MOE + ("gemma-3-4b",)]  # gemma-3-4b: --swa-full
-    + [("buffers", "gemma-3n-e2b")]  # src/models/gemma3n.cpp (llamacpp_graph._gemma3n), --grid hybrid
+    # Gemma 3n (src/models/gemma3n.cpp, llamacpp_graph._gemma3n): --grid hybrid, and the state grid's f16 / q8_0 rows
+    + [("buffers", "gemma-3n-e2b")] + [("models2026", m) for m in ("gemma-3n-e2b", "gemma-3n-e4b")]
 )
 
 
@@ -85,9 +86,9 @@ def test_compute_buffer_equals_build_11434(catalog, model, p, measured, request)
 
 
 def test_the_data_covers_the_grid():
-    assert len(_runs(("state", "models2026"))) == 8 * 36
+    assert len(_runs(("state", "models2026"))) == 10 * 36  # 8 models + Gemma 3n E2B and E4B
     runs = [r.values[1] for r in _runs(("buffers",))]
-    assert len(runs) == 7 * 32
+    assert len(runs) == 8 * 32  # 7 models + gemma-3n-e2b
     assert {p["flash_attn"] for p in runs} == {False, True}
     assert {p["n_ubatch"] for p in runs} == {256, 512, 1024}
     assert {p["n_seq_max"] for p in runs} == {1, 4}
@@ -110,7 +111,7 @@ def test_swa_full_is_what_the_measurement_needs(catalog):
 
 
 @pytest.mark.parametrize("model", ["lfm2-1.2b", "qwen3.5-2b", "granite-4.0-h-1b", "nemotron-nano-9b-v2",
-                                   "gpt-oss-20b", "qwen3-30b-a3b"])
+                                   "gpt-oss-20b", "qwen3-30b-a3b", "gemma-3n-e2b", "gemma-3n-e4b"])
 def test_the_hybrid_and_moe_buffers_are_priced_now(catalog, model):
     m = catalog.model(model).profile
     assert unpriced_because(m) is None
@@ -133,6 +134,14 @@ def test_layer_kinds_follow_the_profile(catalog):
     assert q["n_embd_r"] == 18_432 and q["mixers"].count("gdn") == 18 and q["attn_gated"]
     g = dict(lb.layer_graph_of(catalog.model("gpt-oss-20b").profile))
     assert g["ffns"] == ("moe",) * 24 and g["moe_gating"] == "softmax_weight"
+
+
+def test_gemma3n_graph_constants_follow_the_profile(catalog):
+    g = dict(lb._gemma3n_graph_of(catalog.model("gemma-3n-e4b").profile))
+    # E4B: 35 layers, 15 shared-KV (num_kv_shared_layers) → the first 35 − 15 = 20 hold a cache, as llama.cpp's
+    # n_layer_kv_from_start 20; per-layer input width 256
+    assert g["n_layer_kv_from_start"] == 20 and g["n_embd_altup"] == 256
+    assert lb.graph_of(catalog.model("gemma-3n-e2b").profile) == "gemma3n"
 
 
 def test_a_granite_hybrid_with_experts_is_still_refused():
