@@ -441,6 +441,9 @@ _LAYER_ARCHS = {
     "gpt_oss": {"moe": {"moe_gating": "softmax_weight", "moe_norm_w": False}, "qkv_order": "QKV",
                 "late_out_ids": "before_norm"},
     "qwen3_moe": {"moe": {"moe_gating": "softmax", "moe_norm_w": True}},  # qwen3moe.cpp (norm_topk_prob)
+    # falcon-h1.cpp: every layer runs attention and Mamba2 in parallel (state.parallel_attention), no ssm_norm,
+    # the recurrent-state copy ids read after the attention inputs, the output rows kept after the residual add
+    "falcon_h1": {"state": {"mamba2": "parallel"}, "ssm_norm": False, "s_copy_late": True, "out_ids_after_add": True},
 }
 
 
@@ -470,7 +473,8 @@ def layer_graph_of(profile: Mapping[str, Any]):
     state = _field(profile, "state")
     experts = int(_field(profile, "experts", 0) or 0)
     out = {k: v for k, v in rule.items()
-           if k in ("resid_first", "attn_gated", "late_out_ids", "no_rope", "qkv_order", "n_pos")}
+           if k in ("resid_first", "attn_gated", "late_out_ids", "no_rope", "qkv_order", "n_pos", "ssm_norm",
+                    "s_copy_late", "out_ids_after_add")}
     mixers = ["attn"] * L
     if "state" in rule:
         if state is None or experts:
@@ -486,7 +490,7 @@ def layer_graph_of(profile: Mapping[str, Any]):
         out["conv_k"] = k
         if mixer == "conv":
             channels = int(_field(state, "conv_channels"))
-        elif mixer == "mamba2":
+        elif mixer in ("mamba2", "parallel"):
             H, P = int(_field(state, "ssm_heads")), int(_field(state, "ssm_head_dim"))
             G, N = int(_field(state, "ssm_groups")), int(_field(state, "ssm_state_size"))
             out.update(d_inner=H * P, ssm_H=H, ssm_N=N, ssm_G=G)

@@ -14,9 +14,10 @@ The order and the ops follow llama.cpp ``0c1e57098`` (``src/llama-graph.cpp``:
 tensor against ``GGML_ALLOCATOR_DEBUG`` traces. With ``s["b11434"]`` the graphs
 are build 11434's (:func:`_embeddings`, per-cache rotations), and :func:`_layers`
 writes that build's hybrid and MoE graphs (``src/models/lfm2.cpp``, ``qwen35.cpp``,
-``granite-hybrid.cpp``, ``nemotron-h.cpp``, ``mamba-base.cpp``, ``delta-net-base.cpp``,
-``openai-moe.cpp``, ``qwen3moe.cpp``), checked allocation by allocation against dumps
-of its reserve graph (``tests/harness/graph_dump.py``).
+``granite-hybrid.cpp``, ``nemotron-h.cpp``, ``falcon-h1.cpp``, ``mamba-base.cpp``,
+``delta-net-base.cpp``, ``openai-moe.cpp``, ``qwen3moe.cpp``) and :func:`_gemma3n` Gemma 3n's
+(``src/models/gemma3n.cpp``), checked allocation by allocation against dumps of its reserve
+graph (``tests/harness/graph_dump.py``).
 
 Pure: no I/O.
 """
@@ -332,6 +333,8 @@ def _mamba2(b, s, x, s_copy, conv_states=None, eager=lambda: None):
     xd = g.op(_f32(di, T), g.view(xbc))  # MUL x·D
     y = g.op(_f32(di, T), g.view(scan), xd, inplace=True)  # ADD: in place on x·D (a view is never reused)
     y = g.op(_f32(di, T), zc, y)  # SWIGLU (split): a new tensor
+    if not s.get("ssm_norm", True):  # no ssm_norm tensor (Falcon-H1): ssm_out reads the reshape of y
+        return g.view(y)
     y = g.op(_f32(di, T), g.view(y))  # grouped RMS_NORM of its reshape: a new tensor
     return g.op(_f32(di, T), y, inplace=True)  # its weight (MUL), in place
 
@@ -371,7 +374,8 @@ def _layers(s, fa):
     ``src/models/qwen3moe.cpp``).
 
     ``s["mixers"]`` names each layer's mixer: ``attn`` (:func:`_attention`, ``gated`` for Qwen3.5), ``conv``
-    (:func:`_short_conv`), ``mamba2`` (:func:`_mamba2`), ``gdn`` (:func:`_gated_deltanet`) or ``mlp``
+    (:func:`_short_conv`), ``mamba2`` (:func:`_mamba2`), ``parallel`` (Falcon-H1: attention and Mamba2 side by
+    side, their outputs summed), ``gdn`` (:func:`_gated_deltanet`) or ``mlp``
     (Nemotron-H's MLP-only layers: up [F, T], ReLU² in place, down); ``s["ffns"]`` each layer's feed-forward
     after the mixer: ``swiglu`` (gate, up, SWIGLU, down), ``moe`` (:func:`_moe_ffn`) or ``none``. The mixer's
     output projection, the residual add (operands in the order the model file writes them), the FFN norm and
@@ -385,12 +389,14 @@ def _layers(s, fa):
     tokens, mixed = _embeddings(b, s)
     # the graph's leafs in the order a node first reads them (graph order): the recurrent states' copy ids, the
     # positions (none without RoPE; Qwen3.5's M-RoPE keeps 4 per token), then each KV cache's inputs
-    s_copy = g.input(s["n_rs"] * I32) if any(m in ("conv", "mamba2", "gdn") for m in mixers) else None
+    state_mixers = ("conv", "mamba2", "gdn", "parallel")
+    late_s_copy = s.get("s_copy_late", False)  # Falcon-H1: build_inp_mem_hybrid reads the attention inputs first
+    s_copy = g.input(s["n_rs"] * I32) if any(m in state_mixers for m in mixers) and not late_s_copy else None
     k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
     pos = None if s.get("no_rope") else g.input(T * I32 * s.get("n_pos", 1))
     v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
     groups, rots = [], []
-    if "attn" in mixers:
+    if "attn" in mixers or "parallel" in mixers:
         for c, n_kv in enumerate(s["caches"]):
             if c:  # every cache of llama_kv_cache_iswa has its own rotations, read first by its first layer
                 k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
@@ -402,6 +408,8 @@ def _layers(s, fa):
                 g.input(n_kv * T * (F16 if fa else F32)),
                 n_kv,
             ))
+    if late_s_copy:
+        s_copy = g.input(s["n_rs"] * I32)
     out_ids = g.input(b.O * I32)
     x = g.op(_f32(E, T), tokens)  # GET_ROWS of the token embeddings
     mixed()
@@ -438,17 +446,30 @@ def _layers(s, fa):
         elif kind == "mamba2":
             out = b.mm(E, _mamba2(b, s, x, s_copy, prefetched.get(il),
                                   eager_after(il) if s.get("b11434") else (lambda: None)))
+        elif kind == "parallel":
+            # Falcon-H1 (src/models/falcon-h1.cpp): attention and Mamba2 side by side on the same normed input (two
+            # norms of it); the attention's output projection is placed when layer_out reads it, after the Mamba2
+            # layer's explicitly expanded state copies and before its tail
+            cur = b.rms_norm(x, E)
+            c = s["cache_of_layer"](il)
+            attn = _attention(b, s, cur, groups[c], pos, *rots[c], fa)
+            held = []
+            y = _mamba2(b, s, x, s_copy, None, lambda: held.append(b.mm(E, attn)))
+            out = b.add(held[0], b.mm(E, y), E)  # layer_out = attn_out + ssm_out
         elif kind == "gdn":
             out = b.mm(E, _gated_deltanet(b, s, x, s_copy))
         else:  # mlp: up, ReLU and SQR in place, down
             cur = b.rms_norm(x, E)
             up = g.op(_f32(F, T), b.mm(F, cur), inplace=True)
             out = b.mm(E, up)
-        if il == L - 1 and not late:
+        if il == L - 1 and not late and not s.get("out_ids_after_add"):
             b.T = b.O
             out = g.op(_f32(E, b.T), out, out_ids)
             resid = g.op(_f32(E, b.T), resid, out_ids)
         x = b.add(resid, out, E) if resid_first else b.add(out, resid, E)
+        if il == L - 1 and s.get("out_ids_after_add"):  # Falcon-H1: GET_ROWS of the residual sum (ffn_inp)
+            b.T = b.O
+            x = g.op(_f32(E, b.T), x, out_ids)
         if ffns[il] == "none":
             continue
         ffn_inp = x

@@ -34,6 +34,7 @@ FILES = (
     + [("buffers", m) for m in HYBRID_MOE + ("gemma-3-4b",)]  # gemma-3-4b: --swa-full
     # Gemma 3n (src/models/gemma3n.cpp, llamacpp_graph._gemma3n): --grid hybrid, and the state grid's f16 / q8_0 rows
     + [("buffers", "gemma-3n-e2b")] + [("models2026", m) for m in ("gemma-3n-e2b", "gemma-3n-e4b")]
+    + [("buffers", "falcon-h1-0.5b")]  # src/models/falcon-h1.cpp: attention and Mamba2 in every layer, --grid hybrid
 )
 
 
@@ -88,7 +89,7 @@ def test_compute_buffer_equals_build_11434(catalog, model, p, measured, request)
 def test_the_data_covers_the_grid():
     assert len(_runs(("state", "models2026"))) == 10 * 36  # 8 models + Gemma 3n E2B and E4B
     runs = [r.values[1] for r in _runs(("buffers",))]
-    assert len(runs) == 8 * 32  # 7 models + gemma-3n-e2b
+    assert len(runs) == 9 * 32  # 7 models + gemma-3n-e2b + falcon-h1-0.5b
     assert {p["flash_attn"] for p in runs} == {False, True}
     assert {p["n_ubatch"] for p in runs} == {256, 512, 1024}
     assert {p["n_seq_max"] for p in runs} == {1, 4}
@@ -111,7 +112,8 @@ def test_swa_full_is_what_the_measurement_needs(catalog):
 
 
 @pytest.mark.parametrize("model", ["lfm2-1.2b", "qwen3.5-2b", "granite-4.0-h-1b", "nemotron-nano-9b-v2",
-                                   "gpt-oss-20b", "qwen3-30b-a3b", "gemma-3n-e2b", "gemma-3n-e4b"])
+                                   "gpt-oss-20b", "qwen3-30b-a3b", "gemma-3n-e2b", "gemma-3n-e4b",
+                                   "falcon-h1-0.5b"])
 def test_the_hybrid_and_moe_buffers_are_priced_now(catalog, model):
     m = catalog.model(model).profile
     assert unpriced_because(m) is None
@@ -134,6 +136,13 @@ def test_layer_kinds_follow_the_profile(catalog):
     assert q["n_embd_r"] == 18_432 and q["mixers"].count("gdn") == 18 and q["attn_gated"]
     g = dict(lb.layer_graph_of(catalog.model("gpt-oss-20b").profile))
     assert g["ffns"] == ("moe",) * 24 and g["moe_gating"] == "softmax_weight"
+
+
+def test_falcon_h1_layers_are_parallel(catalog):
+    f = dict(lb.layer_graph_of(catalog.model("falcon-h1-0.5b").profile))
+    # 36 layers, each attention + Mamba2; conv state (4 − 1) · (24 · 64 + 2 · 1 group · 128) = 3 · 1,792 = 5,376 values
+    assert f["mixers"] == ("parallel",) * 36 and f["n_embd_r"] == 5_376 and f["d_inner"] == 1_536
+    assert f["ssm_norm"] is False and f["ffns"] == ("swiglu",) * 36
 
 
 def test_gemma3n_graph_constants_follow_the_profile(catalog):
