@@ -9,6 +9,9 @@ Data (``llama_get_memory_breakdown()`` CPU compute bytes, llama.cpp build 11434,
 * ``tests/data/llamacpp/state/<model>.json`` and ``models2026/<model>.json`` (``tests/harness/state_buffers.py``):
   contexts 512…32768, -ub 512, flash attention on, f16 and q8_0 caches, unified or not, library ``n_outputs_max``.
 
+Gemma 3n (``buffers/gemma-3n-e2b.json`` and ``models2026/gemma-3n-e{2,4}b.json``) and Falcon-H1
+(``buffers/falcon-h1-0.5b.json``) were measured the same way on build 11434.
+
 Issue #23 asks for 5 % or 8 MiB; every row is equal to the byte. Also here: the dense phi-4-mini and smollm3-3b
 (``models2026/``) and gemma-3-4b with ``--swa-full`` (``buffers/gemma-3-4b.json``), measured on the same build.
 """
