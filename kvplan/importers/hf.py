@@ -327,6 +327,8 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     if gemma3n and isinstance(c.get("intermediate_size"), list):  # one MLP width per layer (MatFormer)
         mlp_list = c["intermediate_size"]
         c = {**c, "intermediate_size": max((w for w in mlp_list if isinstance(w, int)), default=None)}
+    if model_type == "lfm2" and c.get("intermediate_size") is None and c.get("block_ff_dim") is not None:
+        c = {**c, "intermediate_size": c["block_ff_dim"]}  # LFM2-1.2B's own config names its MLP width only so
     # A Hub reference names the repository; the keys are those of its config.json.
     place = label if label == where else f"{label}: config.json"
     nested = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
