@@ -4,8 +4,9 @@ a plain transformer config does not have, read into profile fields.
 * ``global_head_dim``: the K/V (and query) head width of the ``full_attention`` layers; ``head_dim`` is the sliding
   layers' (transformers ``Gemma4TextAttention``; llama.cpp's converter writes them as ``key_length`` and
   ``key_length_swa``, conversion/gemma.py ``Gemma4Model.set_gguf_parameters``).
-* ``num_global_key_value_heads``: the KV heads of the full-attention layers when it differs (null: the same as
-  ``num_key_value_heads``) — a per-layer ``kv_heads`` list.
+* ``num_global_key_value_heads``: with ``attention_k_eq_v`` (the 26B and 31B), the KV heads of the full-attention
+  layers (transformers ``Gemma4TextAttention`` reads it only then) — a per-layer ``kv_heads`` list. Those layers
+  have no ``v_proj`` (V is K before its norm), but both are cached.
 * ``num_kv_shared_layers``, ``hidden_size_per_layer_input`` × ``vocab_size_per_layer_input``: shared-KV layers and
   per-layer embeddings as in Gemma 3n (:mod:`kvplan.importers.hf_gemma3n`); 0 means none (the 26B and 31B).
 * ``use_double_wide_mlp``: the shared-KV layers have twice the ``intermediate_size`` (conversion/gemma.py writes
@@ -16,11 +17,13 @@ src/models/gemma4.cpp ``load_arch_tensors``:
 
     params = V·H (embed_tokens, tied) + V_pl·L·P + H·L·P + P (per-layer embeddings, projection, its norm) + H
            + Σ_layers [ H·n_h·d_l + n_h·d_l·H + d_l (q, o, q_norm)
-                        + (2·H·n_kv·d_l + d_l if the layer has its own cache)  (k, v, k_norm; v_norm has no scale)
+                        + (k·H·n_kv·d_l + d_l if the layer has its own cache)  (k, v, k_norm; v_norm has no scale;
+                                                                    k = 1 on a k_eq_v full layer, else 2)
                         + 3·H·I_l + 4·H + (2·H·P + H if P) + 1 ]              (MLP, norms, per-layer input, layer_scalar)
 
 with d_l = ``global_head_dim`` on full-attention layers, else ``head_dim``. The shared-KV layers hold no k/v
-projections (llama.cpp loads them as TENSOR_NOT_REQUIRED there).
+projections nor k_norm (transformers ``Gemma4TextAttention``: "Layers sharing kv states don't need any weight
+matrices"; llama.cpp loads them as TENSOR_NOT_REQUIRED there).
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ def global_head_dim(c: dict, head_dim: int, label: str) -> int | None:
 def kv_heads(c: dict, layers: int, kv: int, label: str) -> list[int] | int:
     """``num_key_value_heads``, or one count per layer where ``num_global_key_value_heads`` differs on the
     full-attention layers."""
-    full = _count(c, "num_global_key_value_heads", label)
+    full = _count(c, "num_global_key_value_heads", label) if c.get("attention_k_eq_v") else 0
     if not full or full == kv:
         return kv
     return [full if g else kv for g in global_layers(c, layers)]
@@ -103,7 +106,8 @@ def params(c: dict, layers: int, heads: int, kv, head_dim: int, global_dim: int 
         d = global_dim if (full[i] and global_dim) else head_dim
         attn = 2 * h * heads * d + d
         if i < layers - shared:
-            attn += 2 * h * per_layer_kv[i] * d + d
+            kv_projections = 1 if (full[i] and c.get("attention_k_eq_v")) else 2
+            attn += kv_projections * h * per_layer_kv[i] * d + d
         attn_total += attn
     mlp = sum(3 * h * w for w in per_layer_widths)
     fixed = 4 * h + (2 * h * p + h if p else 0) + 1

@@ -105,13 +105,21 @@ def test_params_by_hand_and_the_import_agrees():
 
 
 def test_import_reads_global_kv_heads_per_layer():
-    # num_global_key_value_heads 2 on the full-attention layers: kv_heads becomes a per-layer list
+    # num_global_key_value_heads 2 with attention_k_eq_v on the full-attention layers: kv_heads becomes a per-layer
+    # list (transformers reads num_global_key_value_heads only with attention_k_eq_v)
     c = config()
     c["text_config"]["num_global_key_value_heads"] = 2
+    assert profile_from_hf_config(c, name="g").model.kv_heads == 1
+    c["text_config"]["attention_k_eq_v"] = True
     imported = profile_from_hf_config(c, name="g").model
     assert imported.kv_heads == [2 if i % 5 == 4 else 1 for i in range(35)]
     # full layers own 2 · 2 · 512 · 2 B = 4,096 B/token each: 3 · 4,096 = 12,288 B/token at full attention
     assert cache_layout(imported, F16, F16).kv_bytes(4096) == 4096 * 12288 + 512 * 12288
+    # the 3 own full layers: k_proj only (V is K), 1,536 · 2 heads · 512 = 1,572,864 each — the same count as the
+    # k + v of one head, 2 · 1,536 · 512, so the total stays 4,628,569,379; without k_eq_v it would grow by
+    # 3 · 1,572,864 = 4,718,592
+    assert 1536 * 2 * 512 == 2 * 1536 * 512 == 1_572_864
+    assert imported.params == 4_628_569_379
 
 
 def test_import_refuses_to_derive_a_mixture_of_experts():
