@@ -19,7 +19,7 @@ src/models/gemma4.cpp ``load_arch_tensors``:
            + Σ_layers [ H·n_h·d_l + n_h·d_l·H + d_l (q, o, q_norm)
                         + (k·H·n_kv·d_l + d_l if the layer has its own cache)  (k, v, k_norm; v_norm has no scale;
                                                                     k = 1 on a k_eq_v full layer, else 2)
-                        + 3·H·I_l + 4·H + (2·H·P + H if P) + 1 ]              (MLP, norms, per-layer input, layer_scalar)
+                        + 3·H·I_l + 4·H + (2·H·P + H if P) + 1 ]   (MLP, norms, per-layer input, layer_scalar)
 
 with d_l = ``global_head_dim`` on full-attention layers, else ``head_dim``. The shared-KV layers hold no k/v
 projections nor k_norm (transformers ``Gemma4TextAttention``: "Layers sharing kv states don't need any weight

@@ -103,10 +103,10 @@ def schedule_from_fields(model) -> Schedule:
     of that index), a feed-forward layer at each of ``state.feedforward_layers``, and an attention layer
     at every other index of ``layers``, its K/V heads from
     ``kv_heads`` (one count or one per layer), its head dims from ``head_dim``/``v_head_dim`` (``global_head_dim``,
-    when given, for both K and V of the full-attention layers — Gemma 4, transformers ``Gemma4TextAttention``
-    ``head_dim = global_head_dim if layer_type == "full_attention"``, llama.cpp's ``key_length`` vs
-    ``key_length_swa``; MLA: one head of ``kv_lora_rank + qk_rope_head_dim`` K values and no V), its window from ``sliding_window`` on the layers
-    ``sliding_window_pattern`` names; the last ``shared_kv_layers`` layers are :class:`SharedKV` layers that read
+    when given, for both K and V of the full-attention layers — Gemma 4: transformers ``Gemma4TextAttention``
+    takes ``global_head_dim`` on a layer that is not sliding, llama.cpp ``key_length`` vs ``key_length_swa``; MLA:
+    one head of ``kv_lora_rank + qk_rope_head_dim`` K values and no V), its window from ``sliding_window`` on the
+    layers ``sliding_window_pattern`` names; the last ``shared_kv_layers`` layers are :class:`SharedKV` layers that read
     their source's cache (:func:`shared_kv_sources`) and hold none."""
     from kvplan.engine.schedule import Attention, Feedforward, Parallel, SharedKV, compress
 

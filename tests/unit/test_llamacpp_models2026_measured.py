@@ -111,7 +111,8 @@ def test_gemma3n_by_hand_and_the_reused_layers(model):
 def test_gemma4_by_hand_and_the_reused_layers():
     # -c 32768 -np 1 f16: 32,768 cells × 6,144 B + pad(min(32,768, 512 + 512), 256) = 1,024 cells × 12,288 B =
     # 201,326,592 + 12,582,912 = 213,909,504 B
-    runs = [r for m, r in RUNS if m == "gemma-4-e2b" and r["params"]["n_ctx"] == 32768 and r["params"]["n_seq_max"] == 1]
+    runs = [r for m, r in RUNS
+            if m == "gemma-4-e2b" and r["params"]["n_ctx"] == 32768 and r["params"]["n_seq_max"] == 1]
     f16 = next(r for r in runs if r["params"]["type_k"] == "f16")
     assert f16["breakdown_bytes"]["CPU"]["context"] == 32768 * 6144 + 1024 * 12288 == 213_909_504
     # q8_0: a full layer's cell 2 · 544 = 1,088 B, a sliding one's 2 · 272 = 544 B: 32,768 · 3 · 1,088 + 1,024 · 12
