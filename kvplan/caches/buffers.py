@@ -88,8 +88,9 @@ def unpriced_because(model) -> Reason | None:
         return reason("state_graph_unmodelled", architecture=model.architecture or None)
     if getattr(model, "shared_kv_layers", 0) or getattr(model, "hidden_size_per_layer_input", None):
         # Gemma 3n's graph (AltUp streams, per-layer embeddings, shared-KV layers) is not replayed, nor Gemma 4's
-        kind = "gemma4_graph_unmodelled" if getattr(model, "global_head_dim", None) else "gemma3n_graph_unmodelled"
-        return reason(kind, architecture=model.architecture or None)
+        if getattr(model, "global_head_dim", None):
+            return reason("gemma4_graph_unmodelled", architecture=model.architecture or None)
+        return reason("gemma3n_graph_unmodelled", architecture=model.architecture or None)
     experts = getattr(model, "experts", None)
     if experts and lb.graph_of(view) != "mla":  # DeepSeek's MoE graph and those of layer_graph_of are replayed
         return reason("experts_graph_unmodelled", architecture=model.architecture or None)
