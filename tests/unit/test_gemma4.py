@@ -140,3 +140,45 @@ def test_global_head_dim_and_mla_are_refused_together():
     with pytest.raises(Exception, match="global_head_dim and mla"):
         Model(name="m", params=10**9, layers=4, attention_heads=8, kv_heads=1, head_dim=256, global_head_dim=512,
               mla={"kv_lora_rank": 512, "qk_rope_head_dim": 64})
+
+
+def test_import_gguf_reads_the_gemma4_head_widths(tmp_path):
+    # the keys conversion/gemma.py Gemma4Model writes (a tiny file: 6 layers, full attention at layer 4, 1 shared):
+    # key_length 128 is global_head_dim, key_length_swa 64 head_dim
+    gguf = pytest.importorskip("gguf")
+    np = pytest.importorskip("numpy")
+    from kvplan.importers.gguf import profile_from_gguf_file
+
+    path = tmp_path / "tiny-gemma4.gguf"
+    w = gguf.GGUFWriter(str(path), "gemma4")
+    w.add_name("tiny gemma4")
+    w.add_block_count(6)
+    w.add_head_count(4)
+    w.add_head_count_kv(1)
+    w.add_key_length(128)
+    w.add_value_length(128)
+    w.add_uint32("gemma4.attention.key_length_swa", 64)
+    w.add_uint32("gemma4.attention.value_length_swa", 64)
+    w.add_embedding_length(256)
+    w.add_feed_forward_length([512, 512, 512, 512, 512, 1024])
+    w.add_context_length(32768)
+    w.add_sliding_window(512)
+    w.add_sliding_window_pattern([True, True, True, True, False, True])
+    w.add_uint32("gemma4.attention.shared_kv_layers", 1)
+    w.add_uint32("gemma4.embedding_length_per_layer_input", 8)
+    w.add_vocab_size(1000)
+    for name, shape in [("token_embd.weight", (1000, 256)), ("per_layer_token_embd.weight", (1000, 6 * 8)),
+                        *((f"blk.{i}.attn_output.weight", (256, 4 * (128 if i == 4 else 64))) for i in range(6))]:
+        w.add_tensor(name, np.zeros(shape, dtype=np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    m = profile_from_gguf_file(path).model
+    assert (m.head_dim, m.global_head_dim, m.v_head_dim) == (64, 128, None)
+    assert (m.shared_kv_layers, m.hidden_size_per_layer_input, m.vocab_size_per_layer_input) == (1, 8, 1000)
+    assert m.intermediate_size == [512, 512, 512, 512, 512, 1024]
+    assert m.schedule.layer(4) == Attention(1, 128, 128, None) and m.schedule.layer(3) == Attention(1, 64, 64, 512)
+    assert m.schedule.layer(5) == SharedKV(3, 512)
+    # ideal KV: layer 4 2 · 128 · 2 B = 512 B/token; layers 0–3 4 · 2 · 64 · 2 = 1,024 B per window token
+    assert cache_layout(m, F16, F16).kv_bytes(4096) == 4096 * 512 + 512 * 1024
