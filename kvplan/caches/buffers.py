@@ -89,7 +89,9 @@ def unpriced_because(model) -> Reason | None:
     if getattr(model, "state", None) is not None:  # another hybrid's graph (conv / SSM ops) is not replayed
         return reason("state_graph_unmodelled", architecture=model.architecture or None)
     if getattr(model, "shared_kv_layers", 0) or getattr(model, "hidden_size_per_layer_input", None):
-        # Gemma 3n's graph (AltUp streams, per-layer embeddings, shared-KV layers) is not replayed
+        # Gemma 3n's graph (AltUp streams, per-layer embeddings, shared-KV layers) is not replayed, nor Gemma 4's
+        if getattr(model, "global_head_dim", None):
+            return reason("gemma4_graph_unmodelled", architecture=model.architecture or None)
         return reason("gemma3n_graph_unmodelled", architecture=model.architecture or None)
     experts = getattr(model, "experts", None)
     if experts and lb.graph_of(view) != "mla":  # DeepSeek's MoE graph and those of layer_graph_of are replayed

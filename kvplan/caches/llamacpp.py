@@ -65,11 +65,14 @@ _CELLS = ("ctx", "sequences", "runtime")  # what sets the cells per sequence (-c
 LLAMACPP_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 # Architectures (HF model_type, or the GGUF's general.architecture where it differs) whose llama.cpp loader marks
 # sliding-window layers.
-SWA_ARCHITECTURES = frozenset({"gemma2", "gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "gpt_oss", "gpt-oss"})
+SWA_ARCHITECTURES = frozenset({"gemma2", "gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text",
+                               "gpt_oss", "gpt-oss"})
 # Architectures whose llama.cpp memory reuses an earlier layer's cache for the layers from n_layer_kv_from_start on
 # (src/llama-model.cpp :: llama_model::create_memory, the ``reuse`` callback for LLM_ARCH_GEMMA3N / GEMMA4), with the
-# n_layer_kv_from_start their loader sets (src/models/gemma3n.cpp :: load_arch_hparams: 20, whatever the GGUF says).
-KV_REUSE_FROM = {"gemma3n": 20, "gemma3n_text": 20}
+# n_layer_kv_from_start their loader sets (src/models/gemma3n.cpp :: load_arch_hparams: 20, whatever the GGUF says;
+# None: src/models/gemma4.cpp :: load_arch_hparams sets n_layer − shared_kv_layers from the GGUF, the model's own
+# first shared layer).
+KV_REUSE_FROM = {"gemma3n": 20, "gemma3n_text": 20, "gemma4": None, "gemma4_text": None}
 MLA_ARCHITECTURES = frozenset({"deepseek_v2", "deepseek_v3"})
 LOGIT_BYTES = 4  # float32
 
@@ -486,11 +489,13 @@ def _shared_kv_rule(arch: str, layers: int, shared) -> Rule:
     so it is refused by name."""
     first = shared[0][0]
     count = sum(last - first_ + 1 for first_, last, _ in shared)
-    from_start = KV_REUSE_FROM.get(arch)
-    if from_start is None:
+    if arch not in KV_REUSE_FROM:
         raise FieldError("model", f"layers {first}–{layers - 1} read an earlier layer's KV cache (shared_kv); llama.cpp "
-                         f"reuses a layer's cache only for gemma3n (architecture {arch or 'unknown'} gets a cache on "
-                         "every layer), so the llama.cpp cache model cannot price this model")
+                         f"reuses a layer's cache only for gemma3n and gemma4 (architecture {arch or 'unknown'} gets a "
+                         "cache on every layer), so the llama.cpp cache model cannot price this model")
+    from_start = KV_REUSE_FROM[arch]
+    if from_start is None:
+        from_start = first
     if first != from_start or count != layers - from_start:
         raise FieldError("model", f"the shared-KV layers start at layer {first}, but llama.cpp's gemma3n loader "
                          f"reuses the cache from layer {from_start} on (n_layer_kv_from_start), whatever the model "

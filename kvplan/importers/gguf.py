@@ -11,6 +11,8 @@ latent attention, ``{arch}.attention.sliding_window`` and
 ``{arch}.embedding_length``, ``{arch}.feed_forward_length``, ``{arch}.vocab_size`` (else the
 tokenizer's token count). A window without a pattern key follows llama.cpp's built-in
 rule for the architecture (Gemma 2 alternating, Gemma 3 period 6, Gemma 3n period 5, Cohere 2 period 4).
+Gemma 4 (``gemma4``) reads the same keys as Gemma 3n below, and ``{arch}.attention.key_length_swa`` as
+``head_dim`` with ``key_length`` as ``global_head_dim`` (the full-attention layers) when they differ.
 Gemma 3n (``gemma3n``) adds ``{arch}.attention.shared_kv_layers`` (the last layers reuse an earlier layer's
 cache), ``{arch}.embedding_length_per_layer_input`` and the rows of ``per_layer_token_embd`` (the per-layer
 embedding table), and keeps a per-layer ``feed_forward_length`` when its widths differ.
@@ -289,13 +291,20 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
     val_len = val_len or key_len
     if rank:
         mla = {"kv_lora_rank": rank, "qk_rope_head_dim": _int(meta, k + "rope.dimension_count", where)}
+    global_dim = None
+    swa_len = _int(meta, k + "attention.key_length_swa", where, required=False) if arch == "gemma4" else None
+    if swa_len and swa_len != key_len and val_len == key_len:
+        # Gemma 4 (conversion/gemma.py Gemma4Model): key_length is global_head_dim (full-attention layers),
+        # key_length_swa head_dim (the sliding layers); llama.cpp requires K and V of one width on each
+        global_dim, key_len, val_len = key_len, swa_len, swa_len
+        key_note = "attention.key_length_swa (the sliding layers; key_length is global_head_dim)"
     inter = _int(meta, k + "feed_forward_length", where, required=False, per_layer=True)
     inter_note = "feed_forward_length"
-    if isinstance(inter, list) and arch == "gemma3n" and len(inter) == layers and len(set(inter)) > 1 and all(inter):
+    if isinstance(inter, list) and arch in ("gemma3n", "gemma4") and len(inter) == layers and len(set(inter)) > 1 and all(inter):
         inter_note = "feed_forward_length, one width per layer"  # Gemma 3n's MatFormer widths, kept per layer
     elif isinstance(inter, list):
         inter, inter_note = max(inter, default=0), "feed_forward_length (the largest of its per-layer values)"
-    gemma3n = _gemma3n_fields(meta, tensors, k, layers, where) if arch == "gemma3n" else {}
+    gemma3n = _gemma3n_fields(meta, tensors, k, layers, where) if arch in ("gemma3n", "gemma4") else {}
     vocab = _int(meta, k + "vocab_size", where, required=False)
     vocab_note = "vocab_size"
     if vocab is None and isinstance(meta.get("tokenizer.ggml.tokens"), list):
@@ -370,6 +379,7 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         ("kv_heads", kv_heads, kv_note),
         ("head_dim", key_len, key_note),
         ("v_head_dim", val_len if val_len != key_len else None, val_note),
+        ("global_head_dim", global_dim, "attention.key_length: K/V head width of the full-attention layers"),
         ("hidden_size", hidden, "embedding_length"),
         ("intermediate_size", inter, inter_note),
         ("vocab_size", vocab, vocab_note),

@@ -32,7 +32,7 @@ from kvplan.importers.common import (MOE_PARAMS_GIVEN, PARAMS_GIVEN, ImportedPro
                                      flag, slug, swa_pattern_layers, weight_fields, whole_count, window_pattern)
 from kvplan.importers.hf_arch import (EXPERT_WIDTH_IS_INTERMEDIATE, MoeLayout, expert_count, moe_layout, positive_count,
                                      refuse_unpriceable)
-from kvplan.importers import hf_gemma3n
+from kvplan.importers import hf_gemma3n, hf_gemma4
 from kvplan.importers.hf_state import STATE_MODEL_TYPES, hybrid_layout, hybrid_params, lfm2_mlp_width
 from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
 from kvplan.profiles.spec import layer_count_problem
@@ -323,6 +323,7 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     c, model_type = text_config(config)
     refuse_unpriceable([config, c], [str(config.get("model_type") or ""), model_type], label)
     gemma3n = model_type in hf_gemma3n.MODEL_TYPES
+    gemma4 = model_type in hf_gemma4.MODEL_TYPES
     mlp_list = None
     if gemma3n and isinstance(c.get("intermediate_size"), list):  # one MLP width per layer (MatFormer)
         mlp_list = c["intermediate_size"]
@@ -364,9 +365,15 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
                             "layers but does not derive its expert weights; give its parameter count (params)"])
     gemma3n_fields = {}
     widths = c.get("intermediate_size")
+    global_dim = None
     if gemma3n:
         widths = hf_gemma3n.mlp_widths({**c, "intermediate_size": mlp_list or widths}, layers, label)
         gemma3n_fields = hf_gemma3n.fields(c, layers, label)
+    elif gemma4:  # per-layer head widths and KV heads, shared-KV layers, per-layer embeddings, double-wide MLP
+        widths = hf_gemma4.mlp_widths(c, layers, label)
+        gemma3n_fields = hf_gemma4.fields(c, layers, label)
+        global_dim = hf_gemma4.global_head_dim(c, head_dim, label)
+        kv_heads = hf_gemma4.kv_heads(c, layers, kv_heads, label)
     local, window_note = local_layers(c, model_type, layers, max_context)
     pattern = window_pattern(local, layers)
     window = int(c["sliding_window"]) if pattern is not None else None
@@ -388,6 +395,8 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
             params_note += f"; {', '.join(towers)} not counted"
     elif params is None and gemma3n:
         params, params_note = hf_gemma3n.params(c, layers, heads, kv_heads, head_dim, widths)
+    elif params is None and gemma4:
+        params, params_note = hf_gemma4.params(c, layers, heads, kv_heads, head_dim, global_dim, widths, label)
     elif params is None:
         try:
             params, params_active, params_note = derived_params(c, model_type, layers, heads, kv_heads, head_dim,
@@ -401,7 +410,7 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         if moe is not None:
             notes.append(MOE_PARAMS_GIVEN)
     towers = [key for key in ("vision_config", "audio_config") if isinstance(config.get(key), dict)]
-    if gemma3n and towers:  # a multimodal wrapper: the text model is priced, its towers are not
+    if (gemma3n or gemma4) and towers:  # a multimodal wrapper: the text model is priced, its towers are not
         note = f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)"
         if note not in notes:  # said once, whoever says it first
             notes.append(note)
@@ -418,11 +427,12 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         ("kv_heads", kv_heads, "num_key_value_heads"),
         ("head_dim", head_dim, head_note),
         ("v_head_dim", v_head_dim if v_head_dim != head_dim else None, "v_head_dim"),
+        ("global_head_dim", global_dim, "global_head_dim: K/V head width of the full-attention layers"),
         ("hidden_size", hidden, ""),
         ("intermediate_size", lfm2_mlp_width(c) if model_type == "lfm2" and c.get("intermediate_size") else
-         widths if gemma3n else c.get("intermediate_size"),
+         widths if gemma3n or gemma4 else c.get("intermediate_size"),
          "Lfm2MLP's width (block_ff_dim auto-adjusted)" if model_type == "lfm2" else
-         "one MLP width per layer" if isinstance(widths, list) and gemma3n else ""),
+         "one MLP width per layer" if isinstance(widths, list) and (gemma3n or gemma4) else ""),
         ("vocab_size", c.get("vocab_size"), ""),
         ("tie_embeddings", bool(c.get("tie_word_embeddings")), "tie_word_embeddings"),
         ("max_context", max_context, "max_position_embeddings"),

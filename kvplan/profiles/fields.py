@@ -111,6 +111,8 @@ MODEL_FIELD_DOCS = {
     "kv_heads": "key/value heads (num_key_value_heads), or a list with one entry per layer",
     "head_dim": "key (query) head width; config head_dim, else hidden_size / attention_heads",
     "v_head_dim": "value head width when it differs from head_dim (default: head_dim)",
+    "global_head_dim": "key and value head width of the full-attention (unwindowed) layers when it differs from "
+                       "head_dim, which then holds the sliding layers' (Gemma 4: 256 sliding, 512 global)",
     "hidden_size": "model width; with vocab_size gives the input-embedding table decode does not stream",
     "intermediate_size": "MLP width, or a list with one entry per layer (Gemma 3n)",
     "shared_kv_layers": "the last N layers read the KV cache of the last earlier layer of their type and hold none "

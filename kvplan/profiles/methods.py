@@ -102,9 +102,11 @@ def schedule_from_fields(model) -> Schedule:
     (:func:`state_layer_of`; with ``state.parallel_attention`` a parallel layer, that state beside the attention layer
     of that index), a feed-forward layer at each of ``state.feedforward_layers``, and an attention layer
     at every other index of ``layers``, its K/V heads from
-    ``kv_heads`` (one count or one per layer), its head dims from ``head_dim``/``v_head_dim`` (MLA: one head of
-    ``kv_lora_rank + qk_rope_head_dim`` K values and no V), its window from ``sliding_window`` on the layers
-    ``sliding_window_pattern`` names; the last ``shared_kv_layers`` layers are :class:`SharedKV` layers that read
+    ``kv_heads`` (one count or one per layer), its head dims from ``head_dim``/``v_head_dim`` (``global_head_dim``,
+    when given, for both K and V of the full-attention layers — Gemma 4: transformers ``Gemma4TextAttention``
+    takes ``global_head_dim`` on a layer that is not sliding, llama.cpp ``key_length`` vs ``key_length_swa``; MLA:
+    one head of ``kv_lora_rank + qk_rope_head_dim`` K values and no V), its window from ``sliding_window`` on the
+    layers ``sliding_window_pattern`` names; the last ``shared_kv_layers`` layers are :class:`SharedKV` layers that read
     their source's cache (:func:`shared_kv_sources`) and hold none."""
     from kvplan.engine.schedule import Attention, Feedforward, Parallel, SharedKV, compress
 
@@ -142,6 +144,8 @@ def schedule_from_fields(model) -> Schedule:
             w = window if local else None
             if mla is not None:
                 layer = Attention(1, mla.kv_lora_rank + mla.qk_rope_head_dim, 0, w, latent_rank=mla.kv_lora_rank)
+            elif not local and getattr(model, "global_head_dim", None):
+                layer = Attention(n_kv, model.global_head_dim, model.global_head_dim, w)
             else:
                 layer = Attention(n_kv, model.head_dim, model.v_head_dim or model.head_dim, w)
             made[key] = layer

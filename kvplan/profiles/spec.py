@@ -366,6 +366,7 @@ class Model(_Profile, ModelMethods):
     kv_heads: KvHeads
     head_dim: PositiveInt
     v_head_dim: PositiveInt | None = None
+    global_head_dim: PositiveInt | None = None
     hidden_size: PositiveInt | None = None
     intermediate_size: MlpWidths | None = None
     vocab_size: PositiveInt | None = None
@@ -477,6 +478,8 @@ class Model(_Profile, ModelMethods):
             other = ({"hidden_size_per_layer_input", "vocab_size_per_layer_input"} - set(given)).pop()
             raise ValueError(f"per-layer embeddings need both hidden_size_per_layer_input and "
                              f"vocab_size_per_layer_input ({other} is missing)")
+        if self.global_head_dim is not None and self.mla is not None:
+            raise ValueError("global_head_dim and mla in one model are not supported")
         if self.shared_kv_layers:
             from kvplan.profiles.methods import shared_kv_sources
 

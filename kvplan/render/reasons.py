@@ -21,6 +21,9 @@ _WORDS = {
                                          "are replayed)"),
     "gemma3n_graph_unmodelled": lambda v: (f"llama.cpp's graph of architecture {v['architecture'] or 'unknown'} "
                                            "(AltUp streams, per-layer embeddings, shared-KV layers) is not modelled"),
+    "gemma4_graph_unmodelled": lambda v: (f"llama.cpp's graph of architecture {v['architecture'] or 'unknown'} "
+                                          "(per-layer embeddings, shared-KV layers, 512-wide global heads) is not "
+                                          "modelled"),
 }
 
 KINDS = frozenset(_WORDS)

@@ -47,7 +47,7 @@ def _llamacpp_windowed(p, i):
         return i % 6 < 5
     if arch == "gpt_oss":  # LLM_ARCH_OPENAI_MOE: set_swa_pattern(2)
         return i % 2 == 0
-    if arch == "gemma3n":  # the GGUF's per-layer pattern: full attention at every fifth layer
+    if arch in ("gemma3n", "gemma4"):  # the GGUF's per-layer pattern: full attention at every fifth layer
         return i % 5 < 4
     return False  # llama (mistral), phi3, qwen2, …: no window in llama.cpp
 
@@ -59,11 +59,15 @@ def expected_llamacpp(p, ctx, n, kv_type):
     ubatch = min(512, 2048, ctx)
     swa = _pad(min(per_stream, p.get("sliding_window", 0) + ubatch))
     total = 0
-    # gemma3n: layers from n_layer_kv_from_start (20) on reuse an earlier layer's cache and have no tensor
-    for i in range(20 if p.get("architecture") == "gemma3n" else p["layers"]):
+    # gemma3n: layers from n_layer_kv_from_start (20) on reuse an earlier layer's cache and have no tensor; gemma4:
+    # from n_layer − shared_kv_layers on
+    own = {"gemma3n": 20, "gemma4": p["layers"] - p.get("shared_kv_layers", 0)}.get(p.get("architecture"), p["layers"])
+    for i in range(own):
         cells = swa if _llamacpp_windowed(p, i) else per_stream
         if p.get("mla"):
             rows = [p["mla"]["kv_lora_rank"] + p["mla"]["qk_rope_head_dim"]]
+        elif p.get("global_head_dim") and not _llamacpp_windowed(p, i):  # gemma4: key_length on full layers
+            rows = [_kv_heads(p, i) * p["global_head_dim"]] * 2
         else:
             rows = [_kv_heads(p, i) * p["head_dim"], _kv_heads(p, i) * p.get("v_head_dim", p["head_dim"])]
         for values in rows:
@@ -84,6 +88,8 @@ def expected_transformers(p, ctx, n):
     for i in range(p["layers"] - p.get("shared_kv_layers", 0)):
         if p.get("mla"):  # transformers ≥ 5.15 caches the latent: keys kv_lora_rank, values qk_rope_head_dim
             row = (p["mla"]["kv_lora_rank"] + p["mla"]["qk_rope_head_dim"]) * 2  # f16
+        elif p.get("global_head_dim") and not _hf_sliding(p, i):  # Gemma 4: global_head_dim on full layers
+            row = _kv_heads(p, i) * 2 * p["global_head_dim"] * 2  # f16
         else:
             row = _kv_heads(p, i) * (p["head_dim"] + p.get("v_head_dim", p["head_dim"])) * 2  # f16
         kept = min(ctx, p["sliding_window"]) if _hf_sliding(p, i) else ctx

@@ -69,6 +69,8 @@ ARCH_OF_MODEL_TYPE = {
     "smollm3": "smollm3",    # LLM_ARCH_OPENAI_MOE (src/llama-arch.cpp), GptOssModel in the converter
     "gemma3n": "gemma3n",    # Gemma3NModel (conversion/gemma.py), LLM_ARCH_GEMMA3N
     "gemma3n_text": "gemma3n",
+    "gemma4": "gemma4",      # Gemma4Model (conversion/gemma.py), LLM_ARCH_GEMMA4
+    "gemma4_text": "gemma4",
 }
 
 # Gemma 3: the converter drops token_embd rows beyond the tokenizer.model size
@@ -294,6 +296,71 @@ class Spec:
             self.t(f"blk.{i}.laurel_l.weight", [E, R])
             self.t(f"blk.{i}.laurel_r.weight", [R, E])
             self.t(f"blk.{i}.laurel_post_norm.weight", [E])
+        self.tied = True
+        self._head()
+
+    def build_gemma4(self):
+        """Gemma 4's dense text model as conversion/gemma.py Gemma4Model writes it and src/models/gemma4.cpp
+        load_arch_tensors loads it: key_length / value_length global_head_dim (full-attention layers) and
+        key_length_swa / value_length_swa head_dim (sliding layers), feed_forward_length per layer (doubled on the
+        shared-KV layers with use_double_wide_mlp), per-layer embeddings (per_layer_token_embd [n_layer · P,
+        n_vocab], per_layer_model_proj, per layer inp_gate / proj / post_norm), one rope_freqs [global_head_dim / 2]
+        for the full layers, layer_output_scale per layer; the shared-KV layers (from n_layer − shared_kv_layers on)
+        carry no attn_k / attn_v / attn_k_norm (TENSOR_NOT_REQUIRED there)."""
+        a, c, p = self.arch, self.cfg, self.prof
+        L, E, H, Hk = self.n_layer, self.n_embd, self.n_head, self.n_head_kv
+        D_swa, D_full = int(c["head_dim"]), int(c["global_head_dim"])
+        P = int(c.get("hidden_size_per_layer_input") or 0)
+        shared = int(c.get("num_kv_shared_layers") or 0)
+        swa = [t == "sliding_attention" for t in c["layer_types"]]
+        rope = c.get("rope_parameters") or {}
+        self.k(f"{a}.context_length", self.n_ctx_train, "u32")
+        self.k(f"{a}.embedding_length", E, "u32")
+        self.k(f"{a}.block_count", L, "u32")
+        self.k(f"{a}.feed_forward_length", self.n_ff_layers, "arr")
+        self.k(f"{a}.attention.head_count", H, "u32")
+        self.k(f"{a}.attention.head_count_kv", Hk, "u32")
+        self.k(f"{a}.attention.layer_norm_rms_epsilon", float(c.get("rms_norm_eps", 1e-6)), "f32")
+        self.k(f"{a}.attention.key_length", D_full, "u32")
+        self.k(f"{a}.attention.value_length", D_full, "u32")
+        self.k(f"{a}.attention.key_length_swa", D_swa, "u32")
+        self.k(f"{a}.attention.value_length_swa", D_swa, "u32")
+        self.k(f"{a}.rope.dimension_count", D_full, "u32")
+        self.k(f"{a}.rope.dimension_count_swa", D_swa, "u32")
+        self.k(f"{a}.rope.freq_base", float(rope.get("full_attention", {}).get("rope_theta", 1_000_000.0)), "f32")
+        self.k(f"{a}.rope.freq_base_swa", float(rope.get("sliding_attention", {}).get("rope_theta", 10_000.0)), "f32")
+        self.k(f"{a}.final_logit_softcapping", float(c["final_logit_softcapping"]), "f32")
+        self.k(f"{a}.attention.sliding_window", int(c["sliding_window"]), "u32")
+        self.k(f"{a}.attention.sliding_window_pattern", swa, "arr")
+        self.k(f"{a}.attention.shared_kv_layers", shared, "u32")
+        self.k(f"{a}.embedding_length_per_layer_input", P, "u32")
+        self._embd()
+        if P:
+            self.t("per_layer_token_embd.weight", [L * P, self.n_vocab])
+            self.t("per_layer_model_proj.weight", [E, L * P])
+            self.t("per_layer_proj_norm.weight", [P])
+        self.t("rope_freqs.weight", [D_full // 2])
+        for i in range(L):
+            D, F, own = (D_swa if swa[i] else D_full), self.n_ff_layers[i], i < L - shared
+            self.t(f"blk.{i}.attn_norm.weight", [E])
+            self.t(f"blk.{i}.attn_q.weight", [E, H * D])
+            if own:
+                self.t(f"blk.{i}.attn_k.weight", [E, Hk * D])
+                self.t(f"blk.{i}.attn_v.weight", [E, Hk * D])
+                self.t(f"blk.{i}.attn_k_norm.weight", [D])
+            self.t(f"blk.{i}.attn_q_norm.weight", [D])
+            self.t(f"blk.{i}.attn_output.weight", [H * D, E])
+            self.t(f"blk.{i}.post_attention_norm.weight", [E])
+            self.t(f"blk.{i}.layer_output_scale.weight", [1])
+            self.t(f"blk.{i}.ffn_norm.weight", [E])
+            self.t(f"blk.{i}.ffn_gate.weight", [E, F])
+            self.t(f"blk.{i}.ffn_up.weight", [E, F])
+            self.t(f"blk.{i}.ffn_down.weight", [F, E])
+            self.t(f"blk.{i}.post_ffw_norm.weight", [E])
+            if P:
+                self.t(f"blk.{i}.inp_gate.weight", [E, P])
+                self.t(f"blk.{i}.proj.weight", [P, E])
+                self.t(f"blk.{i}.post_norm.weight", [E])
         self.tied = True
         self._head()
 

@@ -14,6 +14,12 @@ loads): layers from n_layer_kv_from_start 20 on reuse layer 18 (sliding) or 19 (
 tensor; of layers 0–19 the 4 full ones get the whole context, the 16 sliding ones pad(min(n_ctx_seq, 512 · (unified ?
 np : 1) + n_ubatch), 256) cells. A cell of the full cache is 4 · 2 · 2 · 256 · 2 B = 8,192 B in f16, of the sliding
 cache 16 · 2,048 = 32,768 B; in q8_0 a 512-value row is 16 blocks of 34 B = 544 B.
+
+gemma-4-e2b (make_gguf.py's gemma4 builder: the tensors llama_model_gemma4::load_arch_tensors loads, no attn_k /
+attn_v on the shared layers): n_layer_kv_from_start = 35 − 20 = 15, layers 15–34 reuse layer 13 (sliding) or 14
+(full); of layers 0–14 the 3 full ones (key_length 512) get the whole context, the 12 sliding ones (key_length_swa
+256) the window's cells. A full cell is 3 · 2 · 1 · 512 · 2 B = 6,144 B in f16, a sliding one 12 · 2 · 256 · 2 =
+12,288 B; in q8_0 a 512-value row is 544 B and a 256-value row 272 B.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ HERE = Path(__file__).resolve().parents[1] / "data" / "llamacpp" / "models2026"
 CELL_F16 = {"qwen3-30b-a3b": 98_304, "smollm3-3b": 73_728, "phi-4-mini": 131_072}
 # gemma-3n-e2b / e4b: the shared-KV layers (20–29 / 20–34) have no tensor; below
 GEMMA3N = ("gemma-3n-e2b", "gemma-3n-e4b")
-MODELS = ("gpt-oss-20b", *CELL_F16, *GEMMA3N)
+MODELS = ("gpt-oss-20b", *CELL_F16, *GEMMA3N, "gemma-4-e2b")
 DOCS = {m: json.loads((HERE / f"{m}.json").read_text()) for m in MODELS}
 DATA = DOCS["gpt-oss-20b"]
 RUNS = [(m, r) for m in MODELS for r in DOCS[m]["runs"]]
@@ -100,3 +106,22 @@ def test_gemma3n_by_hand_and_the_reused_layers(model):
     shared = {i: schedule.layer(i).source_layer for i in range(20, schedule.layers)}
     assert reuse == shared and set(shared.values()) == {18, 19}
     assert sum("does not have KV cache" in ln for ln in run["log"]) == 2 * (schedule.layers - 20)  # both caches
+
+
+def test_gemma4_by_hand_and_the_reused_layers():
+    # -c 32768 -np 1 f16: 32,768 cells × 6,144 B + pad(min(32,768, 512 + 512), 256) = 1,024 cells × 12,288 B =
+    # 201,326,592 + 12,582,912 = 213,909,504 B
+    runs = [r for m, r in RUNS
+            if m == "gemma-4-e2b" and r["params"]["n_ctx"] == 32768 and r["params"]["n_seq_max"] == 1]
+    f16 = next(r for r in runs if r["params"]["type_k"] == "f16")
+    assert f16["breakdown_bytes"]["CPU"]["context"] == 32768 * 6144 + 1024 * 12288 == 213_909_504
+    # q8_0: a full layer's cell 2 · 544 = 1,088 B, a sliding one's 2 · 272 = 544 B: 32,768 · 3 · 1,088 + 1,024 · 12
+    # · 544 = 106,954,752 + 6,684,672 = 113,639,424 B
+    q8 = next(r for r in runs if r["params"]["type_k"] == "q8_0")
+    assert q8["breakdown_bytes"]["CPU"]["context"] == 32768 * 3 * 1088 + 1024 * 12 * 544 == 113_639_424
+    # llama.cpp's own log: which layer each shared layer reuses, against the profile's schedule
+    reuse = dict((int(a), int(b)) for a, b in (re.search(r"layer +(\d+): reuse layer (\d+)", ln).groups()
+                                                  for ln in q8["log"] if "reuse layer" in ln))
+    schedule = Catalog().model("gemma-4-e2b").profile.schedule
+    shared = {i: schedule.layer(i).source_layer for i in range(15, 35)}
+    assert reuse == shared and set(shared.values()) == {13, 14}

@@ -27,6 +27,9 @@ REASONS = {
     reason("gemma3n_graph_unmodelled", architecture="gemma3n"):
         "llama.cpp's graph of architecture gemma3n (AltUp streams, per-layer embeddings, shared-KV layers) is not "
         "modelled",
+    reason("gemma4_graph_unmodelled", architecture="gemma4"):
+        "llama.cpp's graph of architecture gemma4 (per-layer embeddings, shared-KV layers, 512-wide global heads) is "
+        "not modelled",
 }
 
 WARNINGS = [
