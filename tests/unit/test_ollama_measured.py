@@ -1,11 +1,9 @@
 """`--runtime ollama` against the real llama-server: for 15 Ollama settings, the arguments kvplan derives from
 Ollama v0.32.15's rules were passed to llama-server build 11434 (tests/harness/ollama_llamaserver.py, CPU, weight-less
 GGUFs with the real shapes), and llama.cpp's own log lines recorded (tests/data/runtimes/ollama_llamaserver.json).
-kvplan's KV cache, recurrent state and output buffer equal them to the 0.01 MiB llama.cpp prints; the compute
-buffer, replayed with ggml's allocator over kvplan's copy of the reserve graph, is within 5 % or 8 MiB of the log
-(measured here: 2.01 MiB under on every flash-attention row, 10.0 MiB (3.2 %) under with flash attention off; the
-graph of build 11434 has tensors the replay does not write, docs/runtimes.md). LFM2's compute buffer (72-76 MiB
-logged) is not priced: kvplan leaves it out of the total and warns."""
+kvplan's KV cache, recurrent state, output buffer and compute buffer (replayed with ggml's allocator over kvplan's
+copy of build 11434's reserve graph, LFM2's short-convolution graph included, docs/runtimes.md) equal them to the
+0.01 MiB llama.cpp prints, on every row."""
 
 from __future__ import annotations
 
