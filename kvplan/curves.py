@@ -192,16 +192,22 @@ def decode_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
              scenario.ctx if show_ctx else None, *_windows(ev.cache))
     ctx = ctx_grid(ctx_max_tokens, marks)
     memory = core.memory_at(b, ctx, scenario.sequences)
-    decode = core.decode_at(b, memory.kv_bytes, memory.parts_read_bytes)
-    streamed = core.streamed_at(b, memory, decode)
-    codes = memory.verdict_code
+    placed = core.placed_at(b, ctx, scenario.sequences, memory)  # offloaded: each part read from its memory
+    if placed is None:
+        decode = core.decode_at(b, memory.kv_bytes, memory.parts_read_bytes)
+        streamed_rate = core.streamed_at(b, memory, decode).tokens_per_s
+        codes = memory.verdict_code
+    else:  # the verdict is the worse memory's; nothing overflows to flash (streamed experts are in the rate)
+        decode = core.placed_decode(placed)
+        streamed_rate = np.full(ctx.shape, np.nan)
+        codes = np.broadcast_to(np.asarray(placed.verdict_code, dtype=np.int8), ctx.shape)
     fits = np.flatnonzero(codes == 0)
     fit_ctx = int(ctx[fits[-1]]) if fits.size and fits[-1] + 1 < len(ctx) else None
     target = target_tokens_per_s if target_tokens_per_s is not None else scenario.target_tokens_per_s
     quoted = scenario.ctx if show_ctx else int(ctx[-1])
     rate = decode.tokens_per_s
     # Evaluation.aggregate_decode_tokens_per_s over the grid: the per-sequence rate × sequences
-    return DecodeCurves(ev, ctx, rate, decode.roofline_tokens_per_s, streamed.tokens_per_s, target or None,
+    return DecodeCurves(ev, ctx, rate, decode.roofline_tokens_per_s, streamed_rate, target or None,
                         show_ctx, ctx_limit_of(ev.cache), codes, fit_ctx, scenario.device.decode_latency,
                         rate * scenario.sequences, warnings_at(scenario, ev, quoted))
 

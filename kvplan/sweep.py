@@ -79,6 +79,17 @@ class SweepColumns:
     # the resident parts beside the model (a draft model, an encoder: kvplan.plan.parts), counted in total_bytes
     # (None: no group of the sweep has any)
     parts_bytes: object = None  # int64 [bytes]
+    # offloaded (an offload knob, or a device with a GPU memory of its own: kvplan.plan.placement), each memory's
+    # figures as check's JSON has them under placement.memories (None: no group of the sweep offloads); then
+    # verdict and headroom_bytes are the worse memory's and decode reads each part from its memory
+    gpu_total_bytes: object = None  # int64 [bytes]
+    gpu_budget_bytes: object = None  # int64 [bytes] gpu_memory, the GPU working set, or the RAM budget
+    gpu_headroom_bytes: object = None  # int64 [bytes]
+    gpu_verdict: object = None  # int8 code
+    ram_total_bytes: object = None  # int64 [bytes] discrete GPU: host RAM's parts; unified: every resident part
+    ram_headroom_bytes: object = None  # int64 [bytes] (its budget is budget_bytes)
+    ram_verdict: object = None  # int8 code
+    flash_bytes: object = None  # int64 [bytes] streamed expert stacks (not resident)
 
     def __len__(self) -> int:
         return len(self.ctx)
@@ -140,7 +151,9 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
             raise FieldError(("ctx", "sequences"), f"the largest point needs {largest:,} bytes, beyond the "
                              f"{EXACT_LIMIT:,} a vectorized sweep holds exactly; use kvplan check for it", lead="/")
     memory = core.memory_at(b, ctx, sequences)
-    decode = core.decode_at(b, memory.kv_bytes, memory.parts_read_bytes)
+    placed = core.placed_at(b, ctx, sequences, memory)  # offloaded: each memory's figures, else None
+    decode = (core.decode_at(b, memory.kv_bytes, memory.parts_read_bytes) if placed is None
+              else core.placed_decode(placed))
     solved = core.max_ctx_at(b, sequences)
     limited_by = core.limited_by_at(b, solved, sequences)
     at_target = None
@@ -159,6 +172,20 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
         return np.broadcast_to(one, (n,))
 
     policy = getattr(cache, "policy", None)
+    verdict, headroom = memory.verdict_code, memory.headroom_bytes
+    offloaded = {}
+    if placed is not None:
+        verdict, headroom = placed.verdict_code, placed.headroom_bytes
+
+        def each(value, dtype=np.int64):  # a column of one value or one per row
+            value = np.asarray(value, dtype=dtype)
+            return value if value.ndim else const(value, dtype=dtype)
+
+        offloaded = {"gpu_total_bytes": each(placed.gpu_total_bytes), "gpu_budget_bytes": each(placed.gpu_budget_bytes),
+                     "gpu_headroom_bytes": each(placed.gpu_headroom_bytes),
+                     "gpu_verdict": each(placed.gpu_verdict_code, np.int8),
+                     "ram_total_bytes": each(placed.ram_total_bytes), "ram_headroom_bytes": each(placed.ram_headroom_bytes),
+                     "ram_verdict": each(placed.ram_verdict_code, np.int8), "flash_bytes": each(placed.flash_bytes)}
 
     return SweepColumns(
         device=const(device.name), model=const(model.name), runtime=const_fact(base.runtime),
@@ -174,17 +201,29 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
         weights_bytes=const(b.weights_bytes, dtype=np.int64),
         overhead_bytes=const(b.overhead_bytes, dtype=np.int64), total_bytes=np.asarray(memory.total_bytes, dtype=np.int64),
         budget_bytes=const(b.budget_bytes, dtype=np.int64),
-        headroom_bytes=np.asarray(memory.headroom_bytes, dtype=np.int64),
+        headroom_bytes=np.asarray(headroom, dtype=np.int64),
         buffers_bytes=np.asarray(memory.buffers_bytes, dtype=np.int64),
         weight_type=const(base.weight_type or getattr(model, "weight_type", None) or "" if b.weights_pricing else ""),
         max_ctx_limited_by=limited_by if limited_by.ndim else const(str(limited_by)),
         max_ctx_trained=const(model.max_context or NO_MAX_CTX, dtype=np.int64),
-        verdict=memory.verdict_code, decode_tokens_per_s=np.asarray(decode.tokens_per_s, dtype=np.float64),
+        verdict=np.asarray(verdict, dtype=np.int8), decode_tokens_per_s=np.asarray(decode.tokens_per_s, dtype=np.float64),
         max_ctx=core.tokens_or_none(solved),
         prefill_s=np.broadcast_to(np.asarray(prefill, dtype=np.float64), (n,)), max_ctx_at_target=at_target,
         process_bytes=const(b.process_bytes, dtype=np.int64) if b.process is not None else None,
         parts_bytes=np.broadcast_to(np.asarray(memory.parts_bytes, dtype=np.int64), (n,)) if b.parts else None,
+        **offloaded,
     )
+
+
+def _one_memory(p: SweepColumns) -> dict:
+    """The offload columns of a group that does not offload: no GPU memory (0 held, no budget, its verdict fit),
+    RAM is the whole configuration."""
+    import numpy as np
+
+    zeros = np.broadcast_to(np.zeros(1, dtype=np.int64), (len(p),))
+    return {"gpu_total_bytes": zeros, "gpu_budget_bytes": zeros, "gpu_headroom_bytes": zeros,
+            "gpu_verdict": np.broadcast_to(np.zeros(1, dtype=np.int8), (len(p),)), "ram_total_bytes": p.total_bytes,
+            "ram_headroom_bytes": p.headroom_bytes, "ram_verdict": p.verdict, "flash_bytes": zeros}
 
 
 def concat(parts: list[SweepColumns]) -> SweepColumns:
@@ -200,6 +239,8 @@ def concat(parts: list[SweepColumns]) -> SweepColumns:
     if any(p.parts_bytes is not None for p in parts):  # a group with resident parts beside others: 0 bytes there
         parts = [p if p.parts_bytes is not None else replace(p, parts_bytes=np.broadcast_to(
             np.zeros(1, dtype=np.int64), (len(p),))) for p in parts]
+    if any(p.gpu_total_bytes is not None for p in parts):  # an offloaded group beside others: one memory there
+        parts = [p if p.gpu_total_bytes is not None else replace(p, **_one_memory(p)) for p in parts]
     names = parts[0].columns()
     if any(p.columns() != names for p in parts):
         raise ValueError("concat: the groups of a sweep must have the same columns")

@@ -9,6 +9,13 @@ from kvplan.gate.spec import GateConfig, GateFile, Thresholds
 from kvplan.plan import Evaluation, evaluate
 
 
+def decode_rate_judged(ev: Evaluation) -> float:
+    """The decode rate ``min_decode_tok_s`` judges [tokens/s per sequence]: speculative decoding's when the
+    configuration has a draft and an acceptance rate (``Evaluation.speculative``), else the plain decode rate
+    (each part read from its memory when offloaded)."""
+    return ev.speculative.tokens_per_s if ev.speculative is not None else ev.decode_tokens_per_s
+
+
 def judge(t: Thresholds, ev: Evaluation) -> tuple[ThresholdResult, ...]:
     """Every threshold in force, in a fixed order, each with its limit and the actual figure."""
     out: list[ThresholdResult] = []
@@ -25,8 +32,8 @@ def judge(t: Thresholds, ev: Evaluation) -> tuple[ThresholdResult, ...]:
     if t.min_headroom is not None:
         at_least("min_headroom", "bytes", t.min_headroom.limit_bytes(ev.budget_bytes), ev.headroom_bytes,
                  t.min_headroom.fraction)
-    if t.min_decode_tok_s is not None:
-        at_least("min_decode_tok_s", "tokens_per_s", t.min_decode_tok_s, ev.decode_tokens_per_s)
+    if t.min_decode_tok_s is not None:  # with a draft and an acceptance rate: the speculative rate check prints
+        at_least("min_decode_tok_s", "tokens_per_s", t.min_decode_tok_s, decode_rate_judged(ev))
     if t.max_total is not None:
         at_most("max_total", "bytes", t.max_total, ev.total_bytes)
     if t.max_weights is not None:

@@ -25,7 +25,7 @@ class Basis(Figures):
 
     __slots__ = _fields = ("scenario", "cache", "weights_bytes", "weights_read_bytes", "weight_bits",
                            "weights_pricing", "overhead_bytes", "budget_bytes", "pinned_prefix_bytes", "n_ubatch",
-                           "process", "buffers_memo", "crossings", "parts")
+                           "process", "buffers_memo", "crossings", "parts", "placement_memo")
     scenario: Scenario
     cache: CacheModel  # the cache model in force (CacheLayout for the ideal formula)
     weights_bytes: int
@@ -45,9 +45,11 @@ class Basis(Figures):
     crossings: dict
     # what the configuration holds beside the model's weights and cache (kvplan.plan.parts): a draft model …
     parts: tuple
+    # the offloaded configuration's placement (kvplan.plan.placement.layout_of), built once when asked for
+    placement_memo: dict
     _defaults = {"process": None, "parts": ()}
-    _factories = {"buffers_memo": dict, "crossings": dict}  # each Basis its own memos
-    _hidden = ("buffers_memo", "crossings")
+    _factories = {"buffers_memo": dict, "crossings": dict, "placement_memo": dict}  # each Basis its own memos
+    _hidden = ("buffers_memo", "crossings", "placement_memo")
 
     @property
     def process_bytes(self) -> int:

@@ -205,6 +205,80 @@ def memory_at(b: Basis, ctx, sequences) -> Memory:
     return Memory(kv, kv_peak, buffers, total, headroom, code, held, parts, parts_bytes, parts_read)
 
 
+# --- offload (kvplan.plan.placement) ------------------------------------------------------------
+
+
+def _buffer_split_at(b: Basis, ctx, sequences):
+    """llama.cpp's (compute on the GPU, compute in RAM, output buffer) at each point [bytes], zeros under the
+    other cache models; over arrays once per distinct (ctx, sequences) point (the buffers are memoised)."""
+    from kvplan.plan.placement import compute_split_of
+
+    def at(c: int, n: int):
+        buffers = buffers_at(b, c, n)
+        gpu, ram = compute_split_of(b, buffers, c, n)
+        return gpu, ram, buffers.output_bytes if buffers is not None else 0
+
+    if not (_is_array(ctx) or _is_array(sequences)):
+        return at(int(ctx), int(sequences))
+    import numpy as np
+
+    ctx, sequences = _arrays(ctx, sequences)
+    if getattr(b.cache, "family", None) != "llama.cpp" or not ctx.size:
+        zeros = np.zeros(ctx.shape, dtype=np.int64)
+        return zeros, zeros, zeros
+    points, inverse = np.unique(np.stack([ctx.reshape(-1), sequences.reshape(-1)]), axis=1, return_inverse=True)
+    split = np.array([at(int(c), int(n)) for c, n in points.T], dtype=np.int64)
+    return tuple(split[:, i][inverse.reshape(-1)].reshape(ctx.shape) for i in range(3))
+
+
+def placed_at(b: Basis, ctx, sequences, memory: Memory | None = None):
+    """Each memory's figures at each point when the configuration offloads
+    (:class:`kvplan.plan.placement.Placed`: held, headroom, verdict, reads, the step's time), None when it does
+    not (``b.scenario.offloads`` false); ``memory``: :func:`memory_at` at the same points, if already taken."""
+    if not b.scenario.offloads:
+        return None
+    from kvplan.plan.placement import layout_of, placed_of
+
+    memory = memory_at(b, ctx, sequences) if memory is None else memory
+    compute_gpu, compute_ram, output = _buffer_split_at(b, ctx, sequences)
+    pinned = b.pinned_prefix_bytes
+    return placed_of(b, layout_of(b), ctx, memory.kv_peak_bytes + pinned, memory.kv_bytes + pinned, compute_gpu,
+                     compute_ram, output, memory.total_bytes, memory.parts_bytes, memory.parts_read_bytes)
+
+
+def placed_decode(placed) -> Decode:
+    """:class:`Decode` of an offloaded configuration: each part read from its memory."""
+    step = placed.gpu_read_bytes + placed.ram_read_bytes + placed.flash_read_bytes
+    return Decode(step, 1.0 / placed.seconds_per_step, 1.0 / placed.roofline_seconds_per_step)
+
+
+def _largest_placed(b: Basis, sequences: int, fits):
+    """The largest ``ctx`` whose :func:`placed_at` figures satisfy ``fits`` at ``sequences`` [tokens] (which holds
+    at every smaller one and at none larger: bytes held and read only grow with the context): doubling from 1024
+    to an upper bound (the cache's ``ctx_limit``, else 2^40 tokens), then bisection;
+    :data:`kvplan.engine.NO_CONTEXT_FITS` when not even one token fits, ``math.inf`` when every context does."""
+    def ok(ctx: int) -> bool:
+        return bool(fits(placed_at(b, ctx, sequences)))
+
+    if not ok(1):
+        return engine.NO_CONTEXT_FITS
+    limit = getattr(b.cache, "ctx_limit", None)
+    top = int(limit[0]) if limit else 2**40
+    lo, hi = 1, min(1024, top)
+    while ok(hi):
+        if hi == top:
+            return top if limit else math.inf
+        lo, hi = hi, min(hi * 2, top)
+    return engine.largest_fitting(ok, lo, hi)
+
+
+def _placed_max_ctx(b: Basis, sequences):
+    """:func:`max_ctx_at` of an offloaded configuration: every memory's total within its budget."""
+    return _solved(b.cache, 0, sequences,
+                   lambda n: _largest_placed(b, n, lambda p: p.gpu_headroom_bytes >= 0 and p.ram_headroom_bytes >= 0),
+                   closed=False)
+
+
 # --- decode -----------------------------------------------------------------------------------
 
 
@@ -326,11 +400,33 @@ def mean_decode_at(b: Basis, ctx: int, sequences: int) -> tuple[float, int]:
     n = max(ctx, 1)
     steps = max(min(n, tokens_per_sequence_of(cache, n, sequences)), 1)
     read = cache.kv_bytes_read_over_generation(n, sequences) + steps * b.pinned_prefix_bytes
-    if b.parts:  # each step reads the parts as at the end of the generation (a bound for those that grow)
-        read = read + steps * _in_ram(b, part_read_bytes_at(b, n, sequences))
-    rate = engine.mean_decode_tokens_per_s(steps, b.weights_read_bytes, read, device.memory_bandwidth,
-                                           device.bandwidth_efficiency, device.decode_latency)
+    parts_read = _in_ram(b, part_read_bytes_at(b, n, sequences)) if b.parts else 0
+    if b.scenario.offloads:
+        return _placed_mean_decode(b, n, sequences, steps, read, parts_read), steps
+    # each step reads the parts as at the end of the generation (a bound for those that grow)
+    rate = engine.mean_decode_tokens_per_s(steps, b.weights_read_bytes, read + steps * parts_read,
+                                           device.memory_bandwidth, device.bandwidth_efficiency,
+                                           device.decode_latency)
     return rate, steps
+
+
+def _placed_mean_decode(b: Basis, ctx: int, sequences: int, steps: int, kv_read_bytes: int, parts_read_bytes: int):
+    """Mean decode of an offloaded configuration over ``steps`` steps from an empty cache [tokens/s]: every step
+    reads the weights, the streamed experts and the parts from their memories (:func:`placed_at` at ``ctx``,
+    whose per-step cache read is replaced by the generation's), and the cache read over the generation
+    (``kv_read_bytes``) is split between the GPU and RAM as the cache at ``ctx`` is."""
+    from kvplan.engine import offload as eo
+    from kvplan.plan.placement import kv_gpu_share_bytes, layout_of
+
+    layout, device = layout_of(b), b.scenario.device
+    placed = placed_at(b, ctx, sequences)
+    kv_gpu = int(kv_gpu_share_bytes(layout, kv_read_bytes, ctx))
+    read = {"gpu": steps * (placed.gpu_read_bytes - placed.kv_gpu_read_bytes) + kv_gpu,
+            "ram": steps * (placed.ram_read_bytes - placed.kv_ram_read_bytes) + kv_read_bytes - kv_gpu,
+            "flash": steps * placed.flash_read_bytes}
+    seconds = eo.decode_time_s({m: r for m, r in read.items() if r}, layout.bandwidth, device.bandwidth_efficiency,
+                               steps * device.decode_latency)
+    return steps / seconds
 
 
 # --- max context ------------------------------------------------------------------------------
@@ -523,7 +619,11 @@ def max_ctx_at(b: Basis, sequences):
 
     The ideal layout solves in closed form; the other cache models search exactly (once per distinct sequence
     count: the answer does not depend on the context), with llama.cpp's buffers counted beside the cache, and the
-    resident parts that grow with the context (a draft's cache)."""
+    resident parts that grow with the context (a draft's cache). An offloaded configuration (an offload knob, or
+    a device with a GPU memory of its own) fits where every memory's total is within its own budget
+    (:func:`placed_at`: the KV of the layers on the GPU grows in GPU memory), found by bisection."""
+    if b.scenario.offloads:
+        return _placed_max_ctx(b, sequences)
     cache, allowance, varying = b.cache, b.cache_allowance_bytes, b.varying_parts
 
     def solve(n: int):
@@ -545,7 +645,10 @@ def fit_ctx_at(b: Basis, margin_bytes: int, buffers_bytes: int, sequences: int):
     """The largest ``ctx`` still ``fit`` rather than ``tight``: the cache's own ``max_ctx`` in what the budget
     leaves beside the margin, the fixed parts and ``buffers_bytes`` (the buffers at the scenario's own context:
     where the plots start the tight zone) [tokens]; the same special values as :func:`max_ctx_at`. Resident
-    parts that grow with the context are counted at each context."""
+    parts that grow with the context are counted at each context. Offloaded: where every memory is still ``fit``
+    (:func:`placed_at`, each memory's buffers at each context)."""
+    if b.scenario.offloads:
+        return _largest_placed(b, int(sequences), lambda p: p.verdict_code == 0)
     allowance = b.cache_allowance_bytes - margin_bytes - buffers_bytes
     kv_only = b.cache.max_ctx(allowance, sequences)
     extra = _growing("bytes_of", b, int(sequences), b.varying_parts)
@@ -581,7 +684,10 @@ def step_allowance_bytes(b: Basis, target_tokens_per_s: float) -> int:
 def speed_ctx_at(b: Basis, target_tokens_per_s: float, sequences):
     """The largest ``ctx`` whose steady cache decodes at ``target_tokens_per_s`` or faster, at each sequence count
     (runtime buffers are not read per step; the resident parts' reads that grow with the context are counted);
-    the same special values as :func:`max_ctx_at`."""
+    the same special values as :func:`max_ctx_at`. Offloaded: each part read from its memory (:func:`placed_at`)."""
+    if b.scenario.offloads:
+        return _solved(b.cache, 0, sequences, lambda n: _largest_placed(
+            b, n, lambda p: p.seconds_per_step * target_tokens_per_s <= 1.0), closed=False)
     cache, allowance = b.cache, step_allowance_bytes(b, target_tokens_per_s)
     varying = tuple(p for p in b.parts if not p.constant_read and p.memory == "ram")
 
@@ -658,7 +764,34 @@ def prefill_s_of(device: Device, model: Model, tokens, weights_read_bytes=0, n_u
 
 def prefill_at(b: Basis, ctx):
     """(total, compute-bound, memory-bound) seconds to prefill ``ctx`` prompt tokens, or None when the device
-    gives no ``compute`` (:func:`prefill_times_of` with the basis's weights read and micro-batch)."""
+    gives no ``compute`` (:func:`prefill_times_of` with the basis's weights read and micro-batch).
+
+    Offloaded, the memory floor reads each memory's weights at its own bandwidth once per micro-batch (the
+    streamed experts from flash, less their cache hits); the compute bound stays the device's one ``compute``
+    figure: a profile has no compute figure per processor, so where the layers run does not change it (a warning
+    says so)."""
     s = b.scenario
     times = prefill_times_of(s.device, s.model, ctx, b.weights_read_bytes, b.n_ubatch)
-    return None if times is None else (engine.maximum(*times), *times)
+    if times is None:
+        return None
+    if s.offloads:
+        times = (times[0], _placed_prefill_memory_s(b, ctx))
+    return (engine.maximum(*times), *times)
+
+
+def _placed_prefill_memory_s(b: Basis, ctx):
+    """The prefill memory floor of an offloaded configuration: ``ceil(ctx / n_ubatch) · Σ_m weights read_m /
+    (bandwidth_m · efficiency)`` (flash at its rate) [s]."""
+    from kvplan.engine import offload as eo
+    from kvplan.plan.placement import layout_of
+
+    layout, s = layout_of(b), b.scenario
+    device = s.device
+    flash, hits = eo.streamed_expert_bytes(layout.streamed_read_bytes, s.expert_cache_hit or 0.0)
+    read = {"gpu": layout.weights_read_bytes["gpu"], "ram": layout.weights_read_bytes["ram"] + hits, "flash": flash}
+    total = 0.0
+    for mem, size in read.items():
+        if size:
+            efficiency = 1.0 if mem == "flash" else device.bandwidth_efficiency
+            total = total + engine.prefill_memory_s(ctx, size, layout.bandwidth[mem], efficiency, b.n_ubatch)
+    return total

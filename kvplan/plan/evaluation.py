@@ -55,16 +55,11 @@ def parts_of(b: Basis, memory, ctx: int, sequences: int) -> tuple[Part, ...]:
     reads = core.part_read_bytes_at(b, ctx, sequences)
     return tuple(Part(p.key, p.memory, int(held), int(read), p.values)
                  for p, held, read in zip(b.parts, memory.part_bytes, reads))
-def offload_of(b: Basis, memory, buffers, verdict, headroom_bytes: int):
-    """Each part in its memory at this point (:mod:`kvplan.plan.placement`)."""
-    from kvplan.plan.placement import compute_by_memory, offload_at, placement_of
+def offload_of(b: Basis, placed, memory, verdict, headroom_bytes: int):
+    """Each part in its memory at this point (:mod:`kvplan.plan.placement`), from :func:`kvplan.plan.core.placed_at`."""
+    from kvplan.plan.placement import offload_at
 
-    placement = placement_of(b)
-    compute = compute_by_memory(b, buffers, placement) if buffers is not None else {}
-    return offload_at(b, placement, int(memory.kv_peak_bytes) + b.pinned_prefix_bytes,
-                      int(memory.kv_bytes) + b.pinned_prefix_bytes,
-                      buffers.output_bytes if buffers is not None else 0, compute, int(memory.total_bytes),
-                      verdict, headroom_bytes)
+    return offload_at(b, placed, verdict, headroom_bytes, int(memory.total_bytes))
 
 
 def evaluation_of(b: Basis) -> Evaluation:
@@ -73,7 +68,9 @@ def evaluation_of(b: Basis) -> Evaluation:
     model, cache = s.model, b.cache
     ctx, sequences = s.ctx, s.sequences
     memory = core.memory_at(b, ctx, sequences)
-    decode = core.decode_at(b, memory.kv_bytes, memory.parts_read_bytes)
+    placed = core.placed_at(b, ctx, sequences, memory)  # offloaded: each memory's figures, else None
+    decode = (core.decode_at(b, memory.kv_bytes, memory.parts_read_bytes) if placed is None
+              else core.placed_decode(placed))
     mean_rate, steps = core.mean_decode_at(b, ctx, sequences)
 
     solved = core.max_ctx_at(b, sequences)
@@ -124,18 +121,13 @@ def evaluation_of(b: Basis) -> Evaluation:
         parts=parts_of(b, memory, ctx, sequences),
         speculative=core.speculative_at(b, ctx, sequences, decode),
     )
-    if s.offloads:
-        off = offload_of(b, memory, buffers, ev.verdict, ev.headroom_bytes)
-        # the memory that decides: the worst verdict, then the least headroom; decode reads each part where it is
-        deciding = max((m for m in off.memories if m.verdict is not None),
-                       key=lambda m: (VERDICTS.index(m.verdict), -m.headroom_bytes))
-        resident = (next(m.total_bytes for m in off.memories if m.memory == "ram") if off.unified
+    if placed is not None:
+        off = offload_of(b, placed, memory, ev.verdict, ev.headroom_bytes)
+        resident = (off.memories[1].total_bytes if off.unified
                     else sum(m.total_bytes for m in off.memories if m.memory in ("gpu", "ram")))
-        for name, value in (("offload", off), ("verdict", off.verdict), ("headroom_bytes", deciding.headroom_bytes),
-                            ("total_bytes", resident),
-                            ("decode_tokens_per_s", off.decode_tokens_per_s),
-                            ("decode_tokens_per_s_roofline", off.decode_tokens_per_s_roofline),
-                            ("bytes_per_step", sum(m.read_bytes_per_step for m in off.memories))):
+        # the verdict is the worst memory's, the headroom the deciding memory's (the core's placed figures)
+        for name, value in (("offload", off), ("verdict", off.verdict), ("headroom_bytes", int(placed.headroom_bytes)),
+                            ("total_bytes", resident)):
             object.__setattr__(ev, name, value)
     # the warnings read the finished figures; set once, before the evaluation is handed to anyone
     object.__setattr__(ev, "warnings", warnings_of(ev))

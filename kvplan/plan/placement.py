@@ -134,40 +134,177 @@ def placement_ngl(s) -> int:
     return -1 if s.n_gpu_layers is None else s.n_gpu_layers
 
 
-def _kv_layer_weights(s) -> list[int]:
-    """Each layer's share of the cache, as the ideal rule prices it at the scenario's context [bytes per
-    sequence]: ``(K + V values) · cached tokens`` (a window's tokens at most) for an attention layer, its state's
-    values for a state layer, 0 for a layer that caches nothing. The cache model's total is split by these weights:
-    exact for a model whose layers all cache the same (llama.cpp's one K and one V tensor per layer), the ideal
-    rule's proportions otherwise."""
-    out = []
-    for layer in s.model.schedule.layer_kinds():
+class Layout(Figures):
+    """What an offloaded configuration fixes before its context varies: the placement, the weights each memory
+    holds and a step reads, how the cache splits over the memories, each memory's budget and bandwidth."""
+
+    __slots__ = _fields = ("placement", "discrete", "weights_bytes", "weights_read_bytes", "streamed_read_bytes",
+                           "kv_runs", "state_values", "gpu_budget_bytes", "gpu_budget_source", "bandwidth")
+    placement: object  # kvplan.engine.offload.Placement
+    discrete: bool  # the device has a GPU memory of its own (gpu_memory)
+    weights_bytes: dict  # gpu / ram / flash → weight bytes held there
+    weights_read_bytes: dict  # gpu / ram → weight bytes one step reads there
+    streamed_read_bytes: int  # the active experts of the streamed stacks (before cache hits)
+    kv_runs: tuple  # (window tokens or None, K+V values per token on the GPU, K+V values per token in all)
+    state_values: tuple  # (state values on the GPU, in all) per sequence
+    gpu_budget_bytes: int
+    gpu_budget_source: str  # gpu_memory, gpu_working_set, budget
+    bandwidth: dict  # gpu / ram / flash → bytes/s
+
+
+def layout_of(b) -> Layout:
+    """The :class:`Layout` of an offloaded basis, built once (``b.placement_memo``)."""
+    memo = b.placement_memo
+    if "layout" in memo:
+        return memo["layout"]
+    s, device = b.scenario, b.scenario.device
+    placement = placement_of(b)
+    held = {_memory(m): placement.bytes_in(m) for m in eo.MEMORIES}
+    read = {_memory(m): placement.read_bytes_in(m) for m in (eo.GPU, eo.HOST)}
+    runs: dict = {}
+    state = [0, 0]
+    ngl, layers = placement_ngl(s), s.model.layers
+    for il, layer in enumerate(s.model.schedule.layer_kinds()):
         kind = getattr(layer, "kind", "")
+        on_gpu = eo.layer_on_gpu(il, layers, ngl)
         if kind == "attention":
-            tokens = s.ctx if layer.window_tokens is None else min(s.ctx, layer.window_tokens)
-            out.append((layer.k_values + layer.v_values) * max(tokens, 1))
+            run = runs.setdefault(layer.window_tokens, [0, 0])
+            run[0] += (layer.k_values + layer.v_values) if on_gpu else 0
+            run[1] += layer.k_values + layer.v_values
         elif kind == "state":
-            out.append(layer.state_values)
-        else:
-            out.append(0)
-    return out
+            state[0] += layer.state_values if on_gpu else 0
+            state[1] += layer.state_values
+    discrete = getattr(device, "gpu_memory", None) is not None
+    if discrete:
+        gpu_budget, source = device.gpu_memory, "gpu_memory"
+    else:
+        limit = s.gpu_working_set_in_force_bytes
+        gpu_budget, source = (limit, "gpu_working_set") if limit else (b.budget_bytes, "budget")
+    gpu_bw = device.gpu_memory_bandwidth if discrete and device.gpu_memory_bandwidth else device.memory_bandwidth
+    memo["layout"] = layout = Layout(
+        placement, discrete, held, read, placement.read_bytes_in(eo.FLASH),
+        tuple((w, g, a) for w, (g, a) in runs.items()), tuple(state), gpu_budget, source,
+        {"gpu": gpu_bw, "ram": device.memory_bandwidth, "flash": device.flash_read})
+    return layout
+
+
+def kv_gpu_share_bytes(layout: Layout, kv_bytes, ctx):
+    """The part of ``kv_bytes`` (all sequences, at ``ctx`` tokens: numbers or arrays) held by the layers on the GPU
+    [bytes]: the cache split by each layer's share as the ideal rule prices it, ``(K + V values) · cached tokens``
+    (a window's tokens at most) for an attention layer, its state's values for a state layer. Exact for a model
+    whose layers all cache the same (llama.cpp's one K and one V tensor per layer), the ideal rule's proportions
+    otherwise; the rest is the RAM's, so the two shares sum to the cache exactly."""
+    windowed = any(w is not None for w, _, _ in layout.kv_runs)
+    gpu_full = sum(g for w, g, _ in layout.kv_runs if w is None)
+    all_full = sum(a for w, _, a in layout.kv_runs if w is None)
+    if not windowed and not any(layout.state_values):  # one proportion at every context: exact in int64
+        return eo.kv_share_bytes(kv_bytes, gpu_full, all_full)
+    if getattr(ctx, "ndim", 0) > 0 or getattr(kv_bytes, "ndim", 0) > 0:  # Python integers point by point
+        import numpy as np
+
+        kv_arr, ctx_arr = np.broadcast_arrays(np.asarray(kv_bytes, dtype=np.int64), np.asarray(ctx, dtype=np.int64))
+        out = [kv_gpu_share_bytes(layout, int(k), int(c)) for k, c in zip(kv_arr.reshape(-1), ctx_arr.reshape(-1))]
+        return np.asarray(out, dtype=np.int64).reshape(kv_arr.shape)
+    gpu, total = layout.state_values
+    for window, g, a in layout.kv_runs:
+        tokens = max(ctx if window is None else min(ctx, window), 1)
+        gpu, total = gpu + g * tokens, total + a * tokens
+    return int(eo.kv_share_bytes(kv_bytes, gpu, total))
+
+
+class Placed(Figures):
+    """Each memory of an offloaded configuration at each point: what it holds, its headroom and verdict, what a
+    decode step reads from it, and the step's time [bytes, s] (numbers or arrays, as the core's figures)."""
+
+    __slots__ = _fields = ("kv_gpu_bytes", "kv_ram_bytes", "kv_gpu_read_bytes", "kv_ram_read_bytes",
+                           "compute_gpu_bytes", "compute_ram_bytes", "output_buffer_bytes",
+                           "gpu_total_bytes", "ram_total_bytes", "flash_bytes", "gpu_budget_bytes", "ram_budget_bytes",
+                           "gpu_headroom_bytes", "ram_headroom_bytes", "gpu_verdict_code", "ram_verdict_code",
+                           "verdict_code", "headroom_bytes", "gpu_read_bytes", "ram_read_bytes", "flash_read_bytes",
+                           "ram_hit_read_bytes", "seconds_per_step", "roofline_seconds_per_step")
+    kv_gpu_bytes: object  # the cache (peak, pinned prefix included) of the layers on the GPU
+    kv_ram_bytes: object  # and of those in RAM
+    kv_gpu_read_bytes: object  # the steady cache a step reads, on the GPU
+    kv_ram_read_bytes: object  # and in RAM
+    compute_gpu_bytes: object  # llama.cpp's compute buffer on the GPU (0 under the other cache models)
+    compute_ram_bytes: object  # and on the CPU
+    output_buffer_bytes: object  # llama.cpp's output buffer (host memory)
+    gpu_total_bytes: object
+    ram_total_bytes: object  # discrete GPU: what host RAM holds; unified memory: every resident part
+    flash_bytes: int  # streamed expert stacks (not resident)
+    gpu_budget_bytes: int
+    ram_budget_bytes: int
+    gpu_headroom_bytes: object
+    ram_headroom_bytes: object
+    gpu_verdict_code: object  # 0 fit, 1 tight, 2 over (kvplan.engine.VERDICTS)
+    ram_verdict_code: object
+    verdict_code: object  # the worse of the two
+    headroom_bytes: object  # the deciding memory's: the worse verdict, then the less headroom
+    gpu_read_bytes: object  # what one decode step reads from each memory
+    ram_read_bytes: object
+    flash_read_bytes: int
+    ram_hit_read_bytes: int  # of the RAM's reads, the streamed experts found in RAM (expert_cache_hit)
+    seconds_per_step: object  # Σ_m read_m / (bandwidth_m · efficiency) + flash / flash_read + latency
+    roofline_seconds_per_step: object  # the same at 100 % bandwidth, no latency
+
+
+def placed_of(b, layout: Layout, ctx, kv_held_bytes, kv_read_bytes, compute_gpu_bytes, compute_ram_bytes,
+              output_buffer_bytes, main_total_bytes, parts_bytes, parts_read_bytes) -> Placed:
+    """Each memory's figures at each point (:class:`Placed`), from the core's figures there: the cache held and
+    read (all sequences, pinned prefix included), llama.cpp's buffers split by memory, the main total (every
+    part against the RAM budget, as if nothing were offloaded) and the resident parts in RAM (a draft, an
+    encoder: kvplan places them in RAM)."""
+    s, device = b.scenario, b.scenario.device
+    import numpy as np
+
+    kv_gpu = kv_gpu_share_bytes(layout, kv_held_bytes, ctx)
+    kv_gpu_read = kv_gpu_share_bytes(layout, kv_read_bytes, ctx)
+    w = layout.weights_bytes
+    gpu_total = w["gpu"] + kv_gpu + compute_gpu_bytes
+    if layout.discrete:
+        ram_total = (w["ram"] + (kv_held_bytes - kv_gpu) + output_buffer_bytes + compute_ram_bytes
+                     + b.overhead_bytes + b.process_bytes + parts_bytes)
+    else:  # unified memory: RAM holds every resident part, the streamed stacks aside
+        ram_total = main_total_bytes - w["flash"]
+    margin = s.margin_fraction
+    gpu_room, ram_room = headroom_bytes(layout.gpu_budget_bytes, gpu_total), headroom_bytes(b.budget_bytes, ram_total)
+    gpu_code = verdict_code(gpu_room, layout.gpu_budget_bytes, margin)
+    ram_code = verdict_code(ram_room, b.budget_bytes, margin)
+    code = np.maximum(gpu_code, ram_code)
+    # the memory that decides: the worse verdict, then the less headroom
+    room = np.where(gpu_code > ram_code, gpu_room, np.where(ram_code > gpu_code, ram_room,
+                                                             np.minimum(gpu_room, ram_room)))
+    if not any(getattr(v, "ndim", 0) for v in (gpu_total, ram_total)):
+        code, room = int(code), int(room)
+        gpu_code, ram_code = int(gpu_code), int(ram_code)
+    else:
+        code, gpu_code, ram_code = (np.asarray(c, dtype=np.int8) for c in (code, gpu_code, ram_code))
+    flash_read, ram_hits = eo.streamed_expert_bytes(layout.streamed_read_bytes, s.expert_cache_hit or 0.0)
+    read = {"gpu": layout.weights_read_bytes["gpu"] + kv_gpu_read,
+            "ram": layout.weights_read_bytes["ram"] + ram_hits + (kv_read_bytes - kv_gpu_read) + parts_read_bytes,
+            "flash": flash_read}
+    # a memory nothing is read from adds no time (and its bandwidth may be unknown)
+    read_from = {m: r for m, r in read.items() if np.any(np.asarray(r) != 0)}
+    step = eo.decode_time_s(read_from, layout.bandwidth, device.bandwidth_efficiency, device.decode_latency)
+    roofline = eo.decode_time_s(read_from, layout.bandwidth)
+    return Placed(kv_gpu, kv_held_bytes - kv_gpu, kv_gpu_read, kv_read_bytes - kv_gpu_read, compute_gpu_bytes,
+                  compute_ram_bytes, output_buffer_bytes, gpu_total, ram_total, w["flash"], layout.gpu_budget_bytes,
+                  b.budget_bytes, gpu_room, ram_room, gpu_code, ram_code, code, room, read["gpu"], read["ram"],
+                  flash_read, ram_hits, step, roofline)
 
 
 def _memory(name: str) -> str:
     return {eo.GPU: "gpu", eo.HOST: "ram", eo.FLASH: "flash"}[name]
 
 
-def offload_at(b, placement, kv_bytes: int, kv_read_bytes: int, output_buffer_bytes: int,
-               compute_by_memory: dict, ram_total_bytes: int, ram_verdict=None, ram_headroom_bytes=None) -> Offload:
-    """Every part in its memory, each memory's verdict and the decode rate at one point.
-
-    ``kv_bytes`` / ``kv_read_bytes``: the cache held / read per step (all sequences, pinned prefix included),
-    split over the layers where they live; ``compute_by_memory``: llama.cpp's compute buffer per memory;
-    ``ram_total_bytes``: on unified memory, the resident total the main figures count (the RAM holds every part).
-    """
-    s, device = b.scenario, b.scenario.device
+def offload_at(b, placed: Placed, ram_verdict=None, ram_headroom_bytes=None, main_total_bytes=0) -> Offload:
+    """Every part in its memory, each memory's verdict and the decode rate at one point, from its
+    :class:`Placed` figures (scalars); ``ram_verdict`` / ``ram_headroom_bytes`` / ``main_total_bytes``: the main
+    memory figures' (every part against the RAM budget)."""
+    s = b.scenario
+    layout = layout_of(b)
+    placement = layout.placement
     hit = s.expert_cache_hit or 0.0
-    discrete = getattr(device, "gpu_memory", None) is not None
     parts = []
     for role in ("embedding", "layers", "experts", "output"):
         for mem in (eo.GPU, eo.HOST, eo.FLASH):
@@ -176,71 +313,47 @@ def offload_at(b, placement, kv_bytes: int, kv_read_bytes: int, output_buffer_by
                 continue
             read = sum(t.read_bytes for t in placement.tensors if t.memory == mem and t.role == role)
             parts.append(Part(role, _memory(mem), held, read))
-    layers = s.model.layers
-    weights = _kv_layer_weights(s)
-    on_gpu = sum(w for il, w in enumerate(weights) if eo.layer_on_gpu(il, layers, placement_ngl(s)))
-    total_w = sum(weights)
-    gpu_held = int(eo.kv_share_bytes(kv_bytes, on_gpu, total_w))
-    gpu_read = int(eo.kv_share_bytes(kv_read_bytes, on_gpu, total_w))
-    if on_gpu:
-        parts.append(Part("kv_cache", "gpu", gpu_held, gpu_read))
-    if total_w - on_gpu:  # the rest: the two shares sum to the cache exactly
-        parts.append(Part("kv_cache", "ram", kv_bytes - gpu_held, kv_read_bytes - gpu_read))
-    if output_buffer_bytes:
-        parts.append(Part("output_buffer", "ram", output_buffer_bytes, 0))
-    for mem, size in compute_by_memory.items():
+    if placed.kv_gpu_bytes or placed.kv_gpu_read_bytes:
+        parts.append(Part("kv_cache", "gpu", int(placed.kv_gpu_bytes), int(placed.kv_gpu_read_bytes)))
+    if placed.kv_ram_bytes or placed.kv_ram_read_bytes:
+        parts.append(Part("kv_cache", "ram", int(placed.kv_ram_bytes), int(placed.kv_ram_read_bytes)))
+    if placed.output_buffer_bytes:
+        parts.append(Part("output_buffer", "ram", int(placed.output_buffer_bytes), 0))
+    for mem, size in (("gpu", placed.compute_gpu_bytes), ("ram", placed.compute_ram_bytes)):
         if size:
-            parts.append(Part("compute_buffer", mem, size, 0))
-    # streamed experts: the hits are read from RAM, the misses from flash
-    flash_read, ram_hits = eo.streamed_expert_bytes(sum(p.read_bytes for p in parts if p.memory == "flash"), hit)
-    read = {"gpu": 0, "ram": ram_hits, "flash": flash_read}
-    held = {"gpu": 0, "ram": 0, "flash": 0}
-    for p in parts:
-        held[p.memory] += p.bytes
-        if p.memory != "flash":
-            read[p.memory] += p.read_bytes
-    gpu_bw = device.gpu_memory_bandwidth if discrete and device.gpu_memory_bandwidth else device.memory_bandwidth
-    bandwidth = {"gpu": gpu_bw, "ram": device.memory_bandwidth, "flash": device.flash_read}
-    margin = s.margin_fraction
-    memories = []
-    if discrete:
-        gpu_budget, gpu_source = device.gpu_memory, "gpu_memory"
-        ram_total = held["ram"] + b.overhead_bytes + b.process_bytes
-    else:
-        limit = s.gpu_working_set_in_force_bytes
-        gpu_budget, gpu_source = (limit, "gpu_working_set") if limit else (b.budget_bytes, "budget")
-        ram_total = ram_total_bytes - (placement.bytes_in(eo.FLASH))
-    for name, budget, total, source in (("gpu", gpu_budget, held["gpu"], gpu_source),
-                                        ("ram", b.budget_bytes, ram_total, "ram")):
-        room = headroom_bytes(budget, total)
-        memories.append(MemoryUse(name, budget, total, room, VERDICTS[verdict_code(room, budget, margin)],
-                                  bandwidth[name], read[name], source))
-    if held["flash"]:
-        memories.append(MemoryUse("flash", None, held["flash"], None, None, bandwidth["flash"], read["flash"],
-                                  "none"))
-    step = eo.decode_time_s({m: read[m] for m in read if read[m]}, bandwidth, device.bandwidth_efficiency,
-                            device.decode_latency)
-    roofline = eo.decode_time_s({m: read[m] for m in read if read[m]}, bandwidth)
-    worst = max((m.verdict for m in memories if m.verdict is not None), key=VERDICTS.index)
-    return Offload(-1 if s.n_gpu_layers is None else s.n_gpu_layers, placement.layers_on_gpu, layers,
+            parts.append(Part("compute_buffer", mem, int(size), 0))
+    memories = [MemoryUse("gpu", placed.gpu_budget_bytes, int(placed.gpu_total_bytes), int(placed.gpu_headroom_bytes),
+                          VERDICTS[int(placed.gpu_verdict_code)], layout.bandwidth["gpu"], int(placed.gpu_read_bytes),
+                          layout.gpu_budget_source),
+                MemoryUse("ram", placed.ram_budget_bytes, int(placed.ram_total_bytes), int(placed.ram_headroom_bytes),
+                          VERDICTS[int(placed.ram_verdict_code)], layout.bandwidth["ram"], int(placed.ram_read_bytes),
+                          "ram")]
+    if placed.flash_bytes:
+        memories.append(MemoryUse("flash", None, placed.flash_bytes, None, None, layout.bandwidth["flash"],
+                                  placed.flash_read_bytes, "none"))
+    step, roofline = float(placed.seconds_per_step), float(placed.roofline_seconds_per_step)
+    return Offload(placement_ngl(s), placement.layers_on_gpu, s.model.layers,
                    placement.output_on_gpu, s.n_cpu_moe or 0, s.override_tensor, s.stream_experts or 0, hit,
-                   not discrete, tuple(parts), tuple(memories), step, 1.0 / step, 1.0 / roofline, worst,
-                   ram_verdict, ram_headroom_bytes, ram_total_bytes)
+                   not layout.discrete, tuple(parts), tuple(memories), step, 1.0 / step, 1.0 / roofline,
+                   VERDICTS[int(placed.verdict_code)], ram_verdict, ram_headroom_bytes, main_total_bytes)
 
 
-
-def compute_by_memory(b, buffers, placement) -> dict:
-    """llama.cpp's compute buffer per memory (``gpu`` / ``ram``) [bytes], from its CPU-only figure
-    (:func:`kvplan.engine.offload.compute_split_bytes`)."""
+def compute_split_of(b, buffers, ctx: int, sequences: int) -> tuple[int, int]:
+    """llama.cpp's compute buffer (gpu, ram) at one point [bytes], from its CPU-only figure ``buffers``
+    (:func:`kvplan.engine.offload.compute_split_bytes`); (0, 0) without buffers (another cache model)."""
+    if buffers is None:
+        return 0, 0
     s = b.scenario
     model, cache = s.model, b.cache
+    placement = layout_of(b).placement
     host_expert_layers = len({t.name.split(".")[1] for t in placement.tensors
                               if t.role == "experts" and t.memory == eo.HOST and t.name.startswith("blk.")})
-    cells = cache.llamacpp_ctx(s.ctx, s.sequences) if hasattr(cache, "llamacpp_ctx") else s.ctx
+    cells = cache.llamacpp_ctx(ctx, sequences) if hasattr(cache, "llamacpp_ctx") else ctx
     cells = -(-int(cells) // 256) * 256
     split = eo.compute_split_bytes(buffers.resident_compute_bytes, model.hidden_size or 0, model.vocab_size or 0,
-                                   min(buffers.ubatch, max(int(s.ctx), 1)), cells, placement.layers_on_gpu,
-                                   model.layers, placement.output_on_gpu, s.sequences, host_expert_layers,
+                                   min(buffers.ubatch, max(int(ctx), 1)), cells, placement.layers_on_gpu,
+                                   model.layers, placement.output_on_gpu, sequences, host_expert_layers,
                                    getattr(model, "experts_per_token", None) or 0,
                                    getattr(model, "expert_intermediate_size", None) or 0)
-    return {_memory(mem): size for mem, (size, _) in split.items()}
+    by_memory = {_memory(mem): size for mem, (size, _) in split.items()}
+    return by_memory.get("gpu", 0), by_memory.get("ram", 0)

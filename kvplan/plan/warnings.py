@@ -181,11 +181,21 @@ def speculation_slower(ev: Evaluation) -> WarningFact | None:
                    draft_tokens=spec.draft_tokens)
 
 
+def prefill_placement(ev: Evaluation) -> WarningFact | None:
+    """An offloaded configuration's prefill: its memory floor reads each memory's weights at that memory's
+    bandwidth, but its compute bound is the device's one ``compute`` figure whatever runs where (a profile has no
+    compute figure per processor, and the weights llama.cpp copies to the GPU for a large batch are not priced)."""
+    o = ev.offload
+    if o is None or ev.prefill_s is None or (o.unified and not o.layers_on_gpu < o.layers):
+        return None
+    return warning("prefill_placement", layers_on_gpu=o.layers_on_gpu, layers=o.layers, discrete=not o.unified)
+
+
 def warnings_of(ev: Evaluation) -> tuple[WarningFact, ...]:
     """Every warning about one evaluation, most important first."""
     out = []
     for found in (ignored_window(ev), window_override(ev), unpriced_buffers(ev), gpu_working_set(ev),
-                  speculation_slower(ev)):
+                  speculation_slower(ev), prefill_placement(ev)):
         if found:
             out.append(found)
     s = ev.scenario  # the tokens one sequence attends as requested (llama.cpp's padded cells would overstate it)

@@ -271,6 +271,8 @@ def memory_table(ev: Evaluation, units: str = "si", runtime_command: str | None 
     judged = "" if p is None else (" of the non-reclaimable part" if p.judge == "non_reclaimable"
                                     else " of the resident peak")
     room = ev.offload.ram_headroom_bytes if ev.offload is not None else ev.headroom_bytes
+    if ev.offload is not None and not ev.offload.unified:  # the GPU has a memory of its own: this is not the verdict
+        judged = f"{judged} if every part were in RAM (each memory's own: where each part lives)"
     t.add(f"headroom{judged} → {verdict.value.upper()}", fmt.exact_bytes(room), fmt.bytes_(room, units),
           fmt.percent_beside(room / b, s.margin_fraction) if b else "", style=f"bold {style}")
     if verdict.value == "tight":
@@ -294,6 +296,10 @@ def _ms(seconds: float) -> str:
 def _prefill_bound_text(ev: Evaluation, units: str) -> str:
     """Which floor sets the prefill time, with the other one beside it."""
     d = ev.scenario.device
+    if ev.prefill_bound == "memory" and ev.offload is not None:
+        ubatches = -(-ev.scenario.ctx // ev.prefill_n_ubatch)
+        return (f"memory: {ubatches:,} micro-batches, each memory's weights at its bandwidth "
+                f"(compute alone {fmt.seconds(ev.prefill_compute_s)})")
     if ev.prefill_bound == "memory":
         ubatches = -(-ev.scenario.ctx // ev.prefill_n_ubatch)
         effective = d.memory_bandwidth * d.bandwidth_efficiency
@@ -356,8 +362,13 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
     each = " per sequence" if n > 1 else ""
     plus = f" + {_ms(latency)}/step" if latency else ""
     as_if = " from RAM, as if it fit" if ev.flash.steady_overflow_bytes else ""  # the flash rate is its own row
-    t.add(f"decode{each} at {rates.decode_ctx_text(ev)}{as_if} ({fmt.percent(d.bandwidth_efficiency)} of "
-          f"{fmt.rate(d.memory_bandwidth, units)}{plus})", f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
+    if ev.offload is not None:  # the placement table shows each memory's reads and rates
+        t.add(f"decode{each} at {rates.decode_ctx_text(ev)}, each part read from its memory "
+              f"({fmt.percent(d.bandwidth_efficiency)} of each memory's bandwidth{plus})",
+              f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
+    else:
+        t.add(f"decode{each} at {rates.decode_ctx_text(ev)}{as_if} ({fmt.percent(d.bandwidth_efficiency)} of "
+              f"{fmt.rate(d.memory_bandwidth, units)}{plus})", f"{fmt.per_s(ev.decode_tokens_per_s)} tok/s")
     if n > 1:
         t.add(f"decode, all {n} sequences together (one step reads the weights once)",
               f"{fmt.per_s(ev.aggregate_decode_tokens_per_s)} tok/s")
@@ -373,7 +384,8 @@ def speed_table(ev: Evaluation, units: str = "si") -> Table:
     if ev.pinned_prefix_recompute_s is not None and s.pinned_prefix_tokens:
         t.add(f"recompute the {s.pinned_prefix_tokens:,}-token pinned prefix instead of keeping it",
               fmt.seconds(ev.pinned_prefix_recompute_s))
-    t.add("max context that fits", maxctx_render.max_ctx_text(ev))
+    t.add("max context that fits" + (" (every memory within its budget)" if ev.offload is not None else ""),
+          maxctx_render.max_ctx_text(ev))
     gap = maxctx_render.contiguous_text(ev)
     if gap:
         t.add("every context fits up to", gap)

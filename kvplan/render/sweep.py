@@ -46,6 +46,9 @@ def column(cols: SweepColumns, name: str):
     return getattr(cols, name)
 
 
+# Verdict columns: codes indexing VERDICTS, written by name (the offloaded memories' too).
+_VERDICT_COLUMNS = ("verdict", "gpu_verdict", "ram_verdict")
+
 # Token columns where NO_MAX_CTX means "none": empty in CSV, null in JSON.
 _TOKENS_OR_NONE = ("max_ctx", "max_ctx_trained", "max_ctx_at_target")
 
@@ -60,7 +63,7 @@ def _is_constant(values) -> bool:
 
 
 def _constant_text(name: str, value) -> str:
-    if name == "verdict":
+    if name in _VERDICT_COLUMNS:
         return VERDICTS[int(value)].value
     if name in _TOKENS_OR_NONE:
         return "" if int(value) == NO_MAX_CTX else str(int(value))
@@ -79,7 +82,7 @@ def _field(name: str, values):
     n = len(values)
     if _is_constant(values):
         return csvfast.constant_field(_constant_text(name, values[0]), n)
-    if name == "verdict":
+    if name in _VERDICT_COLUMNS:
         lookup = csvfast.text_field([v.value for v in VERDICTS])
         return lookup[np.asarray(values, dtype=np.intp)]
     if name in _TOKENS_OR_NONE:
@@ -116,7 +119,7 @@ def _field_reusing(name: str, chunk):
 
 def _value(name: str, values, i: int):
     v = values[i]
-    if name == "verdict":
+    if name in _VERDICT_COLUMNS:
         return VERDICTS[int(v)].value
     if name in _TOKENS_OR_NONE:
         return None if int(v) == NO_MAX_CTX else int(v)
@@ -133,7 +136,7 @@ def json_rows(cols: SweepColumns) -> list[dict]:
     columns = []
     for name in names:
         values = column(cols, name)
-        if name == "verdict":
+        if name in _VERDICT_COLUMNS:
             labels = [v.value for v in VERDICTS]
             columns.append([labels[c] for c in values.tolist()])
         elif name in _TOKENS_OR_NONE:
@@ -176,7 +179,7 @@ def _json_value_field(name: str, values):
     import numpy as np
 
     n = len(values)
-    if name == "verdict":
+    if name in _VERDICT_COLUMNS:
         return csvfast.text_field([json.dumps(v.value) for v in VERDICTS])[np.asarray(values, dtype=np.intp)]
     if values.dtype.kind == "U":
         if _is_constant(values):
@@ -223,10 +226,12 @@ def json_chunks(parts: list[SweepColumns], chunk_rows: int = JSON_CHUNK_ROWS):
 
 TABLE_COLUMNS = ("device", "model", "runtime", "kv_policy", "ctx", "sequences", "weight_bits", "k_format",
                  "v_format", "kv_bytes", "kv_peak_bytes", "buffers_bytes", "process_bytes", "parts_bytes",
-                 "total_bytes", "headroom_bytes", "verdict",
+                 "total_bytes", "gpu_total_bytes", "gpu_verdict", "ram_total_bytes", "ram_verdict", "headroom_bytes",
+                 "verdict",
                  "decode_tokens_per_s", AGGREGATE, "max_ctx", "max_ctx_at_target")
 _TABLE_HEADINGS = ("device", "model", "runtime", "KV policy", "ctx", "seq", "W bits", "K type", "V type", "KV cache",
-                   "KV peak", "buffers", "process", "parts", "total", "headroom", "verdict", rates.DECODE, rates.AGGREGATE, "max ctx",
+                   "KV peak", "buffers", "process", "parts", "total", "GPU holds", "GPU", "RAM holds", "RAM",
+                   "headroom", "verdict", rates.DECODE, rates.AGGREGATE, "max ctx",
                    "max ctx at target")
 _LEFT = ("device", "model", "runtime", "kv_policy", "k_format", "v_format")
 
@@ -294,6 +299,8 @@ def _hidden(cols: SweepColumns, fixed: dict) -> set:
         hidden.add("parts_bytes")
     if cols.max_ctx_at_target is None:
         hidden.add("max_ctx_at_target")
+    if cols.gpu_total_bytes is None:  # not offloaded: one memory
+        hidden.update(("gpu_total_bytes", "gpu_verdict", "ram_total_bytes", "ram_verdict"))
     return hidden
 
 
@@ -361,6 +368,10 @@ def table(cols: SweepColumns, indices, omitted_after: int | None, omitted: int, 
     if "parts_bytes" in names:
         t.notes.append("parts: what is resident beside the model's weights and cache (a draft model, an "
                        "encoder), counted in the total")
+    if "gpu_total_bytes" in names:
+        t.notes.append("offloaded: GPU / RAM hold each memory's parts, judged against its own budget; the verdict "
+                       "is the worse memory's, the headroom the deciding memory's, decode reads each part from its "
+                       "memory; total: every part, as if all were in RAM")
     if "weight_bits" in names and bool(np.any(cols.weight_type != "")):
         t.notes.append("W bits: a named weight format with its effective bits per weight in brackets")
     t.notes.extend(rates.warning_notes(warnings))

@@ -104,6 +104,12 @@ _WORDS = {
                                      f"without it: {v['tokens_per_s']:.1f} against {v['plain_tokens_per_s']:.1f} "
                                      f"tok/s at acceptance {v['acceptance_rate']:g} with {v['draft_tokens']} draft "
                                      "tokens per step; drop the draft, or draft fewer tokens"),
+    "prefill_placement": lambda v: (f"prefill with {v['layers_on_gpu']} of {v['layers']} layers on the GPU"
+                                    f"{' (its own memory)' if v['discrete'] else ''}: its memory floor reads each "
+                                    "memory's weights at that memory's bandwidth, but its compute bound is the "
+                                    "device's one compute figure wherever the layers run (a profile has no compute "
+                                    "figure per processor; the weights llama.cpp copies to the GPU for a large "
+                                    "batch are not priced)"),
     # a model profile on its own (kvplan.plan.profile_warnings)
     "model_window_ignored": lambda v: (f"model {v['model']}: llama.cpp ignores its {v['window']:,}-token sliding "
                                        f"window ({reason_text(v['reason'])}) and caches the whole context on every "

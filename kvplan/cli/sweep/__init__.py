@@ -23,7 +23,9 @@ peak; the total counts the peak), weights, total, budget,
 headroom, verdict, decode tokens/s and the largest context that fits (under --runtime or a
 --kv-policy, that runtime's or policy's exact cache). Output as a table
 (first and last rows unless --all), CSV, JSON or Markdown; -o writes a file;
---plot FILE also draws the grid (PNG, SVG or PDF). CSV and JSON are streamed in chunks:
+--plot FILE also draws the grid (PNG, SVG or PDF). With --n-gpu-layers, --n-cpu-moe, --override-tensor or
+--stream-experts (or a device with its own GPU memory) each row also has each memory's total, headroom and
+verdict (gpu_*, ram_*, flash_bytes), and its verdict is the worse memory's. CSV and JSON are streamed in chunks:
 a million rows take about 2 s end to end as CSV and about 5 s as JSON.
 Exit code 0 (whatever the verdicts), 2 on bad input."""
 
@@ -186,6 +188,11 @@ def sweep(
     target_tokens_per_s: o.knob_option("target_tokens_per_s") = None,
     draft: o.knob_option("draft") = None,
     draft_kv_type: o.knob_option("draft_kv_type") = None,
+    n_gpu_layers: o.knob_option("n_gpu_layers") = None,
+    n_cpu_moe: o.knob_option("n_cpu_moe") = None,
+    override_tensor: o.knob_option("override_tensor") = None,
+    stream_experts: o.knob_option("stream_experts") = None,
+    expert_cache_hit: o.knob_option("expert_cache_hit") = None,
     policy_knobs: Given = None,
     runtime_knobs: Given = None,
     output_format: FormatByOutputOpt = None,
@@ -252,6 +259,10 @@ def sweep(
                                                               margin_fraction=margin_fraction,
                                                               target_tokens_per_s=target_tokens_per_s,
                                                               draft=draft_profile, draft_kv_type=draft_kv_type,
+                                                              n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe,
+                                                              override_tensor=override_tensor,
+                                                              stream_experts=stream_experts,
+                                                              expert_cache_hit=expert_cache_hit,
                                                               runtime=runtime_value,
                                                               kv_policy=policy_value))
              for d in devices for m in models for w in weight_values for pair in pairs]
