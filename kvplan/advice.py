@@ -139,6 +139,7 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         changes.append(_change("draft", None, evaluate(s.with_changes(draft=None, acceptance_rate=None,
                                                                       draft_kv_type=None))))
     changes.extend(offload_changes(ev))
+    changes.extend(gpu_layers_change(ev))
     if s.app_limit_field_in_force == "app_memory_limit" and getattr(s.device, "app_memory_limit_increased", None):
         # iOS: the app ships the increased-memory-limit entitlement (the larger per-app limit of the device)
         changes.append(_change("app_limit", "increased", evaluate(s.with_changes(app_limit="increased"))))
@@ -150,6 +151,27 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         except KvplanError:  # --mmproj: the projector of another width than this model's
             continue
     return changes
+
+
+def gpu_layers_change(ev: Evaluation) -> list[Change]:
+    """When the GPU's memory is what is over (an offloaded configuration): the most layers on the GPU that fit
+    (llama.cpp's ``-ngl``, found by bisection: the GPU's total only falls as layers leave it, RAM's only grows)."""
+    s, o = ev.scenario, ev.offload
+    if ev.fits or o is None or not any(m.memory == "gpu" and m.verdict is Verdict.OVER for m in o.memories):
+        return []
+    now = s.model.layers + 1 if s.n_gpu_layers is None else min(s.n_gpu_layers, s.model.layers + 1)
+    lo, hi, best = 0, now - 1, None
+    try:
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            trial = evaluate(s.with_changes(n_gpu_layers=mid))
+            if trial.fits:
+                best, lo = (mid, trial), mid + 1
+            else:
+                hi = mid - 1
+    except KvplanError:  # a model whose tensors cannot be placed by name
+        return []
+    return [] if best is None else [_change("n_gpu_layers", *best)]
 
 
 def offload_changes(ev: Evaluation) -> list[Change]:

@@ -68,6 +68,8 @@ def describe_change(change: Change) -> str:
         "sliding_window": lambda: f"sliding window of {v:,} tokens on every layer",
         "images": lambda: f"{v} image{'s' if v != 1 else ''}" + (" (no vision encoder loaded)" if v == 0 else ""),
         "n_cpu_moe": lambda: f"offload experts: the first {v} layers' expert stacks in host RAM (llama.cpp n-cpu-moe)",
+        "n_gpu_layers": lambda: (f"{v} layers on the GPU (llama.cpp -ngl {v}: the output layer and the last "
+                                 f"{max(v - 1, 0)} repeating layers)" if v else "no layer on the GPU (llama.cpp -ngl 0)"),
         "stream_experts": lambda: f"stream the expert stacks of all {v} layers from flash",
         "app_limit": lambda: (f"the {v} per-app memory limit (iOS: ship the increased-memory-limit entitlement; "
                               f"budget {change.evaluation.budget_bytes / 1e9:.2f} GB)"),

@@ -78,14 +78,16 @@ def placement_table(ev, units: str = "si") -> Table | None:
         t.add(f"{MEMORY_WORDS[m.memory]}: total{inside}", "", fmt.exact_bytes(m.total_bytes),
               fmt.bytes_(m.total_bytes, units), fmt.bytes_(m.read_bytes_per_step, units), style="bold")
         style = {"fit": "green", "tight": "yellow", "over": "red"}[m.verdict.value]
-        t.add(f"{MEMORY_WORDS[m.memory]}: budget ({SOURCE_WORDS[m.budget_source]}) → headroom "
+        t.add(f"{MEMORY_WORDS[m.memory]}: budget {fmt.bytes_(m.budget_bytes, units)} ({SOURCE_WORDS[m.budget_source]}) "
+              "→ headroom "
               f"{m.verdict.value.upper()}", "", fmt.exact_bytes(m.headroom_bytes), fmt.bytes_(m.headroom_bytes, units),
               "", style=f"bold {style}")
     d = s.device
     reads = " + ".join(f"{fmt.bytes_(m.read_bytes_per_step, units)} / {fmt.rate(m.bandwidth_bytes_per_s, units)}"
                        for m in o.memories if m.read_bytes_per_step)
-    t.notes.append(f"decode, each part read from its memory: {reads} at {fmt.percent(d.bandwidth_efficiency)} "
-                   f"(flash at its rate){f' + {d.decode_latency * 1e3:.2f} ms' if d.decode_latency else ''} = "
+    flash = " (flash at its rate)" if any(m.memory == "flash" and m.read_bytes_per_step for m in o.memories) else ""
+    t.notes.append(f"decode, each part read from its memory: {reads} at {fmt.percent(d.bandwidth_efficiency)}"
+                   f"{flash}{f' + {d.decode_latency * 1e3:.2f} ms' if d.decode_latency else ''} = "
                    f"{o.seconds_per_step * 1e3:.2f} ms/step → {fmt.per_s(o.decode_tokens_per_s)} tok/s "
                    f"(roofline {fmt.per_s(o.decode_tokens_per_s_roofline)} tok/s)")
     return t
