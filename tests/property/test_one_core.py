@@ -120,3 +120,51 @@ def test_every_row_of_a_grid_is_its_own_evaluation(config, ctx_values, seq_value
         assert int(cols.buffers_bytes[i]) == ev.buffers_bytes
         assert float(cols.decode_tokens_per_s[i]) == ev.decode_tokens_per_s
         assert int(cols.max_ctx[i]) == (ev.max_ctx if ev.max_ctx is not None else NO_MAX_CTX)
+
+
+OFFLOAD_DEVICES = ("laptop-rtx-4060-16gb", "macbook-pro-m4-pro-24gb", "pixel8")
+OFFLOAD_MODELS = ("llama-3.2-1b", "qwen3-30b-a3b", "gemma-3-1b", "llama-3.1-8b")
+
+
+@st.composite
+def offloaded(draw):
+    model = draw(st.sampled_from(OFFLOAD_MODELS))
+    knobs = dict(draw(st.sampled_from(({}, {"runtime": "llama.cpp"}))))
+    knobs["n_gpu_layers"] = draw(st.sampled_from((None, 0, 1, 5, 20, 99)))
+    if model == "qwen3-30b-a3b":
+        knobs["n_cpu_moe"] = draw(st.sampled_from((None, 12, 48)))
+    return (draw(st.sampled_from(OFFLOAD_DEVICES)), model, draw(st.integers(1, 65536)), knobs,
+            draw(st.lists(st.integers(1, 131072), min_size=1, max_size=4)))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(offloaded())
+def test_offloaded_sweep_rows_evaluations_and_curves_agree(config):
+    """Offloaded (an offload knob, or the laptop's own GPU memory): each memory's figures, the worse verdict, the
+    placed decode rate and the max context are the same whether a point, a grid or a curve asks for them."""
+    device, model, ctx, knobs, more = config
+    try:
+        s = _scenario(device, model, ctx, knobs)
+        ev = evaluate(s)
+        expected = [ev] + [evaluate(s.with_changes(ctx=c)) for c in more]
+    except KvplanError:
+        return
+    if ev.offload is None:  # pixel8 without an offload knob: one memory
+        return
+    cols = evaluate_group(s, [e.scenario.ctx for e in expected], [s.sequences] * len(expected))
+    for i, e in enumerate(expected):
+        mem = {m.memory: m for m in e.offload.memories}
+        assert int(cols.gpu_total_bytes[i]) == mem["gpu"].total_bytes
+        assert int(cols.ram_total_bytes[i]) == mem["ram"].total_bytes
+        assert int(cols.gpu_headroom_bytes[i]) == mem["gpu"].headroom_bytes
+        assert int(cols.gpu_verdict[i]) == ("fit", "tight", "over").index(mem["gpu"].verdict.value)
+        assert int(cols.ram_verdict[i]) == ("fit", "tight", "over").index(mem["ram"].verdict.value)
+        assert int(cols.verdict[i]) == ("fit", "tight", "over").index(e.verdict.value)
+        assert int(cols.headroom_bytes[i]) == e.headroom_bytes
+        assert int(cols.total_bytes[i]) == e.offload.main_total_bytes
+        assert float(cols.decode_tokens_per_s[i]) == e.decode_tokens_per_s
+        assert int(cols.max_ctx[i]) == (e.max_ctx if e.max_ctx is not None else NO_MAX_CTX)
+    decode = decode_curves(s, ctx_max_tokens=ctx)
+    if int(decode.ctx_tokens[-1]) == ctx:
+        assert float(decode.decode_tokens_per_s[-1]) == ev.decode_tokens_per_s
+        assert int(decode.verdict_codes[-1]) == ("fit", "tight", "over").index(ev.verdict.value)
