@@ -19,6 +19,7 @@ from kvplan import engine
 from kvplan.engine import VERDICTS  # noqa: F401  (render reads verdict names by code from here)
 from kvplan.plan import Scenario, core
 from kvplan.plan.basis import basis_of
+from kvplan.plan.placement import layout_of
 from kvplan.plan.core import NO_MAX_CTX  # noqa: F401  (the scalar evaluation's None in integer columns)
 
 
@@ -172,10 +173,11 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
         return np.broadcast_to(one, (n,))
 
     policy = getattr(cache, "policy", None)
-    verdict, headroom = memory.verdict_code, memory.headroom_bytes
+    verdict, headroom, total = memory.verdict_code, memory.headroom_bytes, memory.total_bytes
     offloaded = {}
-    if placed is not None:
+    if placed is not None:  # the resident total, as check's compare and gate figures: RAM's, or GPU + RAM
         verdict, headroom = placed.verdict_code, placed.headroom_bytes
+        total = placed.ram_total_bytes + (placed.gpu_total_bytes if layout_of(b).discrete else 0)
 
         def each(value, dtype=np.int64):  # a column of one value or one per row
             value = np.asarray(value, dtype=dtype)
@@ -199,7 +201,7 @@ def evaluate_group(base: Scenario, ctx, sequences) -> SweepColumns:
         kv_peak_bytes=np.asarray(memory.kv_peak_bytes, dtype=np.int64),
         pinned_prefix_bytes=const(b.pinned_prefix_bytes, dtype=np.int64),
         weights_bytes=const(b.weights_bytes, dtype=np.int64),
-        overhead_bytes=const(b.overhead_bytes, dtype=np.int64), total_bytes=np.asarray(memory.total_bytes, dtype=np.int64),
+        overhead_bytes=const(b.overhead_bytes, dtype=np.int64), total_bytes=np.broadcast_to(np.asarray(total, dtype=np.int64), (n,)),
         budget_bytes=const(b.budget_bytes, dtype=np.int64),
         headroom_bytes=np.asarray(headroom, dtype=np.int64),
         buffers_bytes=np.asarray(memory.buffers_bytes, dtype=np.int64),

@@ -33,8 +33,29 @@ def columns_of(evaluations: list[list[Evaluation]]) -> list[str]:
     target = first is not None and first.target_tokens_per_s
     process = any(ev.process is not None for row in evaluations for ev in row)
     parts = any(ev.parts for row in evaluations for ev in row)
+    offloaded = any(ev.offload is not None for row in evaluations for ev in row)
     return [c for c in CSV_COLUMNS if (c != _AT_TARGET or target) and (c != _PROCESS or process)
-            and (c != _PARTS or parts)]
+            and (c != _PARTS or parts) and (c not in _OFFLOAD or offloaded)]
+
+
+# each memory of an offloaded configuration, as sweep writes them (columns only where some cell offloads)
+_OFFLOAD = ("gpu_total_bytes", "gpu_budget_bytes", "gpu_headroom_bytes", "gpu_verdict", "ram_total_bytes",
+            "ram_headroom_bytes", "ram_verdict", "flash_bytes")
+
+
+def _offload_row(ev: Evaluation) -> dict:
+    """The ``gpu_*`` / ``ram_*`` / ``flash_bytes`` values of a cell (no GPU memory where it does not offload)."""
+    o = ev.offload
+    if o is None:
+        return {"gpu_total_bytes": 0, "gpu_budget_bytes": 0, "gpu_headroom_bytes": 0, "gpu_verdict": "fit",
+                "ram_total_bytes": ev.total_bytes, "ram_headroom_bytes": ev.headroom_bytes,
+                "ram_verdict": ev.verdict.value, "flash_bytes": 0}
+    mem = {m.memory: m for m in o.memories}
+    return {"gpu_total_bytes": mem["gpu"].total_bytes, "gpu_budget_bytes": mem["gpu"].budget_bytes,
+            "gpu_headroom_bytes": mem["gpu"].headroom_bytes, "gpu_verdict": mem["gpu"].verdict.value,
+            "ram_total_bytes": mem["ram"].total_bytes, "ram_headroom_bytes": mem["ram"].headroom_bytes,
+            "ram_verdict": mem["ram"].verdict.value,
+            "flash_bytes": mem["flash"].total_bytes if "flash" in mem else 0}
 
 
 def weight_type_of(ev: Evaluation) -> str:
@@ -66,6 +87,7 @@ def _row(ev: Evaluation) -> dict:
         # under llama.cpp the process's baseline and repacked copy, in total_bytes (a column only there)
         "process_bytes": ev.process_bytes,
         "parts_bytes": ev.parts_bytes,  # the resident parts (a draft model, an encoder), in total_bytes
+        **_offload_row(ev),
     }
 
 

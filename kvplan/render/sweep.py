@@ -371,7 +371,7 @@ def table(cols: SweepColumns, indices, omitted_after: int | None, omitted: int, 
     if "gpu_total_bytes" in names:
         t.notes.append("offloaded: GPU / RAM hold each memory's parts, judged against its own budget; the verdict "
                        "is the worse memory's, the headroom the deciding memory's, decode reads each part from its "
-                       "memory; total: every part, as if all were in RAM")
+                       "memory; total: the resident total (GPU + RAM, or RAM on unified memory)")
     if "weight_bits" in names and bool(np.any(cols.weight_type != "")):
         t.notes.append("W bits: a named weight format with its effective bits per weight in brackets")
     t.notes.extend(rates.warning_notes(warnings))

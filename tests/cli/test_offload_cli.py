@@ -69,7 +69,7 @@ def test_the_table_shows_each_part_and_its_memory(run):
     assert result.exit_code == 1, result.stderr  # 15.27 GB of 4-bit weights + 3.22 GB of KV: over the 17.18 GB
     out = result.stdout
     assert "where each part lives (all, --n-cpu-moe 24: 48/48 layers on the GPU, output layer GPU) — OVER" in out
-    assert "weights: expert stacks" in out and "RAM: budget (RAM − OS reserve) → headroom OVER" in out
+    assert "weights: expert stacks" in out and "RAM: budget 17.18 GB (RAM − OS reserve) → headroom OVER" in out
     assert "decode, each part read from its memory:" in out
 
 
