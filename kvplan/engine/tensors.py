@@ -57,8 +57,22 @@ by llama-cpp-python 0.3.36):
     converter also writes the multi-token-prediction block as an extra block unless ``--no-mtp``: it is not
     in this inventory (nor in the profile's params).
 
+  - Falcon-H1 (``falcon-h1``, ``src/models/falcon-h1.cpp``; ``conversion/falcon_h1.py`` over Mamba2Model): every
+    block holds the Mamba2 mixer (no ``ssm_norm``: mamba_rms_norm false), the attention and the MLP; its FFN norm
+    is ``blk.N.ffn_norm`` (no suffix).
+  - Qwen3.5 MoE (``qwen35moe``, ``src/models/qwen35moe.cpp``; ``conversion/qwen.py`` Qwen3_5MoeTextModel, whose
+    Qwen2MoeModel.modify_tensors splits the fused ``gate_up_proj`` into ``ffn_gate_exps`` / ``ffn_up_exps``): qwen35's
+    blocks with the MoE block (:func:`_moe`) in place of the MLP. The MTP block the converter writes unless
+    ``--no-mtp`` is left out; it would be one more block, index ``layers``, built as an attention block with
+    :func:`_moe` plus the nextn tensors (``nextn.eh_proj``, ``nextn.enorm``, ``nextn.hnorm``,
+    ``nextn.shared_head_norm``) — and llama-quantize would count its ``attn_v`` and ``ffn_down`` too.
+
   The converter writes the conv kernels (``SSM_CONV1D``, ``SHORTCONV_CONV``) and every tensor whose name does
   not end in ``.weight`` as F32 (conversion/base.py ``prepare_tensors``), like 1-D tensors and norms.
+
+* gemma4 (build 11434, ``src/models/gemma4.cpp`` ``load_arch_tensors``; ``conversion/gemma.py`` ``Gemma4Model``):
+  :func:`_gemma4_block` — ``global_head_dim`` on the full-attention layers, per-layer MLP widths, per-layer
+  embeddings, ``layer_output_scale`` and one ``rope_freqs``; the checkpoint's K/V weights on the shared-KV layers.
 
 Tied embeddings: no ``output.weight`` is written (the checkpoint has no ``lm_head``).
 1-D tensors, norms, biases (names not ending in ``.weight``, gpt-oss's 2-D expert biases too) and
