@@ -755,7 +755,7 @@ def _gemma4(s, fa):
     groups, rots = [], []
     for c, n_kv in enumerate(s["caches"]):
         # each cache of llama_kv_cache_iswa reads its own rotations (the sliding cache's sit around inp_pos); a
-        # cache's K rotation is sized by its layers' head width (not measured with a quantized cache)
+        # cache's K rotation is sized by its layers' head width (256 / 512: the q8_0 rows of models2026 equal)
         k_rot = g.input(_f32(s["k_rot"][c], s["k_rot"][c])) if s["k_rot"][c] else None
         if not c:
             pos = g.input(T * I32)
