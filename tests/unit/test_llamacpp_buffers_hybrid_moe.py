@@ -169,6 +169,15 @@ def test_gemma4_graph_constants_follow_the_profile(catalog):
     assert lb.graph_of(catalog.model("gemma-4-e2b").profile) == "gemma4"
 
 
+def test_a_gemma4_with_experts_or_without_per_layer_embeddings_is_still_refused(catalog):
+    # the 26B's MoE block and a Gemma 4 without the per-layer embeddings (the 31B) build graphs not replayed here
+    e2b = catalog.model("gemma-4-e2b").profile
+    moe = e2b.model_copy(update={"experts": 128, "experts_per_token": 8, "expert_intermediate_size": 704})
+    plain = e2b.model_copy(update={"hidden_size_per_layer_input": None, "vocab_size_per_layer_input": None})
+    for m in (moe, plain):
+        assert unpriced_because(m).kind == "gemma4_graph_unmodelled"
+
+
 def test_a_granite_hybrid_with_experts_is_still_refused():
     profile = {"architecture": "granitemoehybrid", "layers": 4, "experts": 8,
                "state": {"mixer": "mamba2", "layers": [0, 1, 2], "conv_kernel_tokens": 4, "ssm_heads": 8,
