@@ -86,12 +86,15 @@ def unpriced_because(model) -> Reason | None:
         return None  # a hybrid or MoE graph the engine writes (lfm2, qwen3_5, granitemoehybrid, nemotron_h …)
     if lb.graph_of(view) == "gemma3n":
         return None  # Gemma 3n's graph (AltUp, LAuReL, per-layer embeddings, shared-KV layers): llamacpp_graph._gemma3n
+    if (lb.graph_of(view) == "gemma4" and getattr(model, "hidden_size_per_layer_input", None)
+            and not getattr(model, "experts", None)):
+        return None  # Gemma 4's dense graph with per-layer embeddings: llamacpp_graph._gemma4
+    if lb.graph_of(view) == "gemma4":  # the 26B MoE, the 31B without per-layer embeddings
+        return reason("gemma4_graph_unmodelled", architecture=model.architecture or None)
     if getattr(model, "state", None) is not None:  # another hybrid's graph (conv / SSM ops) is not replayed
         return reason("state_graph_unmodelled", architecture=model.architecture or None)
     if getattr(model, "shared_kv_layers", 0) or getattr(model, "hidden_size_per_layer_input", None):
-        # Gemma 3n's graph (AltUp streams, per-layer embeddings, shared-KV layers) is not replayed, nor Gemma 4's
-        if getattr(model, "global_head_dim", None):
-            return reason("gemma4_graph_unmodelled", architecture=model.architecture or None)
+        # another architecture with Gemma 3n's per-layer embeddings or shared-KV layers: its graph is not replayed
         return reason("gemma3n_graph_unmodelled", architecture=model.architecture or None)
     experts = getattr(model, "experts", None)
     if experts and lb.graph_of(view) != "mla":  # DeepSeek's MoE graph and those of layer_graph_of are replayed

@@ -57,7 +57,7 @@ UNQUANTIZED = ("f32", "f16", "bf16")
 
 #: graph families: how llama.cpp's build function for an architecture lays out
 #: attention (``src/models/<arch>.cpp``, ``llm_build_*``)
-GRAPHS = ("llama", "gemma", "phi3", "mla", "layers", "gemma3n")
+GRAPHS = ("llama", "gemma", "phi3", "mla", "layers", "gemma3n", "gemma4")
 
 def _pad(x, n):
     return ((x + n - 1) // n) * n
@@ -351,8 +351,11 @@ def compute_buffer_bytes(
         "b11434": build == "b11434",
         "scale_rows": bool(scale_rows),
     }
-    if graph == "gemma3n":  # src/models/gemma3n.cpp: the whole graph is replayed (llamacpp_graph._gemma3n)
+    if graph in ("gemma3n", "gemma4"):  # src/models/gemma3n.cpp, gemma4.cpp: the whole graph is replayed
         shape.update(dict(layer_graph or ()))
+        if graph == "gemma4":  # each cache's K rotation follows its layers' head width (sliding, then full)
+            shape["k_rot"] = tuple(_rotation_sizes(type_k, type_v, d, d)[0]
+                                   for d in (head_dim, shape["global_head_dim"])[:len(caches)])
         g = llamacpp_graph.reserve_graph(shape, bool(flash_attn))
         return ggml_alloc.largest_tensor_bytes(g) if floor else ggml_alloc.peak_bytes(g)
     if graph == "layers":
@@ -400,14 +403,16 @@ def output_buffer_bytes(n_vocab, n_seq_max=1, n_outputs=None, n_embd=0, embeddin
 
 
 #: interleaved sliding-window architectures whose window llama.cpp keeps
-_SWA_ARCHS = {"gemma2", "gemma3", "gemma3_text", "gpt_oss", "gemma3n", "gemma3n_text"}
+_SWA_ARCHS = {"gemma2", "gemma3", "gemma3_text", "gpt_oss", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text"}
 #: their layer pattern as llama.cpp sets it (``llama_hparams::set_swa_pattern``, ``src/llama-hparams.cpp``)
-_SWA_PERIOD = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "gpt_oss": 2, "gemma3n": 5, "gemma3n_text": 5}
+_SWA_PERIOD = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "gpt_oss": 2, "gemma3n": 5, "gemma3n_text": 5,
+               "gemma4": 5, "gemma4_text": 5}  # Gemma 4: the GGUF's sliding_window_pattern (E2B: "4:1")
 #: profile ``architecture`` (Hugging Face model_type) → graph family; anything else builds like llama
 _GRAPH_OF_ARCH = {
     "gemma2": "gemma", "gemma3": "gemma", "gemma3_text": "gemma",
     "phi3": "phi3",
     "gemma3n": "gemma3n", "gemma3n_text": "gemma3n",
+    "gemma4": "gemma4", "gemma4_text": "gemma4",
     "deepseek_v2": "mla", "deepseek_v3": "mla",
 }
 
@@ -525,6 +530,19 @@ def _gemma3n_graph_of(profile):
     return tuple(sorted(out.items()))
 
 
+def _gemma4_graph_of(profile):
+    """Gemma 4's graph constants: the full-attention layers' head width, the per-layer embedding width, the first
+    shared-KV layer (src/models/gemma4.cpp load_arch_hparams: n_layer_kv_from_start = n_layer − shared_kv_layers)
+    and one MLP width per layer (use_double_wide_mlp doubles the shared layers')."""
+    L = int(_field(profile, "layers"))
+    widths = _field(profile, "intermediate_size")
+    widths = tuple(int(w) for w in widths) if isinstance(widths, (list, tuple)) else (int(widths),) * L
+    out = {"global_head_dim": int(_field(profile, "global_head_dim", 0) or _field(profile, "head_dim")),
+           "n_embd_altup": int(_field(profile, "hidden_size_per_layer_input")),
+           "n_layer_kv_from_start": L - int(_field(profile, "shared_kv_layers", 0) or 0), "ffn_widths": widths}
+    return tuple(sorted(out.items()))
+
+
 def graph_of(profile: Mapping[str, Any]) -> str:
     """Graph family (:data:`GRAPHS`) of a model profile; MLA only when the profile has an ``mla`` block.
 
@@ -571,6 +589,11 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
         raise ValueError(f"llama.cpp's compute graph of this {arch} profile is not modelled")
     if graph == "gemma3n":
         layer_graph = _gemma3n_graph_of(profile)
+    if graph == "gemma4":
+        if not _field(profile, "hidden_size_per_layer_input") or _field(profile, "experts"):
+            raise ValueError("llama.cpp's compute graph of a Gemma 4 without per-layer embeddings, or with "
+                             "experts, is not modelled")
+        layer_graph = _gemma4_graph_of(profile)
     mla = _field(profile, "mla") if graph == "mla" else None
     n_ff = profile["intermediate_size"]
     if isinstance(n_ff, (list, tuple)):  # per layer (Gemma 3n's MatFormer); every layer of the E2B is 8,192 wide

@@ -15,8 +15,8 @@ tensor against ``GGML_ALLOCATOR_DEBUG`` traces. With ``s["b11434"]`` the graphs
 are build 11434's (:func:`_embeddings`, per-cache rotations), and :func:`_layers`
 writes that build's hybrid and MoE graphs (``src/models/lfm2.cpp``, ``qwen35.cpp``,
 ``granite-hybrid.cpp``, ``nemotron-h.cpp``, ``falcon-h1.cpp``, ``mamba-base.cpp``,
-``delta-net-base.cpp``, ``openai-moe.cpp``, ``qwen3moe.cpp``) and :func:`_gemma3n` Gemma 3n's
-(``src/models/gemma3n.cpp``), checked allocation by allocation against dumps of its reserve
+``delta-net-base.cpp``, ``openai-moe.cpp``, ``qwen3moe.cpp``), :func:`_gemma3n` Gemma 3n's
+(``src/models/gemma3n.cpp``) and :func:`_gemma4` Gemma 4's (``src/models/gemma4.cpp``), checked allocation by allocation against dumps of its reserve
 graph (``tests/harness/graph_dump.py``).
 
 Pure: no I/O.
@@ -576,6 +576,8 @@ def reserve_graph(s, fa):
         g = _mla(s, fa)
     elif s.get("graph") == "gemma3n":
         g = _gemma3n(s, fa)
+    elif s.get("graph") == "gemma4":
+        g = _gemma4(s, fa)
     elif s.get("graph") == "layers":
         g = _layers(s, fa)
     else:
@@ -717,6 +719,107 @@ def _gemma3n(s, fa):
     cur = g.op(_f32(E, b.T), cur, inplace=True)  # RMS_NORM
     cur = g.op(_f32(E, b.T), cur, inplace=True, output=True)  # result_norm
     lg = g.op(_f32(V, b.T), cur)
+    lg = g.op(_f32(V, b.T), g.op(_f32(V, b.T), lg, inplace=True), inplace=True)  # SCALE, TANH
+    g.op(_f32(V, b.T), lg, inplace=True, output=True)  # SCALE: result_output
+    return g
+
+
+def _gemma4(s, fa):
+    """Gemma 4 (``src/models/gemma4.cpp``, build 11434; dense): per-layer embeddings, sliding layers of ``Dk`` and
+    full-attention layers of ``global_head_dim`` (K, V and query), one MLP width per layer (``ffn_widths``), shared-KV
+    layers from ``n_layer_kv_from_start`` on (Q only: they read the last earlier cache of their type). Written in the
+    graph order of dumps of the reserve graph (``tests/harness/graph_dump.py``), node by node:
+
+    * ``build_inp_embd`` with the ``sqrt(n_embd)`` row scale (``inp_scale_rows``), then ``build_inp_per_layer``
+      (its own token ids; GET_ROWS of ``per_layer_token_embd``, SCALE of the reshape: a new tensor), forced early;
+      ``project_per_layer_inputs`` (MUL_MAT of the scaled input, SCALE, RMS_NORM of the reshape, MUL, ADD, SCALE,
+      permute + CONT to [P, T, L]) lands at its first use, layer 0's per-layer MUL;
+    * Q, K, V: the RMS norm of each projection's reshape is a new tensor (Q and K multiplied and roped in place, V
+      normed without weight). Without flash attention V is stored transposed in rows of the widest V
+      (``llama_kv_cache`` sizes every layer's V rows by ``n_embd_v_gqa_max``): a sliding layer's V is PADded to it
+      (a new tensor), and the V row indices and the KV cache follow that width;
+    * ``attn_post_norm`` + residual, the GEGLU MLP, ``ffn_post_norm`` + residual, the per-layer input (inp_gate,
+      GELU, MUL by the layer's slice, proj, post_norm, residual), ``layer_output_scale`` (MUL in place);
+    * the output rows are kept after the final norm (``embeddings_nextn_masked`` false: ``h_nextn`` is an output),
+      then the logits and their soft-capping (SCALE, TANH, SCALE in place)."""
+    T, E, V, L = s["T"], s["E"], s["V"], s["layers"]
+    H, Hk, P = s["H"], s["Hk"], s["n_embd_altup"]
+    d_swa, d_full = s["Dk"], s["global_head_dim"]
+    d_max = max(d_swa, d_full)
+    widths = s["ffn_widths"]
+    b = _B(T, s.get("O"))
+    g = b.g
+    tokens, mixed = _embeddings(b, dict(s, b11434=True, scale_rows=False))
+    scale_rows = g.input(_f32(1, T))  # inp_scale_rows, read by the MUL below
+    ple_tokens = g.input(T * I32)  # build_inp_per_layer: its own token ids
+    groups, rots = [], []
+    for c, n_kv in enumerate(s["caches"]):
+        # each cache of llama_kv_cache_iswa reads its own rotations (the sliding cache's sit around inp_pos); a
+        # cache's K rotation is sized by its layers' head width (256 / 512: the q8_0 rows of models2026 equal)
+        k_rot = g.input(_f32(s["k_rot"][c], s["k_rot"][c])) if s["k_rot"][c] else None
+        if not c:
+            pos = g.input(T * I32)
+        v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
+        rots.append((k_rot, v_rot))
+        groups.append((g.input(T * I64), g.input(T * I64 if fa else Hk * d_max * T * I64),
+                       g.input(n_kv * T * (F16 if fa else F32)), n_kv))
+    out_ids = g.input(b.O * I32)
+    x = g.op(_f32(E, T), tokens)  # GET_ROWS
+    mixed()
+    x = g.op(_f32(E, T), x, scale_rows, inplace=True)  # MUL by inp_scale_rows: inp_scaled
+    scaled = x
+    ple = g.op(_f32(P * L, T), ple_tokens)  # GET_ROWS of per_layer_token_embd
+    ple = g.op(_f32(P * L, T), g.view(ple))  # SCALE of the reshape: a new tensor
+    ple_proj = None
+    for il in range(L):
+        g.mark()
+        c = s["cache_of_layer"](il)
+        D = d_swa if c == 0 else d_full
+        k_rot, v_rot = rots[c]
+        k_idxs, v_idxs, mask, n_kv = groups[c]
+        resid = x
+        cur = b.rms_norm(x, E)  # attn_norm
+        qr = _rot(g, g.op(_f32(D, H, T), g.view(b.mm(H * D, cur)), pos, inplace=True), k_rot)  # norm, MUL, ROPE
+        if il < s["n_layer_kv_from_start"]:  # hparams.has_kv(il)
+            kr = _rot(g, g.op(_f32(D, Hk, T), g.view(b.mm(Hk * D, cur)), pos, inplace=True), k_rot)
+            vr = _rot(g, g.op(_f32(D, Hk, T), g.view(b.mm(Hk * D, cur))), v_rot)  # RMS_NORM of the view, no weight
+            g.external_view(g.view(kr), k_idxs)  # SET_ROWS into the K cache
+            if fa:
+                g.external_view(g.view(vr), v_idxs)
+            elif D < d_max:  # transposed V in rows of the widest V: PAD of the reshape (a new tensor)
+                g.external_view(g.view(g.op(_f32(d_max * Hk, T), g.view(vr))), v_idxs)
+            else:
+                g.external_view(g.view(g.view(vr)), v_idxs)
+        qp = g.view(g.view(qr))
+        if fa:
+            attn = _rot(g, g.view(g.op(_f32(D, H, T), qp, mask)), v_rot)  # FLASH_ATTN_EXT, reshaped
+        else:
+            kq = g.op(_f32(n_kv, T, H), qp)
+            kq = g.op(_f32(n_kv, T, H), kq, mask, inplace=True)  # SOFT_MAX
+            attn = _rot(g, g.op(_f32(D * H, T), g.view(g.op(_f32(D, T, H), kq))), v_rot)  # permute + CONT
+        out = b.rms_norm(b.mm(E, attn), E)  # attn_output, attn_post_norm
+        attn_out = b.add(out, resid, E)
+        cur = b.rms_norm(attn_out, E)  # ffn_norm
+        F = widths[il]
+        act = g.op(_f32(F, T), b.mm(F, cur), b.mm(F, cur))  # gate, up, GEGLU
+        ffn = b.rms_norm(b.mm(E, act), E)  # ffn_down, ffn_post_norm
+        pe_in = b.add(ffn, attn_out, E)
+        gate = g.op(_f32(P, T), b.mm(P, pe_in), inplace=True)  # inp_gate, GELU
+        if ple_proj is None:  # project_per_layer_inputs, placed at its first use
+            pp = g.op(_f32(P * L, T), b.mm(P * L, scaled), inplace=True)  # MUL_MAT, SCALE
+            pp = g.op(_f32(P * L, T), g.view(pp))  # RMS_NORM of the reshape
+            pp = g.op(_f32(P * L, T), pp, inplace=True)  # MUL per_layer_proj_norm
+            pp = g.op(_f32(P * L, T), pp, ple, inplace=True)  # ADD
+            pp = g.op(_f32(P * L, T), pp, inplace=True)  # SCALE: inp_per_layer
+            ple_proj = g.op(_f32(P, T, L), g.view(pp))  # permute + CONT
+        gate = g.op(_f32(P, T), gate, g.view(ple_proj), inplace=True)  # MUL by this layer's slice
+        pe = b.rms_norm(b.mm(E, gate), E)  # proj, post_norm
+        x = g.op(_f32(E, T), b.add(pe_in, pe, E), inplace=True)  # residual, then MUL by layer_output_scale
+    x = g.op(_f32(E, T), x, inplace=True)  # final RMS_NORM
+    x = g.op(_f32(E, T), x, inplace=True, output=True)  # its weight: h_nextn
+    b.T = b.O
+    x = g.op(_f32(E, b.T), x, out_ids, output=True)  # GET_ROWS: result_norm
+    lg = g.op(_f32(V, b.T), x)
     lg = g.op(_f32(V, b.T), g.op(_f32(V, b.T), lg, inplace=True), inplace=True)  # SCALE, TANH
     g.op(_f32(V, b.T), lg, inplace=True, output=True)  # SCALE: result_output
     return g

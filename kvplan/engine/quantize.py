@@ -45,7 +45,10 @@ MXFP4 (ggml ``block_mxfp4``: one E8M0 scale byte + 16 bytes of 4-bit values per 
   ``GGML_TYPE_MXFP4``); every other tensor as the converter writes it (F32 or the source float type).
   Only gpt-oss has such a checkpoint, so other architectures are refused.
 
-Hybrids measured: lfm2-1.2b, qwen3.5-2b, granite-4.0-h-1b, nemotron-nano-9b-v2 (build 11434, 19 types each).
+Hybrids measured: lfm2-1.2b, qwen3.5-2b, qwen3.5-35b-a3b, granite-4.0-h-1b, nemotron-nano-9b-v2, falcon-h1-0.5b;
+and gemma-4-e2b (build 11434, 19 types each). Falcon-H1 is ``LLM_ARCH_FALCON_H1``, not ``LLM_ARCH_FALCON``: none of
+the ``arch == LLM_ARCH_FALCON`` branches apply to it. Qwen3.5-MoE's 256 experts make ``layer_info`` parse the block
+number for its ``ffn_down_exps`` and ``ffn_down_shexp``; its ``ffn_gate_inp_shexp`` [hidden] has one ggml dimension.
 Not modelled: imatrix-dependent choices (no imatrix assumed), ``--pure``, per-tensor overrides,
 the IQ1/IQ2/IQ3/TQ file types, Falcon's own rules.
 """

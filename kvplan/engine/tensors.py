@@ -57,8 +57,22 @@ by llama-cpp-python 0.3.36):
     converter also writes the multi-token-prediction block as an extra block unless ``--no-mtp``: it is not
     in this inventory (nor in the profile's params).
 
+  - Falcon-H1 (``falcon-h1``, ``src/models/falcon-h1.cpp``; ``conversion/falcon_h1.py`` over Mamba2Model): every
+    block holds the Mamba2 mixer (no ``ssm_norm``: mamba_rms_norm false), the attention and the MLP; its FFN norm
+    is ``blk.N.ffn_norm`` (no suffix).
+  - Qwen3.5 MoE (``qwen35moe``, ``src/models/qwen35moe.cpp``; ``conversion/qwen.py`` Qwen3_5MoeTextModel, whose
+    Qwen2MoeModel.modify_tensors splits the fused ``gate_up_proj`` into ``ffn_gate_exps`` / ``ffn_up_exps``): qwen35's
+    blocks with the MoE block (:func:`_moe`) in place of the MLP. The MTP block the converter writes unless
+    ``--no-mtp`` is left out; it would be one more block, index ``layers``, built as an attention block with
+    :func:`_moe` plus the nextn tensors (``nextn.eh_proj``, ``nextn.enorm``, ``nextn.hnorm``,
+    ``nextn.shared_head_norm``) — and llama-quantize would count its ``attn_v`` and ``ffn_down`` too.
+
   The converter writes the conv kernels (``SSM_CONV1D``, ``SHORTCONV_CONV``) and every tensor whose name does
   not end in ``.weight`` as F32 (conversion/base.py ``prepare_tensors``), like 1-D tensors and norms.
+
+* gemma4 (build 11434, ``src/models/gemma4.cpp`` ``load_arch_tensors``; ``conversion/gemma.py`` ``Gemma4Model``):
+  :func:`_gemma4_block` — ``global_head_dim`` on the full-attention layers, per-layer MLP widths, per-layer
+  embeddings, ``layer_output_scale`` and one ``rope_freqs``; the checkpoint's K/V weights on the shared-KV layers.
 
 Tied embeddings: no ``output.weight`` is written (the checkpoint has no ``lm_head``).
 1-D tensors, norms, biases (names not ending in ``.weight``, gpt-oss's 2-D expert biases too) and
@@ -81,6 +95,9 @@ GGUF_ARCH = {
     # hybrids: state layers beside attention (see _state_layer)
     "lfm2": "lfm2", "qwen3_5": "qwen35", "qwen3_5_text": "qwen35", "qwen35": "qwen35",
     "granitemoehybrid": "granitehybrid", "granitehybrid": "granitehybrid", "nemotron_h": "nemotron_h",
+    "falcon_h1": "falcon-h1", "falcon-h1": "falcon-h1",
+    "qwen3_5_moe": "qwen35moe", "qwen3_5_moe_text": "qwen35moe", "qwen35moe": "qwen35moe",
+    "gemma4": "gemma4", "gemma4_text": "gemma4",
 }
 
 #: Gemma 3n's AltUp streams and LAuReL rank: llama.cpp's fixed values (src/llama-hparams.h: n_altup 4,
@@ -89,7 +106,8 @@ GEMMA3N_ALTUP_INPUTS = 4
 GEMMA3N_LAUREL_RANK = 64
 
 # llama.cpp architecture → the state mixer its state layers hold.
-STATE_MIXER = {"lfm2": "short_conv", "qwen35": "gated_deltanet", "granitehybrid": "mamba2", "nemotron_h": "mamba2"}
+STATE_MIXER = {"lfm2": "short_conv", "qwen35": "gated_deltanet", "qwen35moe": "gated_deltanet",
+               "granitehybrid": "mamba2", "nemotron_h": "mamba2", "falcon-h1": "mamba2"}
 
 
 @dataclass(frozen=True)
@@ -122,6 +140,8 @@ class ModelShape:
     intermediate_per_layer: tuple[int, ...] = ()  # one MLP width per layer (Gemma 3n); (): intermediate everywhere
     per_layer_input: int = 0  # per-layer embedding width (hidden_size_per_layer_input); 0: none
     per_layer_vocab: int = 0  # rows of the checkpoint's per-layer table (vocab_size_per_layer_input)
+    global_head_dim: int = 0  # Gemma 4: head width of the full-attention layers (K, V and query); 0: head_dim
+    full_attention_layers: tuple[int, ...] = ()  # Gemma 4: the layers without a window (they take global_head_dim)
     # hybrids (state layers): which blocks hold a state mixer instead of attention, and its widths
     state_mixer: str = ""  # "short_conv", "mamba2", "gated_deltanet"; "" for no state layers
     state_layers: tuple[int, ...] = ()
@@ -286,6 +306,52 @@ def _global_tensors(s: ModelShape, layout: str) -> list[Tensor]:
                     Tensor("rope_factors_short.weight", (half_rope,), "rope")]
     if s.arch == "gemma3n":
         out += _gemma3n_global(s, vocab if layout == "gguf" else (s.per_layer_vocab or s.vocab))
+    if s.arch == "gemma4":
+        out += _gemma4_global(s, layout)
+    return out
+
+
+def _gemma4_global(s: ModelShape, layout: str) -> list[Tensor]:
+    # src/models/gemma4.cpp load_arch_tensors: per-layer embeddings when embedding_length_per_layer_input > 0;
+    # conversion/gemma.py Gemma4Model.generate_extra_tensors writes one rope_freqs [global_head_dim / 2] (the
+    # proportional RoPE of the full-attention layers), not a checkpoint tensor
+    out = []
+    if s.per_layer_input:
+        width = s.layers * s.per_layer_input
+        rows = (s.gguf_vocab or s.vocab) if layout == "gguf" else (s.per_layer_vocab or s.vocab)
+        out += [Tensor("per_layer_token_embd.weight", (width, rows), "embedding"),
+                Tensor("per_layer_model_proj.weight", (s.hidden, width), "linear"),
+                Tensor("per_layer_proj_norm.weight", (s.per_layer_input,), "norm")]
+    if layout == "gguf":
+        out.append(Tensor("rope_freqs.weight", ((s.global_head_dim or s.head_dim) // 2,), "rope"))
+    return out
+
+
+def _gemma4_block(s: ModelShape, i: int) -> list[Tensor]:
+    """One Gemma 4 block (build 11434 src/models/gemma4.cpp load_arch_tensors, dense: no MoE router).
+
+    The shared-KV layers (the last ``shared_kv_layers``) compute no K/V, and the loader marks their ``attn_k``,
+    ``attn_k_norm`` (and every ``attn_v``) TENSOR_NOT_REQUIRED — but the converter writes whatever the checkpoint
+    holds, and the published checkpoints hold k_proj / v_proj / k_norm on every layer: llama.cpp's converter log
+    of a Gemma 4 E4B (``blk.34.attn_k.weight {2560, 512}`` on a layer ≥ 42 − 18) and Ollama's ``gemma4:e2b``
+    GGUF (``blk.15``–``blk.34`` ``attn_k`` / ``attn_v`` / ``attn_k_norm``) both carry them. So every layer here
+    has them (transformers builds none on those layers, so its parameter count — the profile's ``params`` — is
+    smaller by Σ over the shared layers of 2·hidden·kv_heads·d + d)."""
+    h, nh, nkv = s.hidden, s.heads, s.kv_heads
+    d = (s.global_head_dim or s.head_dim) if i in s.full_attention_layers else s.head_dim
+    ff = s.intermediate_per_layer[i] if s.intermediate_per_layer else s.intermediate
+    out = [_blk(i, "attn_norm.weight", (h,), "norm"), _blk(i, "attn_q.weight", (h, nh * d), "linear"),
+           _blk(i, "attn_k.weight", (h, nkv * d), "linear"), _blk(i, "attn_v.weight", (h, nkv * d), "linear"),
+           _blk(i, "attn_q_norm.weight", (d,), "norm"), _blk(i, "attn_k_norm.weight", (d,), "norm"),
+           _blk(i, "attn_output.weight", (nh * d, h), "linear"), _blk(i, "post_attention_norm.weight", (h,), "norm"),
+           _blk(i, "layer_output_scale.weight", (1,), "norm"),  # the checkpoint's layer_scalar
+           _blk(i, "ffn_norm.weight", (h,), "norm"), _blk(i, "ffn_gate.weight", (h, ff), "linear"),
+           _blk(i, "ffn_up.weight", (h, ff), "linear"), _blk(i, "ffn_down.weight", (ff, h), "linear"),
+           _blk(i, "post_ffw_norm.weight", (h,), "norm")]
+    if s.per_layer_input:
+        p = s.per_layer_input
+        out += [_blk(i, "inp_gate.weight", (h, p), "linear"), _blk(i, "proj.weight", (p, h), "linear"),
+                _blk(i, "post_norm.weight", (h,), "norm")]
     return out
 
 
@@ -307,18 +373,32 @@ def _gemma3n_block(s: ModelShape, i: int) -> list[Tensor]:
             _blk(i, "altup_router_norm.weight", (h,), "norm"),
             _blk(i, "laurel_l.weight", (h, r), "linear"), _blk(i, "laurel_r.weight", (r, h), "linear"),
             _blk(i, "laurel_post_norm.weight", (h,), "norm")]
-def _mamba2_mixer(s: ModelShape, i: int) -> list[Tensor]:
-    # src/models/granite-hybrid.cpp / nemotron-h.cpp load_arch_tensors; conversion/mamba.py Mamba2Model
-    # modify_tensors: conv1d squeezed to [channels, kernel], A (−exp(A_log)) and D reshaped to [heads, 1],
-    # the gated norm to [groups, d_inner / groups]
+def _mamba2_mixer(s: ModelShape, i: int, gated_norm: bool = True) -> list[Tensor]:
+    # src/models/granite-hybrid.cpp / nemotron-h.cpp / falcon-h1.cpp load_arch_tensors; conversion/mamba.py
+    # Mamba2Model modify_tensors: conv1d squeezed to [channels, kernel], A (−exp(A_log)) and D reshaped to
+    # [heads, 1], the gated norm to [groups, d_inner / groups] (Falcon-H1 has none: mamba_rms_norm false)
     h, nh, g, ds, k = s.hidden, s.ssm_heads, s.ssm_groups, s.ssm_state_size, s.conv_kernel
     d_inner = nh * s.ssm_head_dim
     conv = d_inner + 2 * g * ds  # x, B, C run through the conv
-    return [_blk(i, "ssm_in.weight", (h, 2 * d_inner + 2 * g * ds + nh), "linear"),  # z, x, B, C, dt
-            _blk(i, "ssm_conv1d.weight", (k, conv), "conv"), _blk(i, "ssm_conv1d.bias", (conv,), "bias"),
-            _blk(i, "ssm_dt.bias", (nh,), "bias"), _blk(i, "ssm_a", (1, nh), "ssm"), _blk(i, "ssm_d", (1, nh), "ssm"),
-            _blk(i, "ssm_norm.weight", (d_inner // g, g) if g > 1 else (d_inner,), "norm"),  # ggml drops a last 1
-            _blk(i, "ssm_out.weight", (d_inner, h), "linear")]
+    out = [_blk(i, "ssm_in.weight", (h, 2 * d_inner + 2 * g * ds + nh), "linear"),  # z, x, B, C, dt
+           _blk(i, "ssm_conv1d.weight", (k, conv), "conv"), _blk(i, "ssm_conv1d.bias", (conv,), "bias"),
+           _blk(i, "ssm_dt.bias", (nh,), "bias"), _blk(i, "ssm_a", (1, nh), "ssm"), _blk(i, "ssm_d", (1, nh), "ssm"),
+           _blk(i, "ssm_out.weight", (d_inner, h), "linear")]
+    if gated_norm:  # ggml drops a last 1
+        out.append(_blk(i, "ssm_norm.weight", (d_inner // g, g) if g > 1 else (d_inner,), "norm"))
+    return out
+
+
+def _moe(s: ModelShape, i: int) -> list[Tensor]:
+    """qwen35moe's MoE block (src/models/qwen35moe.cpp load_arch_tensors): router, routed experts as 3-D stacks,
+    the shared expert and its sigmoid gate ``ffn_gate_inp_shexp`` [hidden] (the checkpoint's [1, hidden], one
+    ggml dim: never quantized, F32 as the converter writes FFN_GATE_INP_SHEXP)."""
+    h, e, ff = s.hidden, s.n_expert, s.expert_intermediate
+    sh = ff * s.n_shared_experts
+    return [_blk(i, "ffn_gate_inp.weight", (h, e), "router"), _blk(i, "ffn_gate_exps.weight", (h, ff, e), "experts"),
+            _blk(i, "ffn_up_exps.weight", (h, ff, e), "experts"), _blk(i, "ffn_down_exps.weight", (ff, h, e), "experts"),
+            _blk(i, "ffn_gate_inp_shexp.weight", (h,), "router"), _blk(i, "ffn_gate_shexp.weight", (h, sh), "linear"),
+            _blk(i, "ffn_up_shexp.weight", (h, sh), "linear"), _blk(i, "ffn_down_shexp.weight", (sh, h), "linear")]
 
 
 def _gated_deltanet_mixer(s: ModelShape, i: int) -> list[Tensor]:
@@ -356,12 +436,18 @@ def _hybrid_block(s: ModelShape, i: int) -> list[Tensor]:
                           _blk(i, "shortconv.in_proj.weight", (h, 3 * h), "linear"),  # B, C, x gates
                           _blk(i, "shortconv.out_proj.weight", (h, h), "linear")]
         return out + qk_norms + attn
-    if s.arch == "qwen35":  # src/models/qwen35.cpp: post_attention_norm is the FFN's input norm
-        out += [_blk(i, "post_attention_norm.weight", (h,), "norm")] + mlp
+    if s.arch in ("qwen35", "qwen35moe"):  # src/models/qwen35.cpp, qwen35moe.cpp: post_attention_norm is the FFN's
+        # input norm; qwen35moe has the MoE block on every layer in place of the MLP
+        out += [_blk(i, "post_attention_norm.weight", (h,), "norm")] + (_moe(s, i) if s.arch == "qwen35moe" else mlp)
         if state:
             return out + _gated_deltanet_mixer(s, i)
         attn[0] = _blk(i, "attn_q.weight", (h, 2 * q), "linear")  # the query and its output gate, interleaved
         return out + qk_norms + attn
+    if s.arch == "falcon-h1":  # src/models/falcon-h1.cpp: every block holds Mamba2, attention and the MLP side by
+        # side; its FFN norm is "blk.N.ffn_norm" with no suffix (gguf-py maps the checkpoint's whole
+        # pre_ff_layernorm.weight to FFN_PRE_NORM, and the loader asks for tn(LLM_TENSOR_FFN_NORM, i))
+        return (out + [_blk(i, "ffn_norm", (h,), "norm")] + mlp + attn
+                + _mamba2_mixer(s, i, gated_norm=False))
     if s.arch == "granitehybrid":  # src/models/granite-hybrid.cpp (dense: the shared MLP as ffn_gate/up/down)
         out += [_blk(i, "ffn_norm.weight", (h,), "norm")] + mlp
         return out + (_mamba2_mixer(s, i) if state else attn)
@@ -425,6 +511,10 @@ def tensor_inventory(shape: ModelShape, layout: str = "gguf") -> tuple[Tensor, .
     if shape.state_mixer:
         raise ValueError(f"no tensor layout for {shape.state_mixer} state layers in architecture "
                          f"{shape.architecture!r}; known hybrids: {', '.join(sorted(STATE_MIXER))}")
+    if shape.arch == "gemma4":
+        for i in range(shape.layers):
+            tensors += _gemma4_block(shape, i)
+        return tuple(sorted(tensors, key=_sort_key))
     for i in range(shape.layers):
         tensors.append(_blk(i, "attn_norm.weight", (shape.hidden,), "norm"))
         tensors += _attention(shape, i, layout)

@@ -23,7 +23,9 @@ src/models/gemma4.cpp ``load_arch_tensors``:
 
 with d_l = ``global_head_dim`` on full-attention layers, else ``head_dim``. The shared-KV layers hold no k/v
 projections nor k_norm (transformers ``Gemma4TextAttention``: "Layers sharing kv states don't need any weight
-matrices"; llama.cpp loads them as TENSOR_NOT_REQUIRED there).
+matrices"; llama.cpp loads them as TENSOR_NOT_REQUIRED there). The checkpoint and the GGUF its converter writes
+hold them all the same, so a GGUF type prices them (:func:`kvplan.engine.tensors._gemma4_block`): params is the
+model transformers builds.
 """
 
 from __future__ import annotations

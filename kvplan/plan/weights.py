@@ -21,9 +21,27 @@ if TYPE_CHECKING:
 _NEEDED = ("architecture", "hidden_size", "intermediate_size", "vocab_size")
 
 
+def _moe_on_every_layer(model: Model) -> bool:
+    # a MoE without dense layers (Qwen3.5-35B-A3B) needs no dense intermediate_size
+    return bool(getattr(model, "experts", None)) and not getattr(model, "dense_layers", 0)
+
+
+def _full_attention_layers(model: Model) -> tuple[int, ...]:
+    """The layers without a window, when the model gives them their own head width (Gemma 4's global_head_dim)."""
+    if not getattr(model, "global_head_dim", None):
+        return ()
+    from kvplan.profiles.methods import local_layer
+
+    pattern = model.sliding_window_pattern
+    pattern = frozenset(pattern) if isinstance(pattern, list) else pattern
+    windowed = model.sliding_window is not None
+    return tuple(i for i in range(model.layers) if not (windowed and local_layer(pattern, i)))
+
+
 def model_shape(model: Model) -> ModelShape:
     """The plain numbers of ``model`` that its tensor inventory needs."""
-    missing = [name for name in _NEEDED if not getattr(model, name, None)]
+    needed = [n for n in _NEEDED if not (n == "intermediate_size" and _moe_on_every_layer(model))]
+    missing = [name for name in needed if not getattr(model, name, None)]
     if missing:
         raise FieldError("weight_type", f"pricing {model.name!r} by tensor needs {', '.join(missing)} in its profile")
     if isinstance(model.kv_heads, list):
@@ -33,7 +51,7 @@ def model_shape(model: Model) -> ModelShape:
     per_layer = tuple(int(w) for w in widths) if isinstance(widths, list) else ()
     return ModelShape(
         model.architecture, model.layers, model.hidden_size, model.attention_heads, model.kv_heads, model.head_dim,
-        max(per_layer) if per_layer else model.intermediate_size, model.vocab_size, bool(model.tie_embeddings),
+        max(per_layer) if per_layer else (model.intermediate_size or 0), model.vocab_size, bool(model.tie_embeddings),
         v_head_dim=model.v_head_dim or 0, gguf_vocab=getattr(model, "gguf_vocab_size", None) or 0,
         rope_scaling=getattr(model, "rope_scaling", None) or "",
         rope_dim=mla.qk_rope_head_dim if mla is not None else 0,
@@ -44,7 +62,9 @@ def model_shape(model: Model) -> ModelShape:
         kv_lora_rank=mla.kv_lora_rank if mla is not None else 0,
         intermediate_per_layer=per_layer if len(set(per_layer)) > 1 else (),
         per_layer_input=getattr(model, "hidden_size_per_layer_input", None) or 0,
-        per_layer_vocab=getattr(model, "vocab_size_per_layer_input", None) or 0, **_state_fields(model))
+        per_layer_vocab=getattr(model, "vocab_size_per_layer_input", None) or 0,
+        global_head_dim=getattr(model, "global_head_dim", None) or 0,
+        full_attention_layers=_full_attention_layers(model), **_state_fields(model))
 
 
 def _state_fields(model: Model) -> dict:

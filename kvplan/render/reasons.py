@@ -22,8 +22,8 @@ _WORDS = {
     "gemma3n_graph_unmodelled": lambda v: (f"llama.cpp's graph of architecture {v['architecture'] or 'unknown'} "
                                            "(AltUp streams, per-layer embeddings, shared-KV layers) is not modelled"),
     "gemma4_graph_unmodelled": lambda v: (f"llama.cpp's graph of architecture {v['architecture'] or 'unknown'} "
-                                          "(per-layer embeddings, shared-KV layers, 512-wide global heads) is not "
-                                          "modelled"),
+                                          "with experts or without per-layer embeddings is not modelled (only the "
+                                          "dense E models' graph is replayed)"),
 }
 
 KINDS = frozenset(_WORDS)

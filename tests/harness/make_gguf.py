@@ -73,6 +73,10 @@ ARCH_OF_MODEL_TYPE = {
     "gemma4_text": "gemma4",
 }
 
+# conversion/base.py prepare_tensors: tensors the converter keeps F32 whatever --outtype says (the router, the
+# shared expert's gate, the state layers' conv kernels; the rest of its list names no tensor built here)
+ALWAYS_F32 = ("ffn_gate_inp.", "ffn_gate_inp_shexp.", "ssm_conv1d.", "shortconv.conv.")
+
 # Gemma 3: the converter drops token_embd rows beyond the tokenizer.model size
 # (modify_tensors, "remove OOV rows"). The Gemma 3 SentencePiece model has
 # 262,144 pieces; gemma-3-4b's config says 262,208 (padding for image tokens).
@@ -90,6 +94,8 @@ def load(model: str):
 
 
 class Spec:
+    checkpoint_kv = True  # Gemma 4: write the checkpoint's K/V weights on the shared-KV layers too
+
     def __init__(self, model: str):
         self.model = model
         self.prof, self.cfg = load(model)
@@ -116,7 +122,8 @@ class Spec:
     # -- helpers -------------------------------------------------------------
     def t(self, name, shape, typ=None):
         if typ is None:
-            typ = F32 if (len(shape) == 1 or name.endswith("_norm.weight") or not name.endswith(".weight")) else F16
+            typ = F32 if (len(shape) == 1 or name.endswith("_norm.weight") or not name.endswith(".weight")
+                          or any(f in name for f in ALWAYS_F32)) else F16
         self.tensors.append((name, [int(x) for x in shape], typ))
 
     def k(self, key, val, kind):
@@ -305,8 +312,11 @@ class Spec:
         key_length_swa / value_length_swa head_dim (sliding layers), feed_forward_length per layer (doubled on the
         shared-KV layers with use_double_wide_mlp), per-layer embeddings (per_layer_token_embd [n_layer · P,
         n_vocab], per_layer_model_proj, per layer inp_gate / proj / post_norm), one rope_freqs [global_head_dim / 2]
-        for the full layers, layer_output_scale per layer; the shared-KV layers (from n_layer − shared_kv_layers on)
-        carry no attn_k / attn_v / attn_k_norm (TENSOR_NOT_REQUIRED there)."""
+        for the full layers, layer_output_scale per layer. The shared-KV layers (from n_layer − shared_kv_layers on)
+        compute no K/V and the loader marks attn_k / attn_v / attn_k_norm TENSOR_NOT_REQUIRED there, but the
+        published checkpoints hold them on every layer and the converter writes them (kvplan/engine/tensors.py
+        _gemma4_block names the evidence): written on every layer unless --no-shared-kv-weights (checkpoint_kv
+        False), which gives the smallest file the loader accepts."""
         a, c, p = self.arch, self.cfg, self.prof
         L, E, H, Hk = self.n_layer, self.n_embd, self.n_head, self.n_head_kv
         D_swa, D_full = int(c["head_dim"]), int(c["global_head_dim"])
@@ -344,7 +354,7 @@ class Spec:
             D, F, own = (D_swa if swa[i] else D_full), self.n_ff_layers[i], i < L - shared
             self.t(f"blk.{i}.attn_norm.weight", [E])
             self.t(f"blk.{i}.attn_q.weight", [E, H * D])
-            if own:
+            if own or self.checkpoint_kv:
                 self.t(f"blk.{i}.attn_k.weight", [E, Hk * D])
                 self.t(f"blk.{i}.attn_v.weight", [E, Hk * D])
                 self.t(f"blk.{i}.attn_k_norm.weight", [D])
@@ -592,7 +602,10 @@ def main(argv=None):
     ap.add_argument("models", nargs="*")
     ap.add_argument("--all", action="store_true")
     ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--no-shared-kv-weights", action="store_true",
+                    help="Gemma 4: leave out attn_k/attn_v/attn_k_norm on the shared-KV layers (the loader allows it)")
     a = ap.parse_args(argv)
+    Spec.checkpoint_kv = not a.no_shared_kv_weights
     models = all_models() if a.all else a.models
     a.out.mkdir(parents=True, exist_ok=True)
     for m in models:

@@ -9,8 +9,9 @@ Data (``llama_get_memory_breakdown()`` CPU compute bytes, llama.cpp build 11434,
 * ``tests/data/llamacpp/state/<model>.json`` and ``models2026/<model>.json`` (``tests/harness/state_buffers.py``):
   contexts 512…32768, -ub 512, flash attention on, f16 and q8_0 caches, unified or not, library ``n_outputs_max``.
 
-Gemma 3n (``buffers/gemma-3n-e2b.json`` and ``models2026/gemma-3n-e{2,4}b.json``) and Falcon-H1
-(``buffers/falcon-h1-0.5b.json``) were measured the same way on build 11434.
+Gemma 3n (``buffers/gemma-3n-e2b.json`` and ``models2026/gemma-3n-e{2,4}b.json``), Falcon-H1
+(``buffers/falcon-h1-0.5b.json``) and Gemma 4 E2B (``buffers/gemma-4-e2b.json``, ``models2026/gemma-4-e2b.json``) were
+measured the same way on build 11434.
 
 Issue #23 asks for 5 % or 8 MiB; every row is equal to the byte. Also here: the dense phi-4-mini and smollm3-3b
 (``models2026/``) and gemma-3-4b with ``--swa-full`` (``buffers/gemma-3-4b.json``), measured on the same build.
@@ -38,6 +39,9 @@ FILES = (
     # Gemma 3n (src/models/gemma3n.cpp, llamacpp_graph._gemma3n): --grid hybrid, and the state grid's f16 / q8_0 rows
     + [("buffers", "gemma-3n-e2b")] + [("models2026", m) for m in ("gemma-3n-e2b", "gemma-3n-e4b")]
     + [("buffers", "falcon-h1-0.5b")]  # src/models/falcon-h1.cpp: attention and Mamba2 in every layer, --grid hybrid
+    # Gemma 4 E2B (src/models/gemma4.cpp, llamacpp_graph._gemma4): 256- and 512-wide heads, per-layer embeddings,
+    # shared-KV layers, --grid hybrid
+    + [("buffers", "gemma-4-e2b")] + [("models2026", "gemma-4-e2b")]  # and the state grid's f16 / q8_0 rows
 )
 
 
@@ -90,9 +94,9 @@ def test_compute_buffer_equals_build_11434(catalog, model, p, measured, request)
 
 
 def test_the_data_covers_the_grid():
-    assert len(_runs(("state", "models2026"))) == 10 * 36  # 8 models + Gemma 3n E2B and E4B
+    assert len(_runs(("state", "models2026"))) == 11 * 36  # 8 models + Gemma 3n E2B and E4B + Gemma 4 E2B
     runs = [r.values[1] for r in _runs(("buffers",))]
-    assert len(runs) == 9 * 32  # 7 models + gemma-3n-e2b + falcon-h1-0.5b
+    assert len(runs) == 10 * 32  # 7 models + gemma-3n-e2b + falcon-h1-0.5b + gemma-4-e2b
     assert {p["flash_attn"] for p in runs} == {False, True}
     assert {p["n_ubatch"] for p in runs} == {256, 512, 1024}
     assert {p["n_seq_max"] for p in runs} == {1, 4}
@@ -116,7 +120,7 @@ def test_swa_full_is_what_the_measurement_needs(catalog):
 
 @pytest.mark.parametrize("model", ["lfm2-1.2b", "qwen3.5-2b", "granite-4.0-h-1b", "nemotron-nano-9b-v2",
                                    "gpt-oss-20b", "qwen3-30b-a3b", "gemma-3n-e2b", "gemma-3n-e4b",
-                                   "falcon-h1-0.5b"])
+                                   "falcon-h1-0.5b", "gemma-4-e2b"])
 def test_the_hybrid_and_moe_buffers_are_priced_now(catalog, model):
     m = catalog.model(model).profile
     assert unpriced_because(m) is None
@@ -154,6 +158,24 @@ def test_gemma3n_graph_constants_follow_the_profile(catalog):
     # n_layer_kv_from_start 20; per-layer input width 256
     assert g["n_layer_kv_from_start"] == 20 and g["n_embd_altup"] == 256
     assert lb.graph_of(catalog.model("gemma-3n-e2b").profile) == "gemma3n"
+
+
+def test_gemma4_graph_constants_follow_the_profile(catalog):
+    g = dict(lb._gemma4_graph_of(catalog.model("gemma-4-e2b").profile))
+    # E2B: 35 layers, 20 shared-KV → the first 35 − 20 = 15 hold a cache (n_layer_kv_from_start); full-attention
+    # heads 512 wide; per-layer input 256; MLP 6,144 on the 15 layers with a cache, doubled on the 20 shared ones
+    assert g["n_layer_kv_from_start"] == 15 and g["global_head_dim"] == 512 and g["n_embd_altup"] == 256
+    assert g["ffn_widths"] == (6144,) * 15 + (12288,) * 20
+    assert lb.graph_of(catalog.model("gemma-4-e2b").profile) == "gemma4"
+
+
+def test_a_gemma4_with_experts_or_without_per_layer_embeddings_is_still_refused(catalog):
+    # the 26B's MoE block and a Gemma 4 without the per-layer embeddings (the 31B) build graphs not replayed here
+    e2b = catalog.model("gemma-4-e2b").profile
+    moe = e2b.model_copy(update={"experts": 128, "experts_per_token": 8, "expert_intermediate_size": 704})
+    plain = e2b.model_copy(update={"hidden_size_per_layer_input": None, "vocab_size_per_layer_input": None})
+    for m in (moe, plain):
+        assert unpriced_because(m).kind == "gemma4_graph_unmodelled"
 
 
 def test_a_granite_hybrid_with_experts_is_still_refused():

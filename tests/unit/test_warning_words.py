@@ -28,8 +28,8 @@ REASONS = {
         "llama.cpp's graph of architecture gemma3n (AltUp streams, per-layer embeddings, shared-KV layers) is not "
         "modelled",
     reason("gemma4_graph_unmodelled", architecture="gemma4"):
-        "llama.cpp's graph of architecture gemma4 (per-layer embeddings, shared-KV layers, 512-wide global heads) is "
-        "not modelled",
+        "llama.cpp's graph of architecture gemma4 with experts or without per-layer embeddings is not modelled (only "
+        "the dense E models' graph is replayed)",
 }
 
 WARNINGS = [

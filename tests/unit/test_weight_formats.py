@@ -37,12 +37,16 @@ EXTRA_FIELDS = {
     "gpt-oss-20b": {"rope_scaling": "yarn", "n_expert": 32, "n_expert_used": 4, "expert_intermediate": 2880},
     "qwen3-30b-a3b": {"n_expert": 128, "n_expert_used": 8, "expert_intermediate": 768},
     "phi-4-mini": {"rope_scaling": "longrope"},
+    # session 9 (build 11434): the profile's MoE fields (experts on every layer, one shared expert of that width);
+    # Gemma 4's full-attention layers (layer_types: every fifth) with global_head_dim
+    "qwen3.5-35b-a3b": {"n_expert": 256, "n_expert_used": 8, "expert_intermediate": 512, "n_shared_experts": 1},
+    "gemma-4-e2b": {"global_head_dim": 512, "full_attention_layers": (4, 9, 14, 19, 24, 29, 34)},
 }
 
 
 def _ffn_widths(p: dict) -> dict:
     """A per-layer intermediate_size (Gemma 3n) as ModelShape takes it: the widest, and the list when they differ."""
-    widths = p["intermediate_size"]
+    widths = p.get("intermediate_size", 0)  # a MoE on every layer (Qwen3.5-35B-A3B) has no dense width
     if not isinstance(widths, list):
         return {"intermediate": widths}
     return {"intermediate": max(widths), "intermediate_per_layer": tuple(widths) if len(set(widths)) > 1 else ()}
