@@ -275,10 +275,16 @@ def _moe_ffn(b, x, s):
     weighted = g.op(_f32(E, used, T), down, weights, inplace=True)
     parts = [g.view(weighted) for _ in range(used)]
     if used == 1:
-        return g.op(_f32(E, T), parts[0])  # CONT
-    out = g.op(_f32(E, T), parts[0], parts[1], inplace=True)  # views are not owned: a new tensor
-    for p in parts[2:]:
-        out = g.op(_f32(E, T), out, p, inplace=True)
+        out = g.op(_f32(E, T), parts[0])  # CONT
+    else:
+        out = g.op(_f32(E, T), parts[0], parts[1], inplace=True)  # views are not owned: a new tensor
+        for p in parts[2:]:
+            out = g.op(_f32(E, T), out, p, inplace=True)
+    if s.get("F_shared"):  # Granite-4.0-H (granite-hybrid.cpp build_layer_ffn): build_ffn of the shared MLP, added
+        su = b.mm(s["F_shared"], x)
+        sg = b.mm(s["F_shared"], x)
+        sh = b.mm(E, g.op(_f32(s["F_shared"], T), sg, su))  # SWIGLU, down
+        out = b.add(out, sh, E)
     return out
 
 

@@ -536,6 +536,7 @@ def _moe_fields(moe: MoeLayout | None, model_type: str) -> list[tuple[str, objec
                  "qwen2_moe": "decoder_sparse_step, mlp_only_layers",
                  "qwen3_moe": "decoder_sparse_step, mlp_only_layers",
                  "qwen3_5_moe_text": "none: every layer has experts",
+                 "granitemoehybrid": "none: every layer has experts",
                  "lfm2_moe": "num_dense_layers"}.get(model_type, "first_k_dense_replace")
     return [("experts", moe.experts, "routed experts per MoE layer"),
             ("experts_per_token", moe.experts_per_token, "num_experts_per_tok"),

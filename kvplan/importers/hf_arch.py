@@ -60,13 +60,14 @@ def refuse_unpriceable(configs: list[dict], model_types: list[str], label: str) 
 
 # Mixtures of experts whose layout kvplan knows: routed experts of one width on the MoE layers, shared
 # experts of that width (DeepSeek), or a shared expert a multiple of it with a sigmoid gate (Qwen2-MoE);
-# gpt-oss's experts (intermediate_size wide, as Mixtral's) carry biases and its router a bias.
+# gpt-oss's experts (intermediate_size wide, as Mixtral's) carry biases and its router a bias; Granite-4.0-H's
+# experts are intermediate_size wide and its shared MLP (shared_intermediate_size) runs ungated beside them.
 PRICED_MOE = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_5_moe",
-              "qwen3_5_moe_text", "lfm2_moe")
+              "qwen3_5_moe_text", "lfm2_moe", "granitemoehybrid")
 # model_types with Qwen2-MoE's shared expert: shared_expert_intermediate_size wide, behind a sigmoid gate of H terms
 _SHARED_EXPERT_GATE = ("qwen2_moe", "qwen3_5_moe", "qwen3_5_moe_text")
 # model_types whose expert width is the config's intermediate_size (no moe_intermediate_size key)
-EXPERT_WIDTH_IS_INTERMEDIATE = ("gpt_oss", "mixtral")
+EXPERT_WIDTH_IS_INTERMEDIATE = ("gpt_oss", "mixtral", "granitemoehybrid")
 _EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
 _PER_TOKEN_KEY = "num_experts_per_tok"
 
@@ -121,6 +122,16 @@ def moe_layout(c: dict, model_type: str, layers: int, label: str, missing: list[
                                     "(shared_experts) of the routed experts' width"])
             shared, extra = shared_width // width, _whole_or_zero(c.get("hidden_size"))
             extra_what = f"shared-expert gate {extra:,}"
+    if model_type == "granitemoehybrid":
+        # GraniteMoeHybridDecoderLayer: block_sparse_moe (the routed experts) plus shared_mlp, one ungated SwiGLU
+        # MLP shared_intermediate_size wide (transformers models/granitemoehybrid/modeling_granitemoehybrid.py)
+        shared_width = _whole_or_zero(c.get("shared_intermediate_size"))
+        if shared_width and width:
+            if shared_width % width:
+                raise ProfileError([f"{label}: shared_intermediate_size {shared_width} is not a multiple of "
+                                    f"intermediate_size {width}: kvplan's profile counts shared experts "
+                                    "(shared_experts) of the routed experts' width"])
+            shared = shared_width // width
     if model_type == "deepseek_v3" and c.get("topk_method") == "noaux_tc":
         extra, extra_what = experts, f"e_score_correction_bias {experts}"  # one term per routed expert
     per_expert, per_expert_what = 0, ""

@@ -156,8 +156,14 @@ def test_gemma3n_graph_constants_follow_the_profile(catalog):
     assert lb.graph_of(catalog.model("gemma-3n-e2b").profile) == "gemma3n"
 
 
-def test_a_granite_hybrid_with_experts_is_still_refused():
-    profile = {"architecture": "granitemoehybrid", "layers": 4, "experts": 8,
+def test_a_granite_hybrid_with_experts_builds_the_moe_ffn(catalog):
+    g = dict(lb.layer_graph_of(catalog.model("granite-4.0-h-tiny").profile))
+    # granite-hybrid.cpp build_layer_ffn: build_moe_ffn(…, LLM_FFN_SILU, norm_w true, …, SOFTMAX) on every layer,
+    # beside 36 Mamba2 and 4 attention mixers; the shared MLP is the graph's F_shared (2 × 512 = 1,024)
+    assert g["ffns"] == ("moe",) * 40 and (g["moe_gating"], g["moe_norm_w"]) == ("softmax", True)
+    assert g["mixers"].count("mamba2") == 36 and g["mixers"].count("attn") == 4
+    # leading dense layers are not a Granite layout: such a profile's graph is not modelled
+    profile = {"architecture": "granitemoehybrid", "layers": 4, "experts": 8, "dense_layers": 1,
                "state": {"mixer": "mamba2", "layers": [0, 1, 2], "conv_kernel_tokens": 4, "ssm_heads": 8,
                          "ssm_head_dim": 64, "ssm_groups": 1, "ssm_state_size": 128}}
     assert lb.layer_graph_of(profile) is None
