@@ -9,8 +9,10 @@ Data (``llama_get_memory_breakdown()`` CPU compute bytes, llama.cpp build 11434,
 * ``tests/data/llamacpp/state/<model>.json`` and ``models2026/<model>.json`` (``tests/harness/state_buffers.py``):
   contexts 512…32768, -ub 512, flash attention on, f16 and q8_0 caches, unified or not, library ``n_outputs_max``.
 
-Gemma 3n (``buffers/gemma-3n-e2b.json`` and ``models2026/gemma-3n-e{2,4}b.json``) and Falcon-H1
-(``buffers/falcon-h1-0.5b.json``) were measured the same way on build 11434.
+Gemma 3n (``buffers/gemma-3n-e2b.json`` and ``models2026/gemma-3n-e{2,4}b.json``), Falcon-H1
+(``buffers/falcon-h1-0.5b.json``) and Granite-4.0-H-Tiny (``state/`` and ``buffers/granite-4.0-h-tiny.json``: the MoE
+with its shared MLP beside Mamba2, weight-less GGUF from ``make_hybrid_gguf.py``) were measured the same way on
+build 11434.
 
 Issue #23 asks for 5 % or 8 MiB; every row is equal to the byte. Also here: the dense phi-4-mini and smollm3-3b
 (``models2026/``) and gemma-3-4b with ``--swa-full`` (``buffers/gemma-3-4b.json``), measured on the same build.
@@ -38,6 +40,8 @@ FILES = (
     # Gemma 3n (src/models/gemma3n.cpp, llamacpp_graph._gemma3n): --grid hybrid, and the state grid's f16 / q8_0 rows
     + [("buffers", "gemma-3n-e2b")] + [("models2026", m) for m in ("gemma-3n-e2b", "gemma-3n-e4b")]
     + [("buffers", "falcon-h1-0.5b")]  # src/models/falcon-h1.cpp: attention and Mamba2 in every layer, --grid hybrid
+    # Granite-4.0-H-Tiny (granite-hybrid.cpp build_layer_ffn: build_moe_ffn plus the shared MLP beside Mamba2)
+    + [("state", "granite-4.0-h-tiny"), ("buffers", "granite-4.0-h-tiny")]
 )
 
 
@@ -90,9 +94,9 @@ def test_compute_buffer_equals_build_11434(catalog, model, p, measured, request)
 
 
 def test_the_data_covers_the_grid():
-    assert len(_runs(("state", "models2026"))) == 10 * 36  # 8 models + Gemma 3n E2B and E4B
+    assert len(_runs(("state", "models2026"))) == 11 * 36  # 8 models + Gemma 3n E2B and E4B + Granite-4.0-H-Tiny
     runs = [r.values[1] for r in _runs(("buffers",))]
-    assert len(runs) == 9 * 32  # 7 models + gemma-3n-e2b + falcon-h1-0.5b
+    assert len(runs) == 10 * 32  # 7 models + gemma-3n-e2b + falcon-h1-0.5b + granite-4.0-h-tiny
     assert {p["flash_attn"] for p in runs} == {False, True}
     assert {p["n_ubatch"] for p in runs} == {256, 512, 1024}
     assert {p["n_seq_max"] for p in runs} == {1, 4}
