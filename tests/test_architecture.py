@@ -177,6 +177,7 @@ PROFILE_TEXT = {
     ("kvplan/importers/gguf.py", "_file_type"), ("kvplan/importers/hf.py", "profile_name"),
     ("kvplan/importers/hf.py", "local_layers"), ("kvplan/importers/hf.py", "_moe_fields"),
     ("kvplan/importers/hf_arch.py", "_layout_keys"), ("kvplan/importers/gguf_state.py", "gguf_state"),
+    ("kvplan/importers/hf_llama4.py", "chunked_layers"),  # sources.sliding_window, as local_layers
 }
 
 

@@ -14,6 +14,12 @@ Rules, each from llama.cpp's own source (file :: function):
   32 for quantized types); MLA models (``is_mla``) have no V tensor and a K row of
   ``kv_lora_rank + qk_rope_head_dim``. Without flash attention V is stored transposed and
   every layer's V row is the widest one (``n_embd_v_gqa_max``, [TAG_V_CACHE_VARIABLE]).
+- Chunked attention (Llama 4: ``src/models/llama4.cpp`` :: ``load_arch_hparams`` sets ``LLAMA_SWA_TYPE_CHUNKED``,
+  ``n_swa`` 8192 and ``load_swa_pattern(ml, 4)``: 3 chunked layers, then a full one): the chunked layers are the
+  iSWA cache's windowed layers and get the cells below, as a window of 8192 would; only the mask differs
+  (``src/llama-hparams.h`` :: ``llama_hparams::is_masked_swa``: a cell is masked when ``p0 < (p1 / n_swa) · n_swa``,
+  before the chunk of the token that attends). The chunk is the loader's, whatever the profile's
+  ``attention_chunk_size``.
 - Sliding windows (``src/llama-kv-cache-iswa.cpp`` :: ``llama_kv_cache_iswa::llama_kv_cache_iswa``):
   the windowed layers get ``pad(min(kv_size, n_swa · (unified ? n_seq_max : 1) + n_ubatch), 256)``
   cells, or ``kv_size`` with ``--swa-full``. Only architectures whose loader sets a window
@@ -66,7 +72,10 @@ LLAMACPP_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", 
 # Architectures (HF model_type, or the GGUF's general.architecture where it differs) whose llama.cpp loader marks
 # sliding-window layers.
 SWA_ARCHITECTURES = frozenset({"gemma2", "gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text",
-                               "gpt_oss", "gpt-oss"})
+                               "gpt_oss", "gpt-oss", "llama4", "llama4_text"})
+# Architectures whose windowed layers attend in chunks (LLAMA_SWA_TYPE_CHUNKED) and the chunk their loader fixes
+# whatever the GGUF says (src/models/llama4.cpp :: load_arch_hparams: n_swa = 8192, load_swa_pattern(ml, 4)).
+CHUNK_OF_ARCH = {"llama4": 8192, "llama4_text": 8192}
 # Architectures whose llama.cpp memory reuses an earlier layer's cache for the layers from n_layer_kv_from_start on
 # (src/llama-model.cpp :: llama_model::create_memory, the ``reuse`` callback for LLM_ARCH_GEMMA3N / GEMMA4), with the
 # n_layer_kv_from_start their loader sets (src/models/gemma3n.cpp :: load_arch_hparams: 20, whatever the GGUF says;
@@ -444,6 +453,14 @@ def _llamacpp_cache(spec: LlamaCppSpec, model, k_format: ElementFormat | None,
                          " tokens): llama.cpp's cache has one window (n_swa)")
     window = windows[0] if windows else None
     swa = window is not None and arch in SWA_ARCHITECTURES
+    if schedule.chunked_layers:
+        chunk = CHUNK_OF_ARCH.get(arch)
+        if chunk is None:
+            raise FieldError("model", f"{schedule.chunked_layers} layers attend in chunks (chunked attention); "
+                             f"llama.cpp attends in chunks only for Llama 4 (LLAMA_SWA_TYPE_CHUNKED), not for "
+                             f"architecture {arch or 'unknown'!r}")
+        rules.append(rule("chunked_cells", layers=schedule.chunked_layers, chunk=chunk, profile_chunk=window))
+        window = chunk  # the loader's n_swa: the cache is sized as a window of it (llama_kv_cache_iswa)
     if window is not None and not swa:
         rules.append(rule("window_ignored", window=window, reason=window_ignored_because(arch)))
     if mla:

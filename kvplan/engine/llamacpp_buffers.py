@@ -438,7 +438,9 @@ _LAYER_ARCHS = {
     # and the output rows kept after the final norm (embeddings_nextn_masked false)
     "qwen3_5": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True, "n_pos": 4, "late_out_ids": True},
     "qwen3_5_text": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True, "n_pos": 4, "late_out_ids": True},
-    "granitemoehybrid": {"state": {"mamba2": "mamba2"}},  # granite-hybrid.cpp (dense: no experts)
+    # granite-hybrid.cpp build_layer_ffn: the dense shared MLP, or (experts) build_moe_ffn as Qwen3-MoE calls it
+    # (soft-max gating, weights renormalised) plus the shared MLP (ffn_*_shexp) added to its output
+    "granitemoehybrid": {"state": {"mamba2": "mamba2"}, "moe": {"moe_gating": "softmax", "moe_norm_w": True}},
     # nemotron-h.cpp: MLP-only layers, the output rows kept after the final norm, attention without RoPE
     "nemotron_h": {"state": {"mamba2": "mamba2"}, "ffn": "none", "late_out_ids": True, "no_rope": True},
     # openai-moe.cpp: Q, K, V projections in that order (their biases added in place: no tensor of their own),
@@ -468,7 +470,7 @@ def layer_graph_of(profile: Mapping[str, Any]):
         widths (``conv_k`` [tokens], ``n_embd_r`` [values]: ``(conv_kernel − 1) · conv channels``, as
         ``llama_hparams::n_embd_r``; Mamba2's ``d_inner``, ``ssm_H``, ``ssm_N``, ``ssm_G``; Gated DeltaNet's
         ``lin_*`` heads and widths) and the MoE gating; None when llama.cpp's graph for the architecture is
-        not modelled (an unknown state mixer, a Granite-4.0-H with experts, a MoE outside :data:`_LAYER_ARCHS`).
+        not modelled (an unknown state mixer, a hybrid MoE with leading dense layers, a MoE outside :data:`_LAYER_ARCHS`).
     """
     arch = str(_field(profile, "architecture", ""))
     rule = _LAYER_ARCHS.get(arch)
@@ -482,7 +484,7 @@ def layer_graph_of(profile: Mapping[str, Any]):
                     "s_copy_late", "out_ids_after_add")}
     mixers = ["attn"] * L
     if "state" in rule:
-        if state is None or experts:
+        if state is None or (experts and "moe" not in rule):
             return None
         mixer = rule["state"].get(str(_field(state, "mixer", "")))
         if mixer is None:
@@ -507,6 +509,11 @@ def layer_graph_of(profile: Mapping[str, Any]):
             channels = 2 * Hk * Dk + Hv * Dv
         out["n_embd_r"] = (k - 1) * channels
         ffn = rule.get("ffn", "swiglu")
+        if experts:  # a hybrid MoE (Granite-4.0-H-Tiny): experts on every layer, no leading dense layers
+            if int(_field(profile, "dense_layers", 0) or 0):
+                return None
+            out.update(rule["moe"])
+            ffn = "moe"
     else:
         if not experts or int(_field(profile, "dense_layers", 0) or 0) or int(_field(profile, "shared_experts", 0) or 0):
             return None

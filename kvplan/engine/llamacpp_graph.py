@@ -250,7 +250,7 @@ def _moe(b, x, s):
     return out
 
 
-def _moe_ffn(b, x, s):
+def _moe_ffn(b, x, s, after=lambda: None):
     """``build_moe_ffn`` (``src/llama-graph.cpp``) as Qwen3-MoE (soft-max gating, weights renormalised:
     SUM_ROWS, CLAMP, DIV) and gpt-oss (``softmax_weight``: top-k of the biased logits, SOFT_MAX of the k chosen;
     expert biases added in place, SWIGLU_OAI) call it; x: the normed input [E, T]."""
@@ -275,10 +275,17 @@ def _moe_ffn(b, x, s):
     weighted = g.op(_f32(E, used, T), down, weights, inplace=True)
     parts = [g.view(weighted) for _ in range(used)]
     if used == 1:
-        return g.op(_f32(E, T), parts[0])  # CONT
-    out = g.op(_f32(E, T), parts[0], parts[1], inplace=True)  # views are not owned: a new tensor
-    for p in parts[2:]:
-        out = g.op(_f32(E, T), out, p, inplace=True)
+        out = g.op(_f32(E, T), parts[0])  # CONT
+    else:
+        out = g.op(_f32(E, T), parts[0], parts[1], inplace=True)  # views are not owned: a new tensor
+        for p in parts[2:]:
+            out = g.op(_f32(E, T), out, p, inplace=True)
+    after()  # build_moe_ffn expands moe_out: what a later layer expands at once comes next, before the shared MLP
+    if s.get("F_shared"):  # Granite-4.0-H (granite-hybrid.cpp build_layer_ffn): build_ffn of the shared MLP, added
+        su = b.mm(s["F_shared"], x)
+        sg = b.mm(s["F_shared"], x)
+        sh = b.mm(E, g.op(_f32(s["F_shared"], T), sg, su))  # SWIGLU, down
+        out = b.add(out, sh, E)
     return out
 
 
@@ -433,19 +440,20 @@ def _layers(s, fa):
         g.mark()
         resid = x
         kind = mixers[il]
+        # the layer's last explicit expand: the mixer's (attention, a state copy), or with experts the MoE's moe_out
+        # (build_moe_ffn expands it), which places the mixer's tail before a later layer's eager GET_ROWS
+        hook = eager_after(il) if s.get("b11434") else (lambda: None)
+        moe_hook, hook = (hook, lambda: None) if ffns[il] == "moe" else (lambda: None, hook)
         if kind == "attn":
             cur = b.rms_norm(x, E)
             c = s["cache_of_layer"](il)
             attn = _attention(b, s, cur, groups[c], pos, *rots[c], fa, gated=s.get("attn_gated", False))
-            if s.get("b11434"):
-                eager_after(il)()
+            hook()
             out = b.mm(E, attn)
         elif kind == "conv":
-            out = b.mm(E, _short_conv(b, s, x, s_copy, prefetched.get(il),
-                                      eager_after(il) if s.get("b11434") else (lambda: None)))
+            out = b.mm(E, _short_conv(b, s, x, s_copy, prefetched.get(il), hook))
         elif kind == "mamba2":
-            out = b.mm(E, _mamba2(b, s, x, s_copy, prefetched.get(il),
-                                  eager_after(il) if s.get("b11434") else (lambda: None)))
+            out = b.mm(E, _mamba2(b, s, x, s_copy, prefetched.get(il), hook))
         elif kind == "parallel":
             # Falcon-H1 (src/models/falcon-h1.cpp): attention and Mamba2 side by side on the same normed input (two
             # norms of it); the attention's output projection is placed when layer_out reads it, after the Mamba2
@@ -475,7 +483,7 @@ def _layers(s, fa):
         ffn_inp = x
         cur = b.rms_norm(ffn_inp, E)
         if ffns[il] == "moe":
-            out = _moe_ffn(b, cur, s)
+            out = _moe_ffn(b, cur, s, moe_hook)
         else:
             gate = b.mm(F, cur)
             up = b.mm(F, cur)

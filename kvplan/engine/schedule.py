@@ -12,7 +12,12 @@ layers wherever they sit (what order-free pricing needs: a handful of groups wha
 Layer kinds:
 
 * :class:`Attention` caches ``c(ctx)`` tokens, ``ctx`` (global) or ``min(ctx, window)``, each one K row of
-  ``kv_heads × k_head_dim`` values and one V row of ``kv_heads × v_head_dim``. Multi-head latent attention
+  ``kv_heads × k_head_dim`` values and one V row of ``kv_heads × v_head_dim``. A *chunked* attention layer
+  (Llama 4's ``chunked_attention``) has ``chunked`` set and its chunk in ``window_tokens``: the token at position
+  ``p`` attends positions ``⌊p / C⌋·C … p`` only, so at most ``C − 1`` earlier tokens; the peak over a run to
+  ``ctx`` tokens (the chunk's last token attends all ``C``) is ``min(ctx, C)``, what a window of ``C`` holds. The
+  cache models that price it (ideal, llama.cpp, transformers) say so; the others refuse it by name
+  (:func:`attention_runs`). Multi-head latent attention
   (DeepSeek-V2/V3) is one head whose K row is the latent plus the shared RoPE key and which has no V row
   (``v_head_dim`` 0); ``latent_rank`` says how much of the K row is the latent.
 * :class:`SharedKV` reads another layer's cache and holds none of its own.
@@ -44,15 +49,18 @@ from kvplan.records import ComparedFigures
 class Attention(ComparedFigures):
     """A layer that caches K and V rows for the tokens it attends."""
 
-    __slots__ = _fields = ("kv_heads", "k_head_dim", "v_head_dim", "window_tokens", "latent_rank")
-    _defaults = {"window_tokens": None, "latent_rank": None}
+    __slots__ = _fields = ("kv_heads", "k_head_dim", "v_head_dim", "window_tokens", "latent_rank", "chunked")
+    _defaults = {"window_tokens": None, "latent_rank": None, "chunked": False}
 
     kind: ClassVar[str] = "attention"
     kv_heads: int
     k_head_dim: int  # values per K head [count]
     v_head_dim: int  # values per V head [count]; 0: no V row (the MLA latent lives in the K row)
-    window_tokens: int | None  # None: global (attends the whole context)
+    window_tokens: int | None  # None: global (attends the whole context); chunked: the chunk [tokens]
     latent_rank: int | None  # MLA: the compressed latent's part of the K row; the rest is the RoPE key
+    # chunked attention (Llama 4): a token attends only the earlier tokens of its own chunk of window_tokens
+    # (positions ⌊p / C⌋·C … p) instead of the last window_tokens; the peak a cache holds is the same min(ctx, C)
+    chunked: bool
 
     @property
     def k_values(self) -> int:
@@ -239,9 +247,9 @@ class Schedule(ComparedFigures):
         """
         def windowed(layer: Layer) -> Layer:
             if isinstance(layer, Attention):
-                return layer.with_changes(window_tokens=window_tokens)
+                return layer.with_changes(window_tokens=window_tokens, chunked=False)
             if isinstance(layer, Parallel):
-                return Parallel(layer.attention.with_changes(window_tokens=window_tokens), layer.state)
+                return Parallel(layer.attention.with_changes(window_tokens=window_tokens, chunked=False), layer.state)
             return layer
 
         return _merged((count, windowed(layer)) for count, layer in self.runs)
@@ -255,6 +263,12 @@ class Schedule(ComparedFigures):
         """
         attended = (attention_part(layer) for _, layer in self.runs)
         return tuple(sorted({a.window_tokens for a in attended if a is not None and a.window_tokens is not None}))
+
+    @property
+    def chunked_layers(self) -> int:
+        """How many attention layers attend in chunks (:class:`Attention` ``chunked``) [count]."""
+        return sum(count for count, layer in self.runs
+                   if (a := attention_part(layer)) is not None and a.chunked)
 
     @property
     def parallel_layers(self) -> int:
@@ -299,8 +313,8 @@ def _merged(runs: Iterable[tuple[int, Layer]]) -> Schedule:
 
 
 def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention], ...]:
-    """The schedule's runs, all attention layers; a layer of another kind is refused by name for ``cache``
-    (the cache models price attention caches only, so far).
+    """The schedule's runs, all attention layers; a layer of another kind, or a chunked attention layer, is refused
+    by name for ``cache`` (these cache models price plain and sliding-window attention caches only).
 
     Parameters
     ----------
@@ -322,6 +336,11 @@ def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention
             span = f"layer {first}" if one else f"layers {first}–{last}"
             raise FieldError("model", f"{span} {what} ({layer.kind}); the {cache} cache model prices only "
                              "attention layers, so this model cannot be priced yet")
+        if layer.chunked:
+            span = f"layer {first}" if first == last else f"layers {first}–{last}"
+            raise FieldError("model", f"{span} attend in chunks of {layer.window_tokens:,} tokens (chunked attention, "
+                             f"Llama 4); the {cache} cache model has no rule for chunked attention, so this model "
+                             "cannot be priced with it (the ideal, llama.cpp and transformers cache models price it)")
     return schedule.runs  # type: ignore[return-value]
 
 

@@ -47,7 +47,9 @@ by llama-cpp-python 0.3.36):
     ``ssm_in`` [h, 2·d_inner + 2·g·d_state + heads], ``ssm_conv1d.weight`` [kernel, c] and ``.bias`` [c],
     ``ssm_dt.bias`` [heads], ``ssm_a`` and ``ssm_d`` [1, heads] (no ``.weight`` suffix; A = −exp(A_log)),
     ``ssm_norm.weight`` [d_inner/g, g], ``ssm_out`` [d_inner, h]. Granite's dense shared MLP is split into
-    ``ffn_gate``/``ffn_up``; Nemotron-H's blocks hold one mixer each (Mamba2, attention, or an MLP of
+    ``ffn_gate``/``ffn_up``; with experts (Granite-4.0-H-Tiny) a router ``ffn_gate_inp`` [h, n_expert], 3-D
+    ``ffn_{gate,up,down}_exps`` and the shared MLP as ``ffn_{gate,up,down}_shexp`` (conversion/granite.py
+    ``GraniteMoeModel.modify_tensors`` splits ``input_linear`` into gate and up); Nemotron-H's blocks hold one mixer each (Mamba2, attention, or an MLP of
     ``ffn_up`` + ``ffn_down``) and only ``attn_norm``.
   - Gated DeltaNet (``qwen35``), key dim k = key_heads · key_head_dim, value dim v = value_heads ·
     value_head_dim: ``attn_qkv`` [h, 2k + v], ``attn_gate`` [h, v], ``ssm_conv1d.weight`` [kernel, 2k + v],
@@ -449,6 +451,16 @@ def _hybrid_block(s: ModelShape, i: int) -> list[Tensor]:
         return (out + [_blk(i, "ffn_norm", (h,), "norm")] + mlp + attn
                 + _mamba2_mixer(s, i, gated_norm=False))
     if s.arch == "granitehybrid":  # src/models/granite-hybrid.cpp (dense: the shared MLP as ffn_gate/up/down)
+        if s.n_expert:  # load_arch_tensors' MoE branch: router, 3-D expert stacks, the shared MLP as *_shexp
+            e, ff, sh = s.n_expert, s.expert_intermediate, s.expert_intermediate * s.n_shared_experts
+            mlp = [_blk(i, "ffn_gate_inp.weight", (h, e), "router"),
+                   _blk(i, "ffn_gate_exps.weight", (h, ff, e), "experts"),
+                   _blk(i, "ffn_up_exps.weight", (h, ff, e), "experts"),
+                   _blk(i, "ffn_down_exps.weight", (ff, h, e), "experts")]
+            if sh:
+                mlp += [_blk(i, "ffn_gate_shexp.weight", (h, sh), "linear"),
+                        _blk(i, "ffn_up_shexp.weight", (h, sh), "linear"),
+                        _blk(i, "ffn_down_shexp.weight", (sh, h), "linear")]
         out += [_blk(i, "ffn_norm.weight", (h,), "norm")] + mlp
         return out + (_mamba2_mixer(s, i) if state else attn)
     # nemotron_h (src/models/nemotron-h.cpp): one mixer per block, its only norm attn_norm; MLP blocks

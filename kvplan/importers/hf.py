@@ -32,7 +32,7 @@ from kvplan.importers.common import (MOE_PARAMS_GIVEN, PARAMS_GIVEN, ImportedPro
                                      flag, slug, swa_pattern_layers, weight_fields, whole_count, window_pattern)
 from kvplan.importers.hf_arch import (EXPERT_WIDTH_IS_INTERMEDIATE, MoeLayout, expert_count, moe_layout, positive_count,
                                      refuse_unpriceable)
-from kvplan.importers import hf_gemma3n, hf_gemma4
+from kvplan.importers import hf_gemma3n, hf_gemma4, hf_llama4
 from kvplan.importers.hf_state import STATE_MODEL_TYPES, hybrid_layout, hybrid_params, lfm2_mlp_width
 from kvplan.profiles.field_rules import check_profile_name, check_weight_bits
 from kvplan.profiles.spec import layer_count_problem
@@ -374,9 +374,13 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         gemma3n_fields = hf_gemma4.fields(c, layers, label)
         global_dim = hf_gemma4.global_head_dim(c, head_dim, label)
         kv_heads = hf_gemma4.kv_heads(c, layers, kv_heads, label)
-    local, window_note = local_layers(c, model_type, layers, max_context)
+    chunk = None
+    if model_type in hf_llama4.MODEL_TYPES:  # chunked attention on the RoPE layers, NoPE full layers between
+        chunk, local, window_note = hf_llama4.chunked_layers(c, layers, label)
+    else:
+        local, window_note = local_layers(c, model_type, layers, max_context)
     pattern = window_pattern(local, layers)
-    window = int(c["sliding_window"]) if pattern is not None else None
+    window = int(c["sliding_window"]) if pattern is not None and chunk is None else None
     notes = []
     params_active = None
     # a multimodal wrapper: the text model is priced, its towers are not
@@ -429,15 +433,19 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         ("v_head_dim", v_head_dim if v_head_dim != head_dim else None, "v_head_dim"),
         ("global_head_dim", global_dim, "global_head_dim: K/V head width of the full-attention layers"),
         ("hidden_size", hidden, ""),
-        ("intermediate_size", lfm2_mlp_width(c) if model_type == "lfm2" and c.get("intermediate_size") else
+        ("intermediate_size", c.get("intermediate_size_mlp") if model_type in hf_llama4.MODEL_TYPES else
+         lfm2_mlp_width(c) if model_type == "lfm2" and c.get("intermediate_size") else
          widths if gemma3n or gemma4 else c.get("intermediate_size"),
+         "intermediate_size_mlp: the dense MLP's width (the experts' is intermediate_size)"
+         if model_type in hf_llama4.MODEL_TYPES else
          "Lfm2MLP's width (block_ff_dim auto-adjusted)" if model_type == "lfm2" else
          "one MLP width per layer" if isinstance(widths, list) and (gemma3n or gemma4) else ""),
         ("vocab_size", c.get("vocab_size"), ""),
         ("tie_embeddings", bool(c.get("tie_word_embeddings")), "tie_word_embeddings"),
         ("max_context", max_context, "max_position_embeddings"),
         ("sliding_window", window, ""),
-        ("sliding_window_pattern", pattern, ""),
+        ("attention_chunk_size", chunk, "chunked_attention layers: a token attends the earlier tokens of its chunk"),
+        ("sliding_window_pattern", pattern, "the chunked layers" if chunk else ""),
         ("mla", mla, "multi-head latent attention"),
         ("state", hybrid.state if hybrid is not None else None, "state layers: see sources.state"),
         ("shared_kv_layers", gemma3n_fields.get("shared_kv_layers") or None,
@@ -536,6 +544,8 @@ def _moe_fields(moe: MoeLayout | None, model_type: str) -> list[tuple[str, objec
                  "qwen2_moe": "decoder_sparse_step, mlp_only_layers",
                  "qwen3_moe": "decoder_sparse_step, mlp_only_layers",
                  "qwen3_5_moe_text": "none: every layer has experts",
+                 "granitemoehybrid": "none: every layer has experts",
+                 "llama4": "interleave_moe_layer_step", "llama4_text": "interleave_moe_layer_step",
                  "lfm2_moe": "num_dense_layers"}.get(model_type, "first_k_dense_replace")
     return [("experts", moe.experts, "routed experts per MoE layer"),
             ("experts_per_token", moe.experts_per_token, "num_experts_per_tok"),

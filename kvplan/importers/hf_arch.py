@@ -29,7 +29,7 @@ _RECURRENT = {
 # Keys only a state-space or hybrid config has: they catch a model_type the table above does not know.
 _STATE_KEYS = ("ssm_state_size", "mamba_d_state", "state_size", "ssm_cfg", "mamba_expand", "layers_block_type",
                "attn_layer_period", "hybrid_override_pattern", "linear_attn_config")
-_ATTENTION_LAYER_TYPES = {"full_attention", "sliding_attention"}
+_ATTENTION_LAYER_TYPES = {"full_attention", "sliding_attention", "chunked_attention"}
 
 
 def refuse_unpriceable(configs: list[dict], model_types: list[str], label: str) -> None:
@@ -60,13 +60,14 @@ def refuse_unpriceable(configs: list[dict], model_types: list[str], label: str) 
 
 # Mixtures of experts whose layout kvplan knows: routed experts of one width on the MoE layers, shared
 # experts of that width (DeepSeek), or a shared expert a multiple of it with a sigmoid gate (Qwen2-MoE);
-# gpt-oss's experts (intermediate_size wide, as Mixtral's) carry biases and its router a bias.
+# gpt-oss's experts (intermediate_size wide, as Mixtral's) carry biases and its router a bias; Granite-4.0-H's
+# experts are intermediate_size wide and its shared MLP (shared_intermediate_size) runs ungated beside them.
 PRICED_MOE = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_5_moe",
-              "qwen3_5_moe_text", "lfm2_moe")
+              "qwen3_5_moe_text", "lfm2_moe", "granitemoehybrid", "llama4", "llama4_text")
 # model_types with Qwen2-MoE's shared expert: shared_expert_intermediate_size wide, behind a sigmoid gate of H terms
 _SHARED_EXPERT_GATE = ("qwen2_moe", "qwen3_5_moe", "qwen3_5_moe_text")
 # model_types whose expert width is the config's intermediate_size (no moe_intermediate_size key)
-EXPERT_WIDTH_IS_INTERMEDIATE = ("gpt_oss", "mixtral")
+EXPERT_WIDTH_IS_INTERMEDIATE = ("gpt_oss", "mixtral", "granitemoehybrid", "llama4", "llama4_text")
 _EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
 _PER_TOKEN_KEY = "num_experts_per_tok"
 
@@ -121,6 +122,19 @@ def moe_layout(c: dict, model_type: str, layers: int, label: str, missing: list[
                                     "(shared_experts) of the routed experts' width"])
             shared, extra = shared_width // width, _whole_or_zero(c.get("hidden_size"))
             extra_what = f"shared-expert gate {extra:,}"
+    if model_type == "granitemoehybrid":
+        # GraniteMoeHybridDecoderLayer: block_sparse_moe (the routed experts) plus shared_mlp, one ungated SwiGLU
+        # MLP shared_intermediate_size wide (transformers models/granitemoehybrid/modeling_granitemoehybrid.py)
+        shared_width = _whole_or_zero(c.get("shared_intermediate_size"))
+        if shared_width and width:
+            if shared_width % width:
+                raise ProfileError([f"{label}: shared_intermediate_size {shared_width} is not a multiple of "
+                                    f"intermediate_size {width}: kvplan's profile counts shared experts "
+                                    "(shared_experts) of the routed experts' width"])
+            shared = shared_width // width
+    if model_type in ("llama4", "llama4_text"):
+        # Llama4TextMoe: one shared_expert, a Llama4TextMLP as wide as the routed experts (intermediate_size)
+        shared = 1
     if model_type == "deepseek_v3" and c.get("topk_method") == "noaux_tc":
         extra, extra_what = experts, f"e_score_correction_bias {experts}"  # one term per routed expert
     per_expert, per_expert_what = 0, ""
@@ -168,6 +182,10 @@ def _moe_layers(c: dict, model_type: str, layers: int) -> list[int]:
     if model_type in ("deepseek_v2", "deepseek_v3"):
         first, freq = int(c.get("first_k_dense_replace") or 0), int(c.get("moe_layer_freq") or 1)
         return [i for i in range(layers) if i >= first and i % freq == 0]
+    if model_type in ("llama4", "llama4_text"):
+        from kvplan.importers.hf_llama4 import moe_layers
+
+        return moe_layers(c, layers)
     if model_type == "lfm2_moe":  # Lfm2MoeDecoderLayer: a dense Lfm2MoeMLP below num_dense_layers (default 2)
         first = c.get("num_dense_layers", 2)
         first = first if isinstance(first, int) and not isinstance(first, bool) and first >= 0 else 2
@@ -176,5 +194,6 @@ def _moe_layers(c: dict, model_type: str, layers: int) -> list[int]:
 
 
 def _layout_keys(c: dict) -> str:
-    keys = ("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers", "num_dense_layers")
+    keys = ("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers", "num_dense_layers",
+            "interleave_moe_layer_step", "moe_layers")
     return ", ".join(f"{k} {c[k]}" for k in keys if c.get(k) not in (None, [], 0)) or "its layout keys"

@@ -280,11 +280,17 @@ def hybrid_params(c: dict, model_type: str, layout: HybridLayout, heads: int, kv
                     f"{conv}×{k}, dt_bias/A_log/D 3×{nh}{f', norm {di}' if norm else ''}, out_proj {di}×{h}) + attention; "
                     f"MLP 3×{h}×{inter}")
         elif model_type == "granitemoehybrid":
-            inter = int(c.get("shared_intermediate_size") or c["intermediate_size"])
             mixer = {"state": mamba, "attention": attn}
-            mlp, norms, final = 3 * h * inter, 2 * h, h
+            norms, final = 2 * h, h
             what = (f"Mamba2: in_proj {h}×({di}+{conv}+{nh}), conv {conv}×{k}, dt_bias/A_log/D 3×{nh}, norm {di}, "
-                    f"out_proj {di}×{h}; attention; shared MLP 3×{h}×{inter}")
+                    f"out_proj {di}×{h}; attention")
+            if moe is None:
+                inter = int(c.get("shared_intermediate_size") or c["intermediate_size"])
+                mlp = 3 * h * inter
+                what += f"; shared MLP 3×{h}×{inter}"
+            else:  # every layer: the routed experts and router (block_sparse_moe) plus the shared MLP
+                mlp, active_mlp, moe_what = _moe_block(moe, h)
+                what += f"; {moe_what} (the shared MLP {c.get('shared_intermediate_size')} wide as shared experts)"
         else:
             inter = int(c["intermediate_size"])
             mlp_only = 2 * h * inter + (inter + h if c.get("mlp_bias") else 0)

@@ -106,7 +106,8 @@ def schedule_from_fields(model) -> Schedule:
     when given, for both K and V of the full-attention layers — Gemma 4: transformers ``Gemma4TextAttention``
     takes ``global_head_dim`` on a layer that is not sliding, llama.cpp ``key_length`` vs ``key_length_swa``; MLA:
     one head of ``kv_lora_rank + qk_rope_head_dim`` K values and no V), its window from ``sliding_window`` on the
-    layers ``sliding_window_pattern`` names; the last ``shared_kv_layers`` layers are :class:`SharedKV` layers that read
+    layers ``sliding_window_pattern`` names (with ``attention_chunk_size`` instead, those layers attend in chunks of
+    it: ``chunked``); the last ``shared_kv_layers`` layers are :class:`SharedKV` layers that read
     their source's cache (:func:`shared_kv_sources`) and hold none."""
     from kvplan.engine.schedule import Attention, Feedforward, Parallel, SharedKV, compress
 
@@ -116,7 +117,8 @@ def schedule_from_fields(model) -> Schedule:
     state_layer = state_layer_of(state) if state is not None else None
     parallel = bool(getattr(state, "parallel_attention", False))
     feedforward = Feedforward()
-    window = model.sliding_window
+    chunk = getattr(model, "attention_chunk_size", None)
+    window = model.sliding_window if chunk is None else chunk
     pattern = model.sliding_window_pattern
     if isinstance(pattern, list):
         pattern = frozenset(pattern)
@@ -148,6 +150,8 @@ def schedule_from_fields(model) -> Schedule:
                 layer = Attention(n_kv, model.global_head_dim, model.global_head_dim, w)
             else:
                 layer = Attention(n_kv, model.head_dim, model.v_head_dim or model.head_dim, w)
+            if chunk is not None and local:  # attention_chunk_size: the pattern's layers attend in chunks
+                layer = layer.with_changes(chunked=True)
             made[key] = layer
         return layer
 

@@ -374,6 +374,7 @@ class Model(_Profile, ModelMethods):
     max_context: Tokens | None = None
     sliding_window: Tokens | None = None
     sliding_window_pattern: WindowPattern = "all"
+    attention_chunk_size: Tokens | None = None
     mla: Mla | None = None
     state: StateSpec | None = None
     shared_kv_layers: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=MAX_LAYERS)] = 0
@@ -501,6 +502,14 @@ class Model(_Profile, ModelMethods):
                                      "0-based)")
             if not value.parallel_attention and len(set(value.layers) | set(value.feedforward_layers)) >= layers:
                 raise ValueError("every layer is a state or feed-forward layer: give at least one attention layer")
+        return value
+
+    @field_validator("attention_chunk_size")
+    @classmethod
+    def _chunk_or_window(cls, value, info: ValidationInfo):
+        if value is not None and info.data.get("sliding_window") is not None:
+            raise ValueError("give sliding_window (a window) or attention_chunk_size (chunked attention), not both: "
+                             "sliding_window_pattern names the layers of either")
         return value
 
     @field_validator("sliding_window_pattern")

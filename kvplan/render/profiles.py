@@ -66,11 +66,12 @@ def _heads(m: Model) -> str:
 
 
 def _window(m: Model) -> str:
-    if not m.sliding_window:
+    chunk = getattr(m, "attention_chunk_size", None)
+    if not m.sliding_window and not chunk:
         return "—"
     pattern = m.sliding_window_pattern
     shown = pattern if isinstance(pattern, str) else f"{len(pattern)} layers"
-    return f"{m.sliding_window:,} ({shown})"
+    return f"chunks of {chunk:,} ({shown})" if chunk else f"{m.sliding_window:,} ({shown})"
 
 
 def _origin(row: dict) -> str:
@@ -211,7 +212,8 @@ def schedule_table(model) -> Table:
             continue
         if layer.kind == "parallel":  # attention and a state side by side: the attention's figures, both kinds named
             a = layer.attention
-            window = "global" if a.window_tokens is None else f"{a.window_tokens:,} tokens"
+            window = "global" if a.window_tokens is None else \
+                f"chunks of {a.window_tokens:,} tokens" if a.chunked else f"{a.window_tokens:,} tokens"
             t.add(span, f"attention + {_state_words(layer.state)}", str(a.kv_heads),
                   f"{a.k_head_dim} / {a.v_head_dim or '—'}", window)
             continue
@@ -225,7 +227,8 @@ def schedule_table(model) -> Table:
         kind = "attention" if layer.latent_rank is None else \
             f"attention, MLA latent {layer.latent_rank} + RoPE key {layer.k_head_dim - layer.latent_rank}"
         dims = f"{layer.k_head_dim} / {layer.v_head_dim or '—'}"
-        window = "global" if layer.window_tokens is None else f"{layer.window_tokens:,} tokens"
+        window = "global" if layer.window_tokens is None else \
+                f"chunks of {layer.window_tokens:,} tokens" if layer.chunked else f"{layer.window_tokens:,} tokens"
         t.add(span, kind, str(layer.kv_heads), dims, window)
     return t
 

@@ -20,6 +20,12 @@ def _swa_cells(v) -> str:
             f"n_ubatch {v['n_ubatch']}), 256) = {v['cells']:,} cells per stream")
 
 
+def _chunked_cells(v) -> str:
+    other = "" if v["profile_chunk"] == v["chunk"] else f"; not the profile's {v['profile_chunk']:,}"
+    return (f"chunked attention: {v['layers']} layers attend in chunks of {v['chunk']:,} (LLAMA_SWA_TYPE_CHUNKED, "
+            f"the loader's n_swa{other}), cached as the windowed layers")
+
+
 def _mla_latent(v) -> str:
     return (f"MLA latent cached (transformers ≥ {v['since']}): {v['kv_lora_rank']} + {v['qk_rope_head_dim']} "
             f"values per token per layer, {v['latent_bytes_per_token']:,} B/token; ≤ {v['before']} cached "
@@ -62,6 +68,7 @@ _WORDS = {
     "streams": _streams,
     "swa_full": lambda v: f"--swa-full: windowed layers get the full {v['cells']:,} cells",
     "swa_cells": _swa_cells,
+    "chunked_cells": _chunked_cells,
     "beyond_training": lambda v: (f"n_ctx_seq {v['n_ctx_seq']:,} exceeds the training context {v['n_ctx_train']:,} "
                                   "(llama.cpp only warns)"),
     # ollama (kvplan.caches.ollama)

@@ -71,6 +71,8 @@ ARCH_OF_MODEL_TYPE = {
     "gemma3n_text": "gemma3n",
     "gemma4": "gemma4",      # Gemma4Model (conversion/gemma.py), LLM_ARCH_GEMMA4
     "gemma4_text": "gemma4",
+    "llama4_text": "llama4",  # Llama4Model (conversion/llama.py), LLM_ARCH_LLAMA4
+    "llama4": "llama4",
 }
 
 # conversion/base.py prepare_tensors: tensors the converter keeps F32 whatever --outtype says (the router, the
@@ -421,6 +423,46 @@ class Spec:
             self.t(f"blk.{i}.ffn_gate_exps.weight", [E, F, n_exp])
             self.t(f"blk.{i}.ffn_up_exps.weight", [E, F, n_exp])
             self.t(f"blk.{i}.ffn_down_exps.weight", [F, E, n_exp])
+        self._head()
+
+    def build_llama4(self):
+        """llama_model_llama4::load_arch_hparams / load_arch_tensors (src/models/llama4.cpp, build 11434) as
+        conversion/llama.py Llama4Model writes the text model: feed_forward_length intermediate_size_mlp (the
+        converter swaps the two widths), expert_feed_forward_length intermediate_size, interleave_moe_layer_step, no
+        attention.sliding_window key (so the loader sets LLAMA_SWA_TYPE_CHUNKED, n_swa 8192, pattern 4); per MoE
+        layer a router (F32), 3-D experts and the shared expert (ffn_*_shexp, as wide as one expert); rope_freqs
+        [head_dim / 2] for the llama3 rope scaling (LlamaModel.generate_extra_tensors)."""
+        c, a = self.cfg, self.arch
+        self.base_kv()
+        n_exp, n_used, F = int(c["num_local_experts"]), int(c["num_experts_per_tok"]), int(c["intermediate_size"])
+        step = int(c.get("interleave_moe_layer_step") or 1)
+        self.k(f"{a}.vocab_size", self.n_vocab, "u32")
+        self.k(f"{a}.rope.dimension_count", self.head_dim, "u32")
+        self.k(f"{a}.attention.key_length", self.head_dim, "u32")
+        self.k(f"{a}.attention.value_length", self.head_dim, "u32")
+        self.k(f"{a}.expert_count", n_exp, "u32")
+        self.k(f"{a}.expert_used_count", n_used, "u32")
+        self.k(f"{a}.expert_feed_forward_length", F, "u32")
+        self.k(f"{a}.interleave_moe_layer_step", step, "u32")
+        self._embd()
+        rs = c.get("rope_scaling") or {}
+        if (rs.get("rope_type") or rs.get("type")) == "llama3":
+            self.t("rope_freqs.weight", [self.head_dim // 2], F32)
+        E = self.n_embd
+        for i in range(self.n_layer):
+            self.t(f"blk.{i}.attn_norm.weight", [E])
+            self._attn(i)
+            self.t(f"blk.{i}.ffn_norm.weight", [E])
+            if (i + 1) % step == 0:
+                self.t(f"blk.{i}.ffn_gate_inp.weight", [E, n_exp], F32)  # router kept F32 by the converter
+                self.t(f"blk.{i}.ffn_gate_exps.weight", [E, F, n_exp])
+                self.t(f"blk.{i}.ffn_up_exps.weight", [E, F, n_exp])
+                self.t(f"blk.{i}.ffn_down_exps.weight", [F, E, n_exp])
+                self.t(f"blk.{i}.ffn_gate_shexp.weight", [E, F])
+                self.t(f"blk.{i}.ffn_up_shexp.weight", [E, F])
+                self.t(f"blk.{i}.ffn_down_shexp.weight", [F, E])
+            else:
+                self._mlp(i)
         self._head()
 
     def build_smollm3(self):

@@ -92,8 +92,14 @@ class HybridSpec(make_gguf.Spec):
                 self.t(f"{b}.attn_v.weight", [e, kv])
                 self.t(f"{b}.attn_output.weight", [self.n_head * self.head_dim, e])
     def build_granitehybrid(self):
-        """src/models/granite-hybrid.cpp :: load_arch_hparams / load_arch_tensors (dense: expert_count 0)."""
-        a, s = self.arch, self.state
+        """src/models/granite-hybrid.cpp :: load_arch_hparams / load_arch_tensors (dense: expert_count 0; with
+        experts, as conversion/granite.py GraniteMoeModel writes them: feed_forward_length the experts' width,
+        expert_shared_feed_forward_length the shared MLP's, the router F32, ffn_*_exps and ffn_*_shexp)."""
+        a, s, p = self.arch, self.state, self.prof
+        n_exp, used = int(p.get("experts") or 0), int(p.get("experts_per_token") or 0)
+        if n_exp:
+            self.n_ff = int(p["expert_intermediate_size"])
+        f_sh = self.n_ff * int(p.get("shared_experts") or 0)
         recurrent = set(s["layers"])
         e, kv, hd = self.n_embd, self.n_head_kv * self.head_dim, self.head_dim
         nh, dh, g, ds, k = s["ssm_heads"], s["ssm_head_dim"], s["ssm_groups"], s["ssm_state_size"], s["conv_kernel_tokens"]
@@ -106,9 +112,11 @@ class HybridSpec(make_gguf.Spec):
                                ("attention.layer_norm_rms_epsilon", 1e-5, "f32"), ("rope.freq_base", 10000.0, "f32"),
                                ("ssm.conv_kernel", k, "u32"), ("ssm.inner_size", di, "u32"),
                                ("ssm.state_size", ds, "u32"), ("ssm.time_step_rank", nh, "u32"),
-                               ("ssm.group_count", g, "u32"), ("expert_count", 0, "u32"),
-                               ("expert_used_count", 0, "u32"), ("vocab_size", self.n_vocab, "u32")]:
+                               ("ssm.group_count", g, "u32"), ("expert_count", n_exp, "u32"),
+                               ("expert_used_count", used, "u32"), ("vocab_size", self.n_vocab, "u32")]:
             self.k(f"{a}.{key}", val, kind)
+        if n_exp and f_sh:
+            self.k(f"{a}.expert_shared_feed_forward_length", f_sh, "u32")
         self.t("token_embd.weight", [e, self.n_vocab])
         self.t("output_norm.weight", [e])
         if not self.tied:
@@ -131,6 +139,16 @@ class HybridSpec(make_gguf.Spec):
                 self.t(f"{b}.attn_v.weight", [e, kv])
                 self.t(f"{b}.attn_output.weight", [self.n_head * hd, e])
             self.t(f"{b}.ffn_norm.weight", [e])
+            if n_exp:
+                self.t(f"{b}.ffn_gate_inp.weight", [e, n_exp], F32)
+                self.t(f"{b}.ffn_gate_exps.weight", [e, self.n_ff, n_exp])
+                self.t(f"{b}.ffn_up_exps.weight", [e, self.n_ff, n_exp])
+                self.t(f"{b}.ffn_down_exps.weight", [self.n_ff, e, n_exp])
+                if f_sh:
+                    self.t(f"{b}.ffn_gate_shexp.weight", [e, f_sh])
+                    self.t(f"{b}.ffn_up_shexp.weight", [e, f_sh])
+                    self.t(f"{b}.ffn_down_shexp.weight", [f_sh, e])
+                continue
             self.t(f"{b}.ffn_gate.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_up.weight", [e, self.n_ff])
             self.t(f"{b}.ffn_down.weight", [self.n_ff, e])

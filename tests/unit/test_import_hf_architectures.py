@@ -198,11 +198,12 @@ def test_a_moe_layout_the_profile_cannot_hold_is_refused():
 
 
 def test_a_moe_of_unknown_layout_is_refused_not_counted_dense():
-    config = {**LLAMA_2_7B, "model_type": "llama4_text", "num_local_experts": 16, "num_experts_per_tok": 1}
+    config = {**LLAMA_2_7B, "model_type": "olmoe", "num_local_experts": 16, "num_experts_per_tok": 1}
     problem = _problem(lambda: profile_from_hf_config(config, name="x", where="c.json"))
-    assert problem.startswith("c.json: a mixture of experts (num_local_experts 16) of model_type 'llama4_text', "
+    assert problem.startswith("c.json: a mixture of experts (num_local_experts 16) of model_type 'olmoe', "
                               "whose expert layout kvplan does not know (it knows deepseek_v2, deepseek_v3, "
-                              "gpt_oss, mixtral, qwen2_moe, qwen3_moe, qwen3_5_moe, qwen3_5_moe_text, lfm2_moe)")
+                              "gpt_oss, mixtral, qwen2_moe, qwen3_moe, qwen3_5_moe, qwen3_5_moe_text, lfm2_moe, "
+                              "granitemoehybrid, llama4, llama4_text)")
 
 
 def test_given_params_keeps_the_expert_fields():

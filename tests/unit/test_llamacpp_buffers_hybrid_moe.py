@@ -10,8 +10,9 @@ Data (``llama_get_memory_breakdown()`` CPU compute bytes, llama.cpp build 11434,
   contexts 512…32768, -ub 512, flash attention on, f16 and q8_0 caches, unified or not, library ``n_outputs_max``.
 
 Gemma 3n (``buffers/gemma-3n-e2b.json`` and ``models2026/gemma-3n-e{2,4}b.json``), Falcon-H1
-(``buffers/falcon-h1-0.5b.json``) and Gemma 4 E2B (``buffers/gemma-4-e2b.json``, ``models2026/gemma-4-e2b.json``) were
-measured the same way on build 11434.
+(``buffers/falcon-h1-0.5b.json``), Gemma 4 E2B (``buffers/gemma-4-e2b.json``, ``models2026/gemma-4-e2b.json``) and
+Granite-4.0-H-Tiny (``state/`` and ``buffers/granite-4.0-h-tiny.json``: the MoE with its shared MLP beside Mamba2,
+weight-less GGUF from ``make_hybrid_gguf.py``) were measured the same way on build 11434.
 
 Issue #23 asks for 5 % or 8 MiB; every row is equal to the byte. Also here: the dense phi-4-mini and smollm3-3b
 (``models2026/``) and gemma-3-4b with ``--swa-full`` (``buffers/gemma-3-4b.json``), measured on the same build.
@@ -42,6 +43,8 @@ FILES = (
     # Gemma 4 E2B (src/models/gemma4.cpp, llamacpp_graph._gemma4): 256- and 512-wide heads, per-layer embeddings,
     # shared-KV layers, --grid hybrid
     + [("buffers", "gemma-4-e2b")] + [("models2026", "gemma-4-e2b")]  # and the state grid's f16 / q8_0 rows
+    # Granite-4.0-H-Tiny (granite-hybrid.cpp build_layer_ffn: build_moe_ffn plus the shared MLP beside Mamba2)
+    + [("state", "granite-4.0-h-tiny"), ("buffers", "granite-4.0-h-tiny")]
 )
 
 
@@ -94,9 +97,9 @@ def test_compute_buffer_equals_build_11434(catalog, model, p, measured, request)
 
 
 def test_the_data_covers_the_grid():
-    assert len(_runs(("state", "models2026"))) == 11 * 36  # 8 models + Gemma 3n E2B and E4B + Gemma 4 E2B
+    assert len(_runs(("state", "models2026"))) == 12 * 36  # 8 models + Gemma 3n E2B, E4B + Gemma 4 E2B + Granite-H-Tiny
     runs = [r.values[1] for r in _runs(("buffers",))]
-    assert len(runs) == 10 * 32  # 7 models + gemma-3n-e2b + falcon-h1-0.5b + gemma-4-e2b
+    assert len(runs) == 11 * 32  # 7 models + gemma-3n-e2b + falcon-h1-0.5b + gemma-4-e2b + granite-4.0-h-tiny
     assert {p["flash_attn"] for p in runs} == {False, True}
     assert {p["n_ubatch"] for p in runs} == {256, 512, 1024}
     assert {p["n_seq_max"] for p in runs} == {1, 4}
@@ -178,8 +181,14 @@ def test_a_gemma4_with_experts_or_without_per_layer_embeddings_is_still_refused(
         assert unpriced_because(m).kind == "gemma4_graph_unmodelled"
 
 
-def test_a_granite_hybrid_with_experts_is_still_refused():
-    profile = {"architecture": "granitemoehybrid", "layers": 4, "experts": 8,
+def test_a_granite_hybrid_with_experts_builds_the_moe_ffn(catalog):
+    g = dict(lb.layer_graph_of(catalog.model("granite-4.0-h-tiny").profile))
+    # granite-hybrid.cpp build_layer_ffn: build_moe_ffn(…, LLM_FFN_SILU, norm_w true, …, SOFTMAX) on every layer,
+    # beside 36 Mamba2 and 4 attention mixers; the shared MLP is the graph's F_shared (2 × 512 = 1,024)
+    assert g["ffns"] == ("moe",) * 40 and (g["moe_gating"], g["moe_norm_w"]) == ("softmax", True)
+    assert g["mixers"].count("mamba2") == 36 and g["mixers"].count("attn") == 4
+    # leading dense layers are not a Granite layout: such a profile's graph is not modelled
+    profile = {"architecture": "granitemoehybrid", "layers": 4, "experts": 8, "dense_layers": 1,
                "state": {"mixer": "mamba2", "layers": [0, 1, 2], "conv_kernel_tokens": 4, "ssm_heads": 8,
                          "ssm_head_dim": 64, "ssm_groups": 1, "ssm_state_size": 128}}
     assert lb.layer_graph_of(profile) is None

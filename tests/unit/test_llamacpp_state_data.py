@@ -51,8 +51,10 @@ MIB = 2**20
 #   + s: 128 × (32 · 128) × 4 = 2,097,152 B) = 30 × 2,195,456 = 65,863,680 B
 STATE_PER_CELL = {"lfm2-1.2b": 163_840, "synthetic-granitemoehybrid": 14_515_200, "synthetic-qwen3_5_text": 6_733_824,
                   "synthetic-nemotron_h": 4_390_912, "qwen3.5-2b": 20_201_472, "granite-4.0-h-1b": 58_060_800,
+                  "granite-4.0-h-tiny": 58_060_800,
                   "nemotron-nano-9b-v2": 145_539_072, "falcon-h1-0.5b": 29_085_696, "qwen3.5-35b-a3b": 65_863_680}
-BUILT_IN = ("lfm2-1.2b", "qwen3.5-2b", "granite-4.0-h-1b", "nemotron-nano-9b-v2", "falcon-h1-0.5b", "qwen3.5-35b-a3b")
+BUILT_IN = ("lfm2-1.2b", "qwen3.5-2b", "granite-4.0-h-1b", "nemotron-nano-9b-v2", "falcon-h1-0.5b", "qwen3.5-35b-a3b",
+            "granite-4.0-h-tiny")
 # KV bytes per cell by hand at f16: falcon-h1-0.5b 36 layers × 2 × 2 heads × 64 × 2 B = 18,432;
 # qwen3.5-35b-a3b 10 layers × 2 × 2 heads × 256 × 2 B = 20,480 (q8_0: 34 B per 32 values, × 34/64)
 KV_PER_CELL_F16 = {"falcon-h1-0.5b": 18_432, "qwen3.5-35b-a3b": 20_480}

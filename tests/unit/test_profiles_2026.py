@@ -97,8 +97,19 @@ def test_params_active_of_the_mixture_of_experts(name, active):
     assert Catalog().model(name).profile.params_active == active == 3_353_032_704
 
 
-def test_granite_4_h_tiny_is_refused_by_name():
-    # Granite-4.0-H-Tiny routes 64 experts (6 per token) beside its Mamba2 layers; kvplan knows no
-    # granitemoehybrid expert layout, so the importer refuses it rather than price it as dense
-    with pytest.raises(ProfileError, match=r"num_local_experts 64\) of model_type 'granitemoehybrid'"):
-        profile_from_hf_file(DATA / "hf_configs_other" / "granite-4.0-h-tiny.json")
+def test_granite_4_h_tiny_imports_its_experts():
+    # Granite-4.0-H-Tiny routes 6 of 64 experts (intermediate_size 512) beside a 1,024-wide shared MLP on every
+    # layer (GraniteMoeHybridMoE + GraniteMoeHybridSharedMLP): the shared MLP is 2 experts of that width
+    m = profile_from_hf_file(DATA / "hf_configs_other" / "granite-4.0-h-tiny.json").model
+    assert (m.experts, m.experts_per_token, m.expert_intermediate_size, m.shared_experts, m.dense_layers) == \
+        (64, 6, 512, 2, 0)
+    h, expert = 1536, 3 * 1536 * 512  # one expert: gate, up, down 3 × 1,536 × 512 = 2,359,296
+    mamba = 1536 * (3072 + 3328 + 48) + 3328 * 4 + 3328 + 3 * 48 + 3072 + 3072 * 1536  # 14,642,576
+    attention = 1536 * 1536 + 2 * 1536 * 512 + 1536 * 1536  # 6,291,456
+    mlp = 66 * expert + 64 * h  # 64 routed + 2 shared-width experts + router = 155,811,840
+    total = 100_352 * h + h + 36 * (mamba + mlp + 2 * h) + 4 * (attention + mlp + 2 * h)
+    assert m.params == total == 6_939_037_248
+    # a token runs 6 routed experts + the shared MLP: 40 layers × (66 − 8) experts fewer
+    assert m.params_active == total - 40 * 58 * expert == 1_465_470_528
+    built_in = Catalog().model("granite-4.0-h").profile  # the alias people type
+    assert (built_in.params, built_in.params_active, built_in.schedule) == (m.params, m.params_active, m.schedule)
