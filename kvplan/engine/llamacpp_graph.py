@@ -565,7 +565,8 @@ def _mtp(s, fa):
     g = b.g
     # inputs in the order the graph's nodes first read them
     tokens = g.input(T * I32)
-    h = g.input(_f32(E, T))
+    # the hidden rows: an f32 [E, T] input its RMS_NORM runs in place on (one consumer, the same layout)
+    h = g.input(_f32(E, T), layout=_f32(E, T))
     k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
     pos = g.input(T * I32 * s.get("n_pos", 1))
     v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
@@ -574,7 +575,7 @@ def _mtp(s, fa):
              g.input(n_kv * T * (F16 if fa else F32)), n_kv)
     out_ids = g.input(b.O * I32)
     e_norm = b.rms_norm(g.op(_f32(E, T), tokens), E)  # GET_ROWS, then nextn.enorm
-    h_norm = b.rms_norm(h, E)  # nextn.hnorm of the hidden rows (an input: a new tensor, its MUL in place)
+    h_norm = b.rms_norm(h, E)  # nextn.hnorm of the hidden rows, in place on the input
     concat = g.op(_f32(2 * E, T), e_norm, h_norm)  # CONCAT along dim 0
     inp_sa = b.mm(E, concat)  # nextn.eh_proj
     cur = b.rms_norm(inp_sa, E)
