@@ -131,7 +131,8 @@ KNOBS: tuple[Knob, ...] = (
          "tokens (4096, 4k).", noun="a window", json_key="sliding_window"),
     Knob("draft", "--draft", "model", "Draft model for speculative decoding, named as --model is (llama-3.2-1b): "
          "its weights and its KV cache are resident beside the model's (llama.cpp -md); it must share the model's "
-         "vocabulary.", json_key=None),
+         "vocabulary. 'mtp': the model's own multi-token-prediction head (llama.cpp --spec-type draft-mtp; a model "
+         "with mtp_layers).", json_key=None),
     Knob("draft_max_tokens", "--draft-max", "count", "Tokens the draft proposes per step (llama.cpp build 11434: "
          "--spec-draft-n-max, default 3).", default=3, minimum=1, maximum=1024, json_key=None),
     Knob("acceptance_rate", "--acceptance", "fraction", "Per-token acceptance rate of the draft's tokens, above 0 "

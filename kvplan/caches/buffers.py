@@ -153,3 +153,21 @@ def buffer_groups(spec, ctx, sequences):
     cells = -(-per_stream // lb.KV_PAD) * lb.KV_PAD
     ubatch = np.minimum(spec.ubatch, np.minimum(spec.batch, ctx))
     return np.stack([ubatch, cells, sequences, (ctx > 0).astype(np.int64)])
+
+
+def mtp_compute_bytes(spec, model, n_ctx: int, sequences: int, type_k: str = "f16", type_v: str = "f16") -> int | None:
+    """The compute buffer of ``model``'s MTP context (``--spec-type draft-mtp``) of ``n_ctx`` cells (the target's
+    padded ``-c``) for ``-np sequences``, its cache types ``type_k``/``type_v`` (``-ctkd``/``-ctvd``): the reserve
+    graph of ``graph_mtp`` (one dense gated attention block and the output head; :func:`kvplan.engine.
+    llamacpp_graph._mtp`) replayed through the allocator; None for a profile without the shape, or a MoE MTP
+    block (its graph is not modelled) [bytes]."""
+    if missing_shape_fields(model) or getattr(model, "experts", None):
+        return None
+    d_v = getattr(model, "v_head_dim", None) or model.head_dim
+    kv_heads = model.kv_heads if isinstance(model.kv_heads, int) else max(model.kv_heads)
+    return int(lb.compute_buffer_bytes(
+        n_ctx, spec.ubatch, spec.batch, flash_attn_on(spec), int(sequences), spec.kv_unified, 1,
+        model.attention_heads, kv_heads, model.head_dim, d_v, model.hidden_size, model.intermediate_size,
+        getattr(model, "gguf_vocab_size", None) or model.vocab_size, graph="mtp", type_k=type_k, type_v=type_v,
+        n_outputs=lb.reserved_outputs(spec.build, int(sequences)), build=spec.build,
+        layer_graph=(("n_pos", 4),)))

@@ -57,7 +57,7 @@ UNQUANTIZED = ("f32", "f16", "bf16")
 
 #: graph families: how llama.cpp's build function for an architecture lays out
 #: attention (``src/models/<arch>.cpp``, ``llm_build_*``)
-GRAPHS = ("llama", "gemma", "phi3", "mla", "layers", "gemma3n", "gemma4")
+GRAPHS = ("llama", "gemma", "phi3", "mla", "layers", "gemma3n", "gemma4", "mtp")
 
 def _pad(x, n):
     return ((x + n - 1) // n) * n
@@ -351,6 +351,10 @@ def compute_buffer_bytes(
         "b11434": build == "b11434",
         "scale_rows": bool(scale_rows),
     }
+    if graph == "mtp":  # an MTP context (src/models/qwen35.cpp graph_mtp): llamacpp_graph._mtp
+        shape.update(dict(layer_graph or ()))
+        g = llamacpp_graph.reserve_graph(shape, bool(flash_attn))
+        return ggml_alloc.largest_tensor_bytes(g) if floor else ggml_alloc.peak_bytes(g)
     if graph in ("gemma3n", "gemma4"):  # src/models/gemma3n.cpp, gemma4.cpp: the whole graph is replayed
         shape.update(dict(layer_graph or ()))
         if graph == "gemma4":  # each cache's K rotation follows its layers' head width (sliding, then full)

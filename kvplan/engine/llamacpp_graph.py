@@ -561,6 +561,45 @@ def _mla(s, fa):
     return g
 
 
+def _mtp(s, fa):
+    """Qwen3.5's MTP draft graph (build 11434 ``src/models/qwen35.cpp`` ``graph_mtp``), the worst case an MTP
+    context reserves: the token rows (GET_ROWS of ``token_embd``) and the target's hidden rows (input ``h``
+    [E, T]) each RMS-normed, concatenated [2E, T], projected by ``nextn.eh_proj`` to [E, T]; one gated
+    full-attention block (:func:`_attention`) and its MLP, as the trunk's attention layers; the head norm
+    (``t_h_nextn``, an output) over every row; then the output rows (GET_ROWS) and the logits [V, O].
+    The token path is the reserve's (``ubatch.token`` set): ``inp->embd`` is in no node and not allocated."""
+    T, E, F, V = s["T"], s["E"], s["F"], s["V"]
+    b = _B(T, s.get("O"))
+    g = b.g
+    # inputs in the order the graph's nodes first read them
+    tokens = g.input(T * I32)
+    # the hidden rows: an f32 [E, T] input its RMS_NORM runs in place on (one consumer, the same layout)
+    h = g.input(_f32(E, T), layout=_f32(E, T))
+    k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
+    pos = g.input(T * I32 * s.get("n_pos", 1))
+    v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
+    n_kv = s["caches"][0]
+    group = (g.input(T * I64), g.input(T * I64 if fa else s["Hk"] * s["Dv"] * T * I64),
+             g.input(n_kv * T * (F16 if fa else F32)), n_kv)
+    out_ids = g.input(b.O * I32)
+    e_norm = b.rms_norm(g.op(_f32(E, T), tokens), E)  # GET_ROWS, then nextn.enorm
+    h_norm = b.rms_norm(h, E)  # nextn.hnorm of the hidden rows, in place on the input
+    concat = g.op(_f32(2 * E, T), e_norm, h_norm)  # CONCAT along dim 0
+    inp_sa = b.mm(E, concat)  # nextn.eh_proj
+    cur = b.rms_norm(inp_sa, E)
+    attn = _attention(b, s, cur, group, pos, k_rot, v_rot, fa, gated=True)
+    x = b.add(b.mm(E, attn), inp_sa, E)  # attn_output, + the residual
+    cur = b.rms_norm(x, E)  # post_attention_norm
+    gate, up = b.mm(F, cur), b.mm(F, cur)
+    x = b.add(b.mm(E, g.op(_f32(F, T), gate, up)), x, E)  # SWIGLU, ffn_down, + the residual
+    x = g.op(_f32(E, T), x, inplace=True)  # the head norm (shared_head_norm or output_norm)
+    x = g.op(_f32(E, T), x, inplace=True, output=True)  # its weight: t_h_nextn
+    b.T = b.O
+    x = g.op(_f32(E, b.T), x, out_ids)  # GET_ROWS of the output rows
+    g.op(_f32(V, b.T), x, output=True)  # result_output
+    return g
+
+
 def reserve_graph(s, fa):
     """The compute-buffer tensors of the reserve graph (a :class:`~kvplan.engine.ggml_alloc.Graph`).
 
@@ -582,6 +621,8 @@ def reserve_graph(s, fa):
     """
     if s.get("graph") == "mla":
         g = _mla(s, fa)
+    elif s.get("graph") == "mtp":
+        g = _mtp(s, fa)
     elif s.get("graph") == "gemma3n":
         g = _gemma3n(s, fa)
     elif s.get("graph") == "gemma4":

@@ -226,11 +226,12 @@ def _mixture_type(t: Tensor, ftype: str, new: str, s: ModelShape) -> str:
         return new if new == "q8_0" else "q6_K"
     if cat == "attn_v":
         index, count, _ = _counters(s)
-        return _attn_v_type(ftype, new, index.get(t.name, t.layer), count or s.layers, s)
+        return _attn_v_type(ftype, new, index.get(t.name, t.layer), count or s.layers + s.mtp_layers, s)
     if cat == "attn_k":
         return "q8_0" if s.n_expert == 8 else new
     if cat == "ffn_down":
-        return _ffn_down_type(ftype, new, _counters(s)[2].get(t.name, t.layer), s.layers)
+        # n_ffn_down = hparams.n_layer_all: the MTP blocks count (src/llama-quant.cpp line 940)
+        return _ffn_down_type(ftype, new, _counters(s)[2].get(t.name, t.layer), s.layers + s.mtp_layers)
     if cat == "attn_output":
         return _attn_output_type(ftype, new, s)
     return new  # token_embd (untied), attn_q, ffn_gate, ffn_up, other: the base type

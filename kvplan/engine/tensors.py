@@ -56,8 +56,16 @@ by llama-cpp-python 0.3.36):
     ``ssm_dt.bias`` and ``ssm_a`` [value_heads], ``ssm_beta`` / ``ssm_alpha`` [h, value_heads],
     ``ssm_norm`` [value_head_dim], ``ssm_out`` [v, h]; its attention layers' ``attn_q`` holds the query and its
     output gate [h, 2 · heads · head_dim], and ``post_attention_norm`` is the FFN's input norm. Build 11434's
-    converter also writes the multi-token-prediction block as an extra block unless ``--no-mtp``: it is not
-    in this inventory (nor in the profile's params).
+    converter also writes the multi-token-prediction block as an extra block unless ``--no-mtp``: in this
+    inventory only when the shape's ``mtp_layers`` says so (below).
+
+* the multi-token-prediction (MTP) block of Qwen3.5 (build 11434 ``conversion/qwen.py`` ``_QwenMtpMixin``:
+  ``mtp.layers.0.*`` renamed to block ``layers`` (the first after the trunk), ``mtp.fc`` → ``nextn.eh_proj``
+  [2h, h], ``mtp.pre_fc_norm_embedding`` / ``_hidden`` → ``nextn.enorm`` / ``nextn.hnorm``, ``mtp.norm`` →
+  ``nextn.shared_head_norm``; ``src/models/qwen35.cpp`` ``load_block_mtp``): a gated full-attention block with
+  the trunk's MLP (no ``nextn.embed_tokens`` / ``shared_head_head``: the trunk's ``token_embd`` and output
+  serve it). llama-quantize types it by the trunk's rules (its attn_v and ffn_down count in
+  ``n_attention_wv`` and ``n_layer_all``; measured, tests/data/llamacpp/quant/qwen3.5-2b-mtp.json.gz).
 
   - Falcon-H1 (``falcon-h1``, ``src/models/falcon-h1.cpp``; ``conversion/falcon_h1.py`` over Mamba2Model): every
     block holds the Mamba2 mixer (no ``ssm_norm``: mamba_rms_norm false), the attention and the MLP; its FFN norm
@@ -157,6 +165,7 @@ class ModelShape:
     linear_key_head_dim: int = 0
     linear_value_heads: int = 0
     linear_value_head_dim: int = 0
+    mtp_layers: int = 0  # multi-token-prediction blocks after the trunk's layers (the GGUF's nextn_predict_layers)
 
     @property
     def arch(self) -> str:
@@ -472,6 +481,37 @@ def _hybrid_block(s: ModelShape, i: int) -> list[Tensor]:
     return out + attn
 
 
+def _mtp_block(s: ModelShape, i: int) -> list[Tensor]:
+    """One MTP block (block ``i`` ≥ ``s.layers``): Qwen3.5's gated attention block, its FFN and the nextn
+    tensors (src/models/qwen35.cpp load_block_mtp)."""
+    if s.arch != "qwen35":
+        raise ValueError(f"no tensor layout for the MTP block of architecture {s.architecture!r}; known: qwen35")
+    h = s.hidden
+    block = [t for t in _hybrid_block(ModelShape(**{**s.__dict__, "state_layers": ()}), i)]
+    return block + [_blk(i, "nextn.eh_proj.weight", (2 * h, h), "linear"),
+                    _blk(i, "nextn.enorm.weight", (h,), "norm"), _blk(i, "nextn.hnorm.weight", (h,), "norm"),
+                    _blk(i, "nextn.shared_head_norm.weight", (h,), "norm")]
+
+
+def mtp_tensors(shape: ModelShape) -> tuple[Tensor, ...]:
+    """The tensors of the model's MTP blocks (blocks ``layers`` … ``layers + mtp_layers − 1``).
+
+    Parameters
+    ----------
+    shape : ModelShape
+        The model's shapes, ``mtp_layers`` ≥ 0.
+
+    Returns
+    -------
+    tuple of Tensor
+        Empty when ``mtp_layers`` is 0.
+    """
+    out: list[Tensor] = []
+    for i in range(shape.layers, shape.layers + shape.mtp_layers):
+        out += _mtp_block(shape, i)
+    return tuple(out)
+
+
 def has_output_tensor(shape: ModelShape) -> bool:
     """True when the GGUF holds a separate ``output.weight`` (untied, and not gemma2, whose converter drops it).
 
@@ -519,7 +559,10 @@ def tensor_inventory(shape: ModelShape, layout: str = "gguf") -> tuple[Tensor, .
                              f"the shape names {shape.state_mixer or 'none'}")
         for i in range(shape.layers):
             tensors += _hybrid_block(shape, i)
+        tensors += mtp_tensors(shape)
         return tuple(sorted(tensors, key=_sort_key))
+    if shape.mtp_layers:
+        raise ValueError(f"no tensor layout for the MTP block of architecture {shape.architecture!r}; known: qwen35")
     if shape.state_mixer:
         raise ValueError(f"no tensor layout for {shape.state_mixer} state layers in architecture "
                          f"{shape.architecture!r}; known hybrids: {', '.join(sorted(STATE_MIXER))}")

@@ -52,6 +52,14 @@ from kvplan.profiles.spec import layer_count_problem
 _BUILTIN_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4, "gpt-oss": 2}
 
 
+def _block_number(name: str) -> int:
+    """The block of a GGUF tensor name (``blk.24.attn_q.weight`` → 24; -1 outside blocks)."""
+    if not name.startswith("blk."):
+        return -1
+    part = name.split(".", 2)[1]
+    return int(part) if part.isdigit() else -1
+
+
 def _read_file(path: str | Path) -> tuple[dict, list[tuple], list[str]]:
     """``(metadata, tensors, notes)`` of a local GGUF file, read by kvplan's header parser (the one ``--model
     x.gguf`` and Hub GGUFs use, so all three accept the same files); a file that is not a readable GGUF is
@@ -329,8 +337,16 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         window_note = "no sliding window in the GGUF metadata"
     pattern = window_pattern(local, layers)
 
-    n_elements = sum(t[1] for t in tensors)
-    n_bytes = sum(t[2] for t in tensors)
+    # the MTP blocks after the trunk (nextn_predict_layers: Qwen3.5's converter writes them unless --no-mtp):
+    # llama.cpp skips their tensors unless MTP speculative decoding is on (src/models/qwen35.cpp, TENSOR_SKIP), so
+    # params and weights are the trunk's and the blocks' bytes are mtp_weights
+    mtp_layers = (_int(meta, k + "nextn_predict_layers", where, required=False, minimum=0) or 0
+                  if arch in ("qwen35", "qwen35moe", "qwen3next") else 0)
+    mtp_tensors = [t for t in tensors if _block_number(t[0]) >= layers] if mtp_layers else []
+    trunk = [t for t in tensors if _block_number(t[0]) < layers] if mtp_layers else tensors
+    mtp_bytes = sum(t[2] for t in mtp_tensors)
+    n_elements = sum(t[1] for t in trunk)
+    n_bytes = sum(t[2] for t in trunk)
     tied = bool(tensors) and not any(t[0] == "output.weight" for t in tensors)
     params_active = None
     if params is None:
@@ -339,7 +355,10 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
             raise ProfileError([FieldText("params", f"{where}: the file lists no tensors, so kvplan cannot count its "
                                           "parameters: import it with a parameter count ({params}) and use that "
                                           "profile")])
-        params, params_note = n_elements, f"sum of the {len(tensors)} tensor shapes in the GGUF header: {n_elements:,}"
+        params, params_note = n_elements, f"sum of the {len(trunk)} tensor shapes in the GGUF header: {n_elements:,}"
+        if mtp_tensors:
+            params_note += (f" (the {len(mtp_tensors)} tensors of the MTP block, blocks {layers} and on, "
+                            f"{sum(t[1] for t in mtp_tensors):,} values, are not counted: mtp_weights)")
         params_active, active_note = _active_params(meta, tensors, arch, params, notes, where)
         if active_note:
             params_note += f"; {active_note}"
@@ -399,7 +418,11 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         ("weight_type", weight_type, type_note),
         ("weight_bits", weight_bits, bits_note),
         ("weights", None if weights is None else f"{weights} B",
-         "this file's tensor bytes (exact; wins over weight_type and weight_bits)"),
+         "this file's tensor bytes (exact; wins over weight_type and weight_bits)"
+         + (", but its MTP block's" if mtp_tensors else "")),
+        ("mtp_layers", mtp_layers or None, "nextn_predict_layers: multi-token-prediction blocks after the layers"),
+        ("mtp_weights", f"{mtp_bytes} B" if mtp_tensors and weights is not None else None,
+         "this file's MTP tensor bytes (loaded only for MTP speculative decoding)"),
         ("kv_bits", 16, "fp16 KV cache"),
         ("sources", {"config": f"{Path(where).name} (GGUF header, imported by kvplan)", "params": params_note,
                      "weights": weights_note, "sliding_window": window_note,

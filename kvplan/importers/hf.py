@@ -455,6 +455,7 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
         ("vocab_size_per_layer_input", gemma3n_fields.get("vocab_size_per_layer_input"),
          "rows of the per-layer embedding table"),
         *_moe_fields(moe, model_type),
+        ("mtp_layers", _mtp_layers(c, label), "mtp_num_hidden_layers: multi-token-prediction layers, not in layers"),
         *(_released_weights(config, model_type) if weight_bits is None and weight_type is None
           else weight_fields(weight_bits, weight_type)),
         ("kv_bits", 16, "fp16 KV cache"),
@@ -468,6 +469,22 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     header = [f"Model profile imported by 'kvplan import hf' from {where}.",
               "Check every figure against the model card, then run 'kvplan profiles validate'."]
     return finish(fields, header, label, notes, keys=_source_keys(c, model_type, moe, head_note), place=place)
+
+
+def _mtp_layers(c: dict, label: str) -> int | None:
+    """``mtp_num_hidden_layers`` (Qwen3.5 / Qwen3.6, Qwen3-Next's converter counts the checkpoint's ``mtp.*``
+    tensors instead): the MTP blocks llama.cpp's converter writes after the trunk unless ``--no-mtp``; None when
+    the config has none."""
+    from kvplan.importers.common import whole_count
+
+    value = c.get("mtp_num_hidden_layers")
+    if value is None:
+        return None
+    try:
+        n = whole_count(value, minimum=0)
+    except ValueError as exc:
+        raise ProfileError([f"{label}: mtp_num_hidden_layers: {exc}"]) from None
+    return n or None
 
 
 def _vision_encoder(config: dict, place: str) -> dict | None:

@@ -24,6 +24,7 @@ The draft's weights are its profile's own (its ``weight_type`` / ``weight_bits``
 
 from __future__ import annotations
 
+from kvplan.plan.mtp_head import is_mtp
 from kvplan.plan.parts import ResidentPart
 from kvplan.plan.scenario import Scenario
 
@@ -54,7 +55,7 @@ def draft_parts(s: Scenario, pricer) -> tuple[ResidentPart, ...]:
     of scenario ``s``; () without a draft. Plain decode reads none of them (their ``read_bytes_of`` is 0: a decode
     step of the target alone); one step of the draft reads its weights and its whole cache
     (``draft_step_read_bytes_of``), which :func:`kvplan.plan.core.speculative_at` prices."""
-    if s.draft is None:
+    if s.draft is None or is_mtp(s.draft):  # the model's own MTP head: kvplan.plan.mtp
         return ()
     ds = draft_scenario(s)
     weights, weights_read, bits, pricing = pricer.weights(ds)

@@ -222,11 +222,15 @@ DRAFT_VOCAB_MAX_DIFFERENCE = 128
 def _check_draft(s: Scenario) -> None:
     """The draft knobs, checked once: a draft model profile (a name resolved here) whose vocabulary llama.cpp would
     accept beside the model's, a whole number of draft tokens, an acceptance rate in (0, 1), a cache type."""
-    if isinstance(s.draft, str):
+    from kvplan.plan.mtp_head import MTP_HEAD, is_mtp
+
+    if is_mtp(s.draft):  # the model's own MTP head (kvplan.plan.mtp): no other model, no vocabulary to compare
+        object.__setattr__(s, "draft", MTP_HEAD)
+    elif isinstance(s.draft, str):
         from kvplan.profiles.catalog import Catalog
 
         object.__setattr__(s, "draft", Catalog().model(s.draft).profile)
-    if s.draft is not None and not all(hasattr(s.draft, attr) for attr in ("layers", "head_dim")):
+    if s.draft is not None and not is_mtp(s.draft) and not all(hasattr(s.draft, attr) for attr in ("layers", "head_dim")):
         raise FieldError("draft", f"expected a model profile or its name, got {type(s.draft).__name__}")
     _check_count("draft_max_tokens", s.draft_max_tokens, minimum=1)
     if s.acceptance_rate is not None and (isinstance(s.acceptance_rate, bool)
@@ -242,6 +246,11 @@ def _check_draft(s: Scenario) -> None:
         for name in ("acceptance_rate", "draft_kv_type"):
             if getattr(s, name) is not None:
                 raise FieldError((name, "draft"), "prices a draft model; give the draft too", lead=" without ")
+        return
+    if is_mtp(s.draft):
+        if not (getattr(s.model, "mtp_layers", 0) or 0):
+            raise FieldError("draft", f"{s.model.name} has no multi-token-prediction layers (its profile's "
+                             "mtp_layers is 0): there is no MTP head to draft with")
         return
     target, draft = getattr(s.model, "vocab_size", None), getattr(s.draft, "vocab_size", None)
     if target and draft and abs(target - draft) > DRAFT_VOCAB_MAX_DIFFERENCE:

@@ -121,3 +121,27 @@ def bytes_read_per_token(pricing: WeightPricing, model: Model) -> int:
         else:
             total += t.bytes
     return total
+
+
+def mtp_block_tensors(model: Model, weight_type: str) -> tuple:
+    """The priced tensors of ``model``'s MTP blocks in GGUF type ``weight_type``, typed as llama-quantize types
+    them in a file that holds the blocks (their attn_v and ffn_down count in its layer counters; the trunk's types
+    are those of :func:`priced_weights`, measured unchanged: tests/data/llamacpp/mtp/quant_qwen3.5-2b-mtp.json.gz)."""
+    from dataclasses import replace
+
+    from kvplan.engine.quantize import price_gguf
+
+    layers = getattr(model, "mtp_layers", 0) or 0
+    shape = replace(model_shape(model), mtp_layers=layers)
+    try:
+        pricing = price_gguf(shape, weight_type.lower().removeprefix("gguf-"))
+    except ValueError as exc:
+        raise FieldError("weight_type", f"{model.name!r}: {exc}") from None
+    return tuple(t for t in pricing.tensors if _block_of(t.name) >= model.layers)
+
+
+def _block_of(name: str) -> int:
+    """The block number of a GGUF tensor name (``blk.24.attn_q.weight`` → 24; -1 outside blocks)."""
+    if not name.startswith("blk."):
+        return -1
+    return int(name.split(".", 2)[1])

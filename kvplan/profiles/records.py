@@ -74,7 +74,8 @@ class ModelRecord(_Record, ModelMethods):
     __slots__ = ()
     # Model fields added after records were first cached: a record without them reads the pydantic default.
     DEFAULTS = {"state": None, "shared_kv_layers": 0, "hidden_size_per_layer_input": None,
-                "vocab_size_per_layer_input": None, "encoder": None, "global_head_dim": None}
+                "vocab_size_per_layer_input": None, "encoder": None, "global_head_dim": None,
+                "mtp_layers": 0, "mtp_weights": None}
 
     def __init__(self, data: dict):
         mla = data.get("mla")

@@ -388,6 +388,8 @@ class Model(_Profile, ModelMethods):
     expert_intermediate_size: PositiveInt | None = None
     shared_experts: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=10**6)] = 0
     dense_layers: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=MAX_LAYERS)] = 0
+    mtp_layers: Annotated[int, BeforeValidator(_whole), Field(ge=0, le=MAX_LAYERS)] = 0
+    mtp_weights: PositiveSizeBytes | None = None
     rope_scaling: str | None = None
     gguf_vocab_size: PositiveInt | None = None
     kv_bits: Bits | None = None

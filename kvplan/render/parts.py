@@ -17,6 +17,12 @@ PART_WORDS = {
     "draft_kv": "draft model {model}: KV cache ({kv_format}, {ctx_tokens:,} tokens)",
     "draft_buffers": "draft model {model}: llama.cpp compute and output buffers of its context",
     "draft_verify_outputs": "{model}: llama.cpp output buffer grown to {rows} rows of logits per sequence (verification)",
+    "mtp_weights": "MTP head of {model}: weights of its {mtp_layers} MTP layer(s) ({weights})",
+    "mtp_kv": "MTP head of {model}: KV cache of its MTP layer(s) ({kv_format})",
+    "mtp_state_snapshots": "MTP head of {model}: {snapshots} rollback snapshots of the state per sequence",
+    "mtp_buffers": "MTP head of {model}: llama.cpp compute and output buffers of its MTP context",
+    "mtp_verify_outputs": "{model}: llama.cpp output buffer grown to {rows} rows of logits per sequence and "
+                          "{hidden_rows:,} hidden rows (MTP verification)",
     "encoder_weights": "vision encoder ({encoder}): weights ({weight_type})",
     "encoder_compute": "vision encoder ({encoder}): compute buffer (one {encoded_size} image, {attention})",
     "image_kv": "KV of the image tokens ({images} × {tokens_per_image:,} = {image_tokens:,} added to the context)",

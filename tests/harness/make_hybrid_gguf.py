@@ -8,8 +8,8 @@ per-layer ``attention.head_count_kv`` array whose zeros mark the conv layers: ``
 
 Opt-in harness (not run by CI), the same writer as make_gguf.py (sparse file, dummy vocabulary). Every figure
 comes from the profile YAML (model_profiles/NAME.yaml); nothing is shrunk: the recurrent and KV buffers llama.cpp
-allocates depend on the real widths. Also built: granitehybrid, nemotron_h (Mamba2) and qwen35 (Gated DeltaNet, no
-MTP block), see each build_<arch>. Types as convert_hf_to_gguf.py writes them: F32 for 1-D tensors, norms, names not
+allocates depend on the real widths. Also built: granitehybrid, nemotron_h (Mamba2) and qwen35 (Gated DeltaNet; with
+--mtp its MTP block, as the converter writes it without --no-mtp), see each build_<arch>. Types as convert_hf_to_gguf.py writes them: F32 for 1-D tensors, norms, names not
 ending in ".weight" (ssm_a, ssm_d, biases) and the conv kernels (ssm_conv1d.weight, shortconv.conv.weight:
 conversion/base.py prepare_tensors keeps SSM_CONV1D and SHORTCONV_CONV F32), F16 for the other matrices.
 
@@ -51,6 +51,7 @@ class HybridSpec(make_gguf.Spec):
         self.tied = bool(p.get("tie_embeddings"))
         self.n_ctx_train = int(p["max_context"])
         self.state = p["state"]
+        self.mtp = 0  # MTP blocks to write after the trunk (--mtp: the profile's mtp_layers)
         self.tensors, self.kv = [], []
 
     def build_lfm2(self):
@@ -154,12 +155,12 @@ class HybridSpec(make_gguf.Spec):
             self.t(f"{b}.ffn_down.weight", [self.n_ff, e])
 
     def build_qwen35moe(self):
-        """src/models/qwen35moe.cpp :: load_arch_hparams / load_arch_tensors (no MTP layer): qwen35's layers with a
+        """src/models/qwen35moe.cpp :: load_arch_hparams / load_arch_tensors (and load_block_mtp): qwen35's layers with a
         MoE block (router, routed experts, the shared expert and its gate) in place of the dense MLP."""
         self.build_qwen35(moe=True)
 
     def build_qwen35(self, moe=False):
-        """src/models/qwen35.cpp :: load_arch_hparams / load_arch_tensors (no MTP layer); llama.cpp reads value
+        """src/models/qwen35.cpp :: load_arch_hparams / load_arch_tensors (and load_block_mtp with --mtp); llama.cpp reads value
         heads of ssm.state_size, so the profile's key and value head dims must be equal."""
         a, s = self.arch, self.state
         assert s["linear_key_head_dim"] == s["linear_value_head_dim"]
@@ -169,14 +170,17 @@ class HybridSpec(make_gguf.Spec):
         nk, nv, dk, k = s["linear_key_heads"], s["linear_value_heads"], s["linear_key_head_dim"], s["conv_kernel_tokens"]
         kd, vd = nk * dk, nv * dk
         conv = 2 * kd + vd
-        flags = [i in recurrent for i in range(self.n_layer)]
+        # conversion/qwen.py _QwenMtpMixin: block_count counts the MTP blocks, flagged non-recurrent, and
+        # nextn_predict_layers says how many (Qwen3NextModel.set_gguf_parameters: recurrent += [False] * n_mtp)
+        flags = [i in recurrent for i in range(self.n_layer)] + [False] * self.mtp
         p = self.prof
         ff = ([("expert_count", int(p["experts"]), "u32"), ("expert_used_count", int(p["experts_per_token"]), "u32"),
                ("expert_feed_forward_length", int(p["expert_intermediate_size"]), "u32"),
                ("expert_shared_feed_forward_length", int(p["expert_intermediate_size"]) * int(p["shared_experts"]),
                 "u32")] if moe else [("feed_forward_length", self.n_ff, "u32")])
         for key, val, kind in [("context_length", self.n_ctx_train, "u32"), ("embedding_length", e, "u32"),
-                               ("block_count", self.n_layer, "u32"), *ff,
+                               ("block_count", self.n_layer + self.mtp, "u32"), *ff,
+                               *([("nextn_predict_layers", self.mtp, "u32")] if self.mtp else []),
                                ("attention.head_count", self.n_head, "u32"),
                                ("attention.head_count_kv", self.n_head_kv, "u32"),
                                ("attention.key_length", hd, "u32"), ("attention.value_length", hd, "u32"),
@@ -191,10 +195,19 @@ class HybridSpec(make_gguf.Spec):
         self.t("output_norm.weight", [e])
         if not self.tied:
             self.t("output.weight", [e, self.n_vocab])
-        for i in range(self.n_layer):
+        for i in range(self.n_layer + self.mtp):
             b = f"blk.{i}"
             self.t(f"{b}.attn_norm.weight", [e])
             self.t(f"{b}.post_attention_norm.weight", [e])
+            if i >= self.n_layer:
+                # the MTP block (qwen35.cpp / qwen35moe.cpp load_block_mtp): a full-attention block plus the
+                # converter's renamed mtp.fc → nextn.eh_proj [2h, h], mtp.pre_fc_norm_embedding / _hidden →
+                # nextn.enorm / hnorm, mtp.norm → nextn.shared_head_norm (no embed_tokens or shared_head_head:
+                # Qwen3.5's MTP uses the trunk's token_embd and output)
+                self.t(f"{b}.nextn.eh_proj.weight", [2 * e, e])
+                self.t(f"{b}.nextn.enorm.weight", [e], F32)
+                self.t(f"{b}.nextn.hnorm.weight", [e], F32)
+                self.t(f"{b}.nextn.shared_head_norm.weight", [e], F32)
             if i in recurrent:
                 self.t(f"{b}.attn_qkv.weight", [e, conv])
                 self.t(f"{b}.attn_gate.weight", [e, vd])
@@ -327,12 +340,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="+")
     ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--mtp", action="store_true",
+                    help="also write the profile's mtp_layers MTP blocks (qwen35/qwen35moe), as the converter does "
+                         "without --no-mtp; the file is named NAME-mtp-F16.gguf")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     for m in a.models:
         spec = HybridSpec(m)
+        if a.mtp:
+            spec.mtp = int(spec.prof.get("mtp_layers") or 0)
+            if not spec.mtp or spec.arch not in ("qwen35", "qwen35moe"):
+                raise SystemExit(f"{spec.model}: no mtp_layers in its profile, or not qwen35/qwen35moe")
         getattr(spec, "build_" + spec.arch.replace("-", "_"))()
-        print(json.dumps(make_gguf.write(spec, a.out / f"{spec.model}-F16.gguf")))
+        name = f"{spec.model}-mtp-F16.gguf" if spec.mtp else f"{spec.model}-F16.gguf"
+        print(json.dumps(make_gguf.write(spec, a.out / name)))
     return 0
 
 

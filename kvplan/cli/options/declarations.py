@@ -145,7 +145,9 @@ def knobs(**typed):
 def with_draft_resolved(knobs, catalog):
     """``knobs`` with a draft model named by a string resolved through ``catalog`` (the command's own: its
     ``--profiles-dir``, ``hf:`` references, ``.gguf`` files), as ``--model`` is; unchanged without a draft."""
-    if not isinstance(getattr(knobs, "draft", None), str):
+    from kvplan.plan.mtp_head import is_mtp
+
+    if not isinstance(getattr(knobs, "draft", None), str) or is_mtp(knobs.draft):  # mtp: the model's own head
         return knobs
     from dataclasses import replace
 
