@@ -155,6 +155,12 @@ class Scenario:
             object.__setattr__(self, "image_size", _image_size(self.image_size))
         if self.mmproj is not None:
             object.__setattr__(self, "model", _with_mmproj(self.model, self.mmproj))
+        else:  # a GGUF model from the Hub whose repository has a projector file: its header, when it is needed
+            hub_mmproj = (getattr(self.model, "sources", None) or {}).get("mmproj")
+            wanted = ((self.images and getattr(self.model, "encoder", None) is None)
+                      or (self.audio and getattr(self.model, "audio_encoder", None) is None))
+            if wanted and isinstance(hub_mmproj, str) and hub_mmproj.startswith("hf:"):
+                object.__setattr__(self, "model", _with_mmproj(self.model, hub_mmproj.split(" ", 1)[0]))
         if self.images and getattr(self.model, "encoder", None) is None:
             raise FieldError("images", f"model {getattr(self.model, 'name', '?')} has no vision encoder (no "
                              "'encoder:' in its profile): images cannot be priced")
@@ -165,8 +171,8 @@ class Scenario:
             raise FieldError("audio_seconds", f"must be above 0 and at most 86400 (a day), got {self.audio_seconds!r}")
         if self.audio and getattr(self.model, "audio_encoder", None) is None:
             raise FieldError("audio", f"model {getattr(self.model, 'name', '?')} has no audio encoder (no "
-                             "'audio_encoder:' in its profile; an audio projector GGUF can be given as mmproj): "
-                             "audio cannot be priced")
+                             "'audio_encoder:' in its profile; give an audio projector GGUF with {mmproj}): "
+                             "audio cannot be priced", mentions=("mmproj",))
 
     @property
     def image_pixels(self) -> tuple[int, int] | None:
@@ -275,7 +281,7 @@ def _with_mmproj(model, path):
         from kvplan.profiles.spec import AudioEncoderSpec, EncoderSpec
 
         if path.startswith("hf:"):
-            from kvplan.hub.gguf_remote import remote_mmproj_header
+            from kvplan.hub.mmproj import remote_mmproj_header
 
             header = remote_mmproj_header(path)
         else:
