@@ -61,10 +61,11 @@ def run(exe: Path, gguf: Path, max_tokens: int | None, image: str | None = None,
     m3 = re.search(r"PROBE audio warmup_audio_size=(\d+) n_mel_bins=(\d+) chunk_tokens=(\d+)", log)
     if m3:
         out["audio"] = {"warmup_audio_size": int(m3[1]), "n_mel_bins": int(m3[2]), "chunk_tokens": int(m3[3])}
-    clips = re.findall(r"PROBE clip seconds=([\d.e+-]+) samples=(\d+) chunks=(\d+) tokens=(\d+)", log)
-    if clips:
-        out["clips"] = [{"seconds": float(c[0]), "samples": int(c[1]), "chunks": int(c[2]), "tokens": int(c[3])}
-                        for c in clips]
+    clips = re.findall(r"PROBE clip seconds=([\d.e+-]+) samples=(\d+) chunks=(\d+) tokens=(\d+) compute_bytes=(\d+)",
+                       log)
+    if clips:  # compute_bytes: the buffer after reserving the graph of the clip's first chunk
+        out["clips"] = [{"seconds": float(c[0]), "samples": int(c[1]), "chunks": int(c[2]), "tokens": int(c[3]),
+                         "compute_bytes": int(c[4])} for c in clips]
     if image and not image.startswith("clips:"):
         m2 = re.search(r"PROBE image=(\d+)x(\d+) compute_bytes=(\d+)", log)
         out["image"] = {"width": int(m2[1]), "height": int(m2[2]), "compute_bytes": int(m2[3])}

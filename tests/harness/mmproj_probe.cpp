@@ -56,7 +56,19 @@ int main(int argc, char ** argv) {
                     f.set_size({(int) m.n_len, (int) m.n_mel}, true, true);
                     tokens += clip_n_output_tokens(c, &f);
                 }
-                printf("PROBE clip seconds=%g samples=%zu chunks=%zu tokens=%d\n", sec, pcm.size(), chunks.size(), tokens);
+                // reserve the graph of the clip's first chunk, as encoding it makes the scheduler do
+                size_t cb_clip = 0;
+                if (!chunks.empty()) {
+                    clip_image_f32_batch batch;
+                    clip_image_f32 f;
+                    f.set_size({(int) chunks[0].n_len, (int) chunks[0].n_mel}, false, true);
+                    batch.entries.push_back(f);
+                    batch.is_audio = true;
+                    clip_model_loader::warmup(*c, batch);
+                    for (auto & kv : c->mem_compute) cb_clip += kv.second;
+                }
+                printf("PROBE clip seconds=%g samples=%zu chunks=%zu tokens=%d compute_bytes=%zu\n", sec, pcm.size(),
+                       chunks.size(), tokens, cb_clip);
                 if (comma == std::string::npos) break;
                 pos = comma + 1;
             }

@@ -80,8 +80,11 @@ def test_llama_cpp_chunks_of_a_clip_equal_mtmds():
     assert [aud.llamacpp_chunks(s) for s in (29.98, 29.99, 120)] == [5_999 // 3000, 6_000 // 3000, 15_001 // 3000]
     for run in (r for r in DATA["runs"] if "clips" in r):
         e = _encoder(FILES[run["gguf"]][0])
+        # a clip's chunks are all 3,000 frames: reserving a clip of any length gives the warmup's buffer
+        compute = aud.audio_encoder_compute_bytes(e["kind"], n_head=e["heads"], **_shape(e))
         for clip in run["clips"]:
             assert aud.llamacpp_chunks(clip["seconds"]) == clip["chunks"], (run["gguf"], clip)
+            assert abs(clip["compute_bytes"] - compute) <= max(0.05 * compute, 8 * MIB)
             assert clip["chunks"] * aud.llamacpp_chunk_tokens(e["kind"], e.get("stack_factor", 0)) == clip["tokens"]
 
 
