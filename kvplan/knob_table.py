@@ -45,6 +45,7 @@ KINDS = {
     "policy": "a KV compression policy (its own option group: --kv-policy and the --kv-* policy options)",
     "model": "a model profile by name or file, as --model (llama-3.2-1b)",
     "image_size": "an image size in pixels, WIDTHxHEIGHT (896x896)",
+    "seconds": "a length of time in seconds, above 0 (30, 2.5)",
     "path": "a file path",
     "layers": "a whole number of layers, 0 or more (--n-gpu-layers 0)",
     "text": "text as typed (a list of REGEX=BUFFER rules)",
@@ -144,8 +145,13 @@ KNOBS: tuple[Knob, ...] = (
          minimum=0, maximum=10_000),
     Knob("image_size", "--image-size", "image_size", "Size of each image, WIDTHxHEIGHT in pixels (default: the "
          "encoder's native size; Gemma 3 resizes every image to 896x896, Qwen2.5-VL's tokens follow the size)."),
-    Knob("mmproj", "--mmproj", "path", "A projector GGUF (llama.cpp's mmproj file): the vision encoder priced from "
-         "its header (clip.* keys, exact tensor bytes), in place of the model profile's encoder."),
+    Knob("audio", "--audio", "count", "Audio clips in the context: the model's audio encoder (weights and compute "
+         "buffer) is resident and each clip's tokens are added to the context the KV cache holds.", default=0,
+         minimum=0, maximum=10_000),
+    Knob("audio_seconds", "--audio-seconds", "seconds", "Length of each audio clip in seconds (default 30: one "
+         "Whisper window; llama.cpp encodes a clip in 30 s chunks, the processors count tokens by length)."),
+    Knob("mmproj", "--mmproj", "path", "A projector GGUF (llama.cpp's mmproj file): the vision and/or audio encoder "
+         "priced from its header (clip.* keys, exact tensor bytes), in place of the model profile's encoders."),
     Knob("n_gpu_layers", "--n-gpu-layers", "layers", "llama.cpp's -ngl: layers whose weights and KV cache live "
          "in GPU memory; the output layer goes first, then the LAST repeating layers (more than the layers: all). "
          "Plans each memory (a discrete GPU's gpu_memory, or the GPU's working set in unified memory) with its "
@@ -177,7 +183,7 @@ BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}
 # kind → the Python type of the value once read (what a Knobs / Scenario field holds)
 VALUE_TYPES = {"count": int, "tokens": int, "size": int, "fraction": float, "rate": float, "bits": int,
                "fractional_bits": float, "weight_format": str, "cache_type": str, "runtime": object, "policy": object,
-               "model": object, "image_size": str, "path": str, "layers": int, "text": str, "app_limit": str}
+               "model": object, "image_size": str, "seconds": float, "path": str, "layers": int, "text": str, "app_limit": str}
 
 # The knobs of the CLI's cache option group (runtime and policy are groups of their own).
 CACHE_KNOBS: tuple[Knob, ...] = tuple(k for k in KNOBS if k.kind not in ("runtime", "policy"))

@@ -194,7 +194,7 @@ def _gate_type(knob):
         return TokensOrZero if knob.default == 0 else Tokens
     return {"count": PositiveInt, "fractional_bits": Annotated[WeightBits, _in_kvplans_words(check_weight_bits)],
             "weight_format": str, "cache_type": CacheType, "size": SizeBytes, "fraction": Margin, "runtime": Runtime,
-            "policy": KvPolicy, "model": str, "image_size": str, "path": str, "layers": Annotated[int, Field(ge=0, strict=True)], "text": str,
+            "policy": KvPolicy, "model": str, "image_size": str, "seconds": Annotated[float, Field(gt=0, le=86_400)], "path": str, "layers": Annotated[int, Field(ge=0, strict=True)], "text": str,
             "app_limit": Literal["standard", "increased"]}[knob.kind]  # a kind without a gate type: a KeyError at import, and the parity test
 
 

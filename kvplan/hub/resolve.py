@@ -101,7 +101,9 @@ def _resolve_online(spec: HubSpec, cache: _Cache | None, token) -> HubProfile:
             cache.point(spec, hit)
             return hit
     if choice is not None:
-        return _from_gguf(spec, snap.commit, choice, token)
+        from kvplan.hub.mmproj import pick_mmproj
+
+        return _from_gguf(spec, snap.commit, choice, token, mmproj=pick_mmproj(snap.files))
     return _from_config(spec, snap, token)
 
 
@@ -172,7 +174,7 @@ def _profile_from_config(spec: HubSpec, config: dict, commit: str, params, notes
                       "Check every figure against the model card."])
 
 
-def _from_gguf(spec: HubSpec, commit: str, choice, token) -> HubProfile:
+def _from_gguf(spec: HubSpec, commit: str, choice, token, mmproj: str | None = None) -> HubProfile:
     from kvplan.hub.gguf_remote import header_metadata, profile_mapping_from_gguf, read_remote_header
     from kvplan.importers.common import slug
 
@@ -189,6 +191,9 @@ def _from_gguf(spec: HubSpec, commit: str, choice, token) -> HubProfile:
     sources["config"] = (f"{where} (GGUF header: {header.header_bytes:,} bytes of a {size:,}-byte file, read by "
                          f"{stats.requests} range request(s), {stats.bytes_read:,} bytes in all; the tensor data "
                          "was not downloaded)")
+    if mmproj is not None:  # read only when images or audio are priced (kvplan.plan.scenario)
+        sources["mmproj"] = (f"hf:{spec.repo_id}@{commit}/{mmproj} (the repository's projector file: its header is "
+                             "read when images or audio are priced)")
     mapping["sources"] = sources
     return _finished(spec, mapping, commit, choice.first, notes,
                      [f"Model profile resolved by kvplan from hf:{spec.repo_id} {choice.first} (commit {commit}).",

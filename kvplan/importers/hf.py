@@ -386,10 +386,15 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
     # a multimodal wrapper: the text model is priced, its towers are not
     towers = [key for key in ("vision_config", "audio_config") if isinstance(config.get(key), dict)]
     encoder = _vision_encoder(config, place)
+    audio_encoder = _audio_encoder(config, place)
     if towers:
         text = f"{', '.join(towers)}: not counted; kvplan prices the text model (text_config)"
-        notes.append(FieldText("images", text + "; the vision tower is the profile's encoder, priced apart "
-                               "with {images}") if encoder else text)
+        if encoder:
+            text += "; the vision tower is the profile's encoder, priced apart with {images}"
+        if audio_encoder:
+            text += "; the audio tower is the profile's audio_encoder, priced apart with {audio}"
+        named = tuple(f for f, present in (("images", encoder), ("audio", audio_encoder)) if present)
+        notes.append(FieldText(named, text) if named else text)
     if params is None and hybrid is not None:
         if moe is not None:  # a hybrid MoE (Qwen3.5-MoE): total and active
             params, params_active, params_note = hybrid_params(c, model_type, hybrid, heads, kv_heads, head_dim, moe)
@@ -460,10 +465,14 @@ def profile_from_hf_config(config: dict, *, name: str, where: str = "config.json
           else weight_fields(weight_bits, weight_type)),
         ("kv_bits", 16, "fp16 KV cache"),
         ("encoder", encoder, "vision encoder (vision_config): see sources.encoder"),
+        ("audio_encoder", audio_encoder, "audio encoder (audio_config): see sources.audio_encoder"),
         ("sources", {"config": f"{source} (config.json, imported by kvplan)", "params": params_note,
                      "sliding_window": window_note,
                      **({"encoder": "config vision_config (kvplan.importers.vision); weight_type f16: "
                                     "the default outtype of convert_hf_to_gguf.py for a projector"} if encoder else {}),
+                     **({"audio_encoder": "config audio_config (kvplan.importers.audio); weight_type f16: the "
+                                          "default outtype of convert_hf_to_gguf.py for a projector"}
+                        if audio_encoder else {}),
                      **({"state": f"config {hybrid.note}"} if hybrid is not None else {})}, ""),
     ]
     header = [f"Model profile imported by 'kvplan import hf' from {where}.",
@@ -494,6 +503,15 @@ def _vision_encoder(config: dict, place: str) -> dict | None:
     if config.get("model_type") not in KINDS or not isinstance(config.get("vision_config"), dict):
         return None
     return {**encoder_from_hf_config(config, where=place), "weight_type": "f16"}
+
+
+def _audio_encoder(config: dict, place: str) -> dict | None:
+    """The ``audio_encoder`` mapping of a speech-in config whose audio tower kvplan prices (None otherwise)."""
+    from kvplan.importers.audio import audio_encoder_from_hf_config, has_audio_config
+
+    if not has_audio_config(config):
+        return None
+    return {**audio_encoder_from_hf_config(config, where=place), "weight_type": "f16"}
 
 
 def _released_weights(config: dict, model_type: str) -> list[tuple[str, object, str]]:

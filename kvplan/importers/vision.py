@@ -101,9 +101,25 @@ def encoder_from_mmproj(path: str | Path) -> dict:
     """
     from kvplan.importers.gguf_header import read_local_header
 
-    header = read_local_header(path)
+    return encoder_from_header(read_local_header(path), where=str(path))
+
+
+def encoder_from_header(header, *, where: str) -> dict:
+    """The ``encoder`` fields of a projector GGUF's parsed header (:func:`encoder_from_mmproj`).
+
+    Parameters
+    ----------
+    header : GgufHeader
+        A parsed header (``metadata`` and ``tensors``).
+    where : str
+        The file, for errors.
+
+    Returns
+    -------
+    dict
+        Fields of :class:`~kvplan.profiles.spec.EncoderSpec`.
+    """
     meta, tensors = dict(header.metadata), header.tensors
-    where = str(path)
     proj = meta.get("clip.projector_type") or meta.get("clip.vision.projector_type")
     kind = _GGUF_KINDS.get(proj)
     if kind is None:
@@ -122,7 +138,8 @@ def encoder_from_mmproj(path: str | Path) -> dict:
     matrices = Counter(t.type_name.lower() for t in tensors if len(t.dims) == 2 and t.name.startswith(("v.blk.", "mm.")))
     weight_type = matrices.most_common(1)[0][0] if matrices else "f16"
     fields["weight_type"] = weight_type if weight_type in ("f16", "f32", "bf16", "q8_0") else "f16"
-    fields["weights"] = sum(t.nbytes for t in tensors)
+    # a file with both encoders: the audio tensors (a.*, mm.a.*) load into the audio context, not this one
+    fields["weights"] = sum(t.nbytes for t in tensors if not t.name.startswith(("a.", "mm.a.")))
     if kind == "gemma3":
         n_merge = key("projector.scale_factor", 4)
         fields["tokens_per_image"] = (fields["image_size"] // fields["patch_size"] // n_merge) ** 2

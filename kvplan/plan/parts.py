@@ -29,7 +29,7 @@ MEMORIES = ("ram",)
 
 # module:function of each source of parts, in the order their rows are shown (imported only when asked)
 PART_SOURCES: tuple[str, ...] = ("kvplan.plan.draft:draft_parts", "kvplan.plan.mtp:mtp_parts",
-                                 "kvplan.plan.encoder_parts:encoder_parts")
+                                 "kvplan.plan.encoder_parts:encoder_parts", "kvplan.plan.audio_parts:audio_parts")
 
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 

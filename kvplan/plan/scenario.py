@@ -52,7 +52,9 @@ class Scenario:
     target_tokens_per_s: float | None = None
     images: int = 0  # images in the context: the model's vision encoder is resident (kvplan.plan.encoder_parts)
     image_size: str | None = None  # "WIDTHxHEIGHT" of each image, None: the encoder's native size
-    mmproj: str | None = None  # a projector GGUF whose header replaces the model profile's encoder
+    audio: int = 0  # audio clips in the context: the model's audio encoder is resident (kvplan.plan.audio_parts)
+    audio_seconds: float | None = None  # each clip's length [s], None: 30 s
+    mmproj: str | None = None  # a projector GGUF whose header replaces the model profile's encoder(s)
     # offload (kvplan.plan.placement): llama.cpp's -ngl, --n-cpu-moe, -ot; experts streamed from flash
     n_gpu_layers: int | None = None
     n_cpu_moe: int | None = None
@@ -153,9 +155,24 @@ class Scenario:
             object.__setattr__(self, "image_size", _image_size(self.image_size))
         if self.mmproj is not None:
             object.__setattr__(self, "model", _with_mmproj(self.model, self.mmproj))
+        else:  # a GGUF model from the Hub whose repository has a projector file: its header, when it is needed
+            hub_mmproj = (getattr(self.model, "sources", None) or {}).get("mmproj")
+            wanted = ((self.images and getattr(self.model, "encoder", None) is None)
+                      or (self.audio and getattr(self.model, "audio_encoder", None) is None))
+            if wanted and isinstance(hub_mmproj, str) and hub_mmproj.startswith("hf:"):
+                object.__setattr__(self, "model", _with_mmproj(self.model, hub_mmproj.split(" ", 1)[0]))
         if self.images and getattr(self.model, "encoder", None) is None:
             raise FieldError("images", f"model {getattr(self.model, 'name', '?')} has no vision encoder (no "
                              "'encoder:' in its profile): images cannot be priced")
+        _check_count("audio", self.audio, minimum=0)
+        if self.audio_seconds is not None and not (isinstance(self.audio_seconds, (int, float))
+                                                   and not isinstance(self.audio_seconds, bool)
+                                                   and 0 < self.audio_seconds <= 86_400):
+            raise FieldError("audio_seconds", f"must be above 0 and at most 86400 (a day), got {self.audio_seconds!r}")
+        if self.audio and getattr(self.model, "audio_encoder", None) is None:
+            raise FieldError("audio", f"model {getattr(self.model, 'name', '?')} has no audio encoder (no "
+                             "'audio_encoder:' in its profile; give an audio projector GGUF with {mmproj}): "
+                             "audio cannot be priced", mentions=("mmproj",))
 
     @property
     def image_pixels(self) -> tuple[int, int] | None:
@@ -258,28 +275,46 @@ def _check_draft(s: Scenario) -> None:
                          f"{target:,}: llama.cpp refuses a draft whose vocabulary size differs by more than "
                          f"{DRAFT_VOCAB_MAX_DIFFERENCE} (common_speculative_are_compatible)")
 def _with_mmproj(model, path):
-    """``model`` with the encoder a projector GGUF's header describes (a plain record; errors name ``mmproj``)."""
+    """``model`` with the encoder(s) a projector GGUF's header describes: its vision encoder (``encoder``) and/or its
+    audio encoder (``audio_encoder``, ``clip.has_audio_encoder``), plain records; errors name ``mmproj``."""
     from kvplan.errors import KvplanError
-    from kvplan.importers.vision import encoder_from_mmproj
-    from kvplan.profiles.records import EncoderRecord
+    from kvplan.importers.audio import audio_encoder_from_header
+    from kvplan.importers.gguf_header import read_local_header
+    from kvplan.importers.vision import encoder_from_header
+    from kvplan.profiles.records import AudioEncoderRecord, EncoderRecord
 
     if not isinstance(path, str) or not path:
         raise FieldError("mmproj", f"expected the path of a projector GGUF, got {path!r}")
+    update = {}
     try:
-        fields = encoder_from_mmproj(path)
-        from kvplan.profiles.spec import EncoderSpec
+        from kvplan.profiles.spec import AudioEncoderSpec, EncoderSpec
 
-        # the checks of a profile's encoder mapping, and every field (the optional ones None)
-        fields = EncoderSpec(**{**fields, "weights": f"{fields['weights']} B"}).model_dump()
+        if path.startswith("hf:"):
+            from kvplan.hub.mmproj import remote_mmproj_header
+
+            header = remote_mmproj_header(path)
+        else:
+            header = read_local_header(path)
+        meta = dict(header.metadata)
+        audio_only = meta.get("clip.has_audio_encoder") and not meta.get("clip.has_vision_encoder")
+        if not audio_only:
+            fields = encoder_from_header(header, where=path)
+            # the checks of a profile's encoder mapping, and every field (the optional ones None)
+            update["encoder"] = EncoderSpec(**{**fields, "weights": f"{fields['weights']} B"}).model_dump()
+        if meta.get("clip.has_audio_encoder"):
+            fields = audio_encoder_from_header(header, where=path)
+            update["audio_encoder"] = AudioEncoderSpec(**{**fields, "weights": f"{fields['weights']} B"}).model_dump()
     except KvplanError as exc:
         raise FieldError("mmproj", str(exc)) from None
     except ValueError as exc:  # pydantic's ValidationError
         raise FieldError("mmproj", f"{path}: {exc}") from None
     hidden = getattr(model, "hidden_size", None)
-    if hidden is not None and hidden != fields["projection_dim"]:
-        raise FieldError("mmproj", f"{path} projects to {fields['projection_dim']} values, model "
-                         f"{getattr(model, 'name', '?')} embeds {hidden} (hidden_size): not this model's projector")
-    return model.model_copy(update={"encoder": EncoderRecord(fields)})
+    for fields in update.values():
+        if hidden is not None and hidden != fields["projection_dim"]:
+            raise FieldError("mmproj", f"{path} projects to {fields['projection_dim']} values, model "
+                             f"{getattr(model, 'name', '?')} embeds {hidden} (hidden_size): not this model's projector")
+    records = {"encoder": EncoderRecord, "audio_encoder": AudioEncoderRecord}
+    return model.model_copy(update={k: records[k](v) for k, v in update.items()})
 
 
 def _image_size(value) -> str:

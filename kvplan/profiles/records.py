@@ -70,12 +70,16 @@ class EncoderRecord(_Record):
     __slots__ = ()
 
 
+class AudioEncoderRecord(_Record):
+    __slots__ = ()
+
+
 class ModelRecord(_Record, ModelMethods):
     __slots__ = ()
     # Model fields added after records were first cached: a record without them reads the pydantic default.
     DEFAULTS = {"state": None, "shared_kv_layers": 0, "hidden_size_per_layer_input": None,
                 "vocab_size_per_layer_input": None, "encoder": None, "global_head_dim": None,
-                "mtp_layers": 0, "mtp_weights": None}
+                "mtp_layers": 0, "mtp_weights": None, "audio_encoder": None}
 
     def __init__(self, data: dict):
         mla = data.get("mla")
@@ -87,6 +91,9 @@ class ModelRecord(_Record, ModelMethods):
         encoder = data.get("encoder")
         if isinstance(encoder, dict):
             data = {**data, "encoder": EncoderRecord(encoder)}
+        audio = data.get("audio_encoder")
+        if isinstance(audio, dict):
+            data = {**data, "audio_encoder": AudioEncoderRecord(audio)}
         super().__init__({**self.DEFAULTS, **data})
 
 

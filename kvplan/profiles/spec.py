@@ -276,6 +276,40 @@ class EncoderSpec(BaseModel):
         return self
 
 
+AudioEncoderKind = Annotated[Literal["ultravox", "qwen2a", "voxtral"], BeforeValidator(lower_name)]
+
+
+class AudioEncoderSpec(BaseModel):
+    """An audio encoder (a Whisper encoder + projector, the audio half of llama.cpp's ``mmproj`` file) beside the
+    language model: its shape, the GGUF type of its matrices and how its frames become context tokens
+    (docs/profiles.md "Audio encoder")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    kind: AudioEncoderKind  # llama.cpp clip.projector_type (clip.audio.projector_type in a mixed file)
+    hidden_size: PositiveInt  # d_model
+    intermediate_size: PositiveInt  # encoder_ffn_dim
+    layers: PositiveInt  # encoder_layers
+    heads: PositiveInt  # encoder_attention_heads
+    mel_bins: PositiveInt  # num_mel_bins
+    projection_dim: PositiveInt  # the language model's embedding width
+    positions: PositiveInt = 1500  # max_source_positions: rows of the learned position embedding
+    stack_factor: PositiveInt | None = None  # frames stacked per token (ultravox 8, voxtral 4)
+    projector_hidden: PositiveInt | None = None  # ultravox: the projector's width before its SwiGLU
+    weight_type: Literal["f16", "f32", "bf16", "q8_0"] = "f16"
+    weights: PositiveSizeBytes | None = None  # exact tensor bytes (read from a projector GGUF)
+
+    @model_validator(mode="after")
+    def _fields_of_the_kind(self):
+        if self.hidden_size % self.heads:
+            raise ValueError(f"heads ({self.heads}) must divide hidden_size ({self.hidden_size})")
+        if self.kind != "ultravox" and self.projector_hidden is not None:
+            raise ValueError(f"projector_hidden does not describe a {self.kind} audio encoder (ultravox only)")
+        if self.kind == "qwen2a" and self.stack_factor not in (None, 1):
+            raise ValueError("a qwen2a audio encoder stacks no frames (stack_factor)")
+        return self
+
+
 def _window_pattern(value: object) -> object:
     """One clear message for the layer pattern, whose YAML spellings are easy to get wrong."""
     if isinstance(value, str) and (value.strip().lower() in ("all", "alternating")
@@ -402,6 +436,7 @@ class Model(_Profile, ModelMethods):
     kv_policy: PolicySpec | None = None
     runtime: RuntimeField | None = None
     encoder: EncoderSpec | None = None
+    audio_encoder: AudioEncoderSpec | None = None
 
     @field_validator("runtime")
     @classmethod

@@ -26,6 +26,10 @@ PART_WORDS = {
     "encoder_weights": "vision encoder ({encoder}): weights ({weight_type})",
     "encoder_compute": "vision encoder ({encoder}): compute buffer (one {encoded_size} image, {attention})",
     "image_kv": "KV of the image tokens ({images} × {tokens_per_image:,} = {image_tokens:,} added to the context)",
+    "audio_encoder_weights": "audio encoder ({audio_encoder}): weights ({weight_type})",
+    "audio_encoder_compute": "audio encoder ({audio_encoder}): compute buffer (one {encoded_frames:,}-frame mel "
+                             "chunk, {attention})",
+    "audio_kv": "KV of the audio tokens ({audio} × {tokens_per_clip:,} = {audio_tokens:,} added to the context)",
 }
 
 

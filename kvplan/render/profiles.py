@@ -143,6 +143,11 @@ def _base(value) -> str:
         return f"{value:,}"
     if isinstance(value, list):
         return "[" + ", ".join(str(v) for v in value) + "]"
+    if hasattr(value, "model_dump") and "mel_bins" in value.model_dump():  # an audio encoder: one line
+        d = value.model_dump()
+        stack = f", {d['stack_factor']} frames a token" if d.get("stack_factor") else ""
+        return (f"{d['kind']}: Whisper encoder {d['layers']}×{d['hidden_size']} ({d['heads']} heads, MLP "
+                f"{d['intermediate_size']}), {d['mel_bins']} mel bins{stack} → {d['projection_dim']}, {d['weight_type']}")
     if hasattr(value, "model_dump") and "projection_dim" in value.model_dump():  # a vision encoder: one line
         d = value.model_dump()
         return (f"{d['kind']}: ViT {d['layers']}×{d['hidden_size']} ({d['heads']} heads, MLP {d['intermediate_size']}), "
@@ -181,6 +186,10 @@ def show_json(kind: str, profile, path: Path, origin: str, figures: dict, warnin
         del fields["encoder"]
     elif isinstance(fields.get("encoder"), dict):  # the fields of its own kind only
         fields["encoder"] = {k: v for k, v in fields["encoder"].items() if v is not None}
+    if fields.get("audio_encoder", 0) is None:  # only speech-in models have an audio encoder
+        del fields["audio_encoder"]
+    elif isinstance(fields.get("audio_encoder"), dict):
+        fields["audio_encoder"] = {k: v for k, v in fields["audio_encoder"].items() if v is not None}
     if fields.get("state", 0) is None:  # only hybrid models have state layers: no key for the others
         del fields["state"]
     elif isinstance(fields.get("state"), dict):  # the fields of its own mixer only

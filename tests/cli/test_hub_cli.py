@@ -16,7 +16,7 @@ import pytest
 
 HUB_TESTS = Path(__file__).resolve().parent.parent / "hub"
 sys.path.insert(0, str(HUB_TESTS))
-from hubfake import LLAMA_CONFIG, FakeRepo, write_tiny_llama_gguf  # noqa: E402
+from hubfake import LLAMA_CONFIG, FakeRepo, write_tiny_audio_mmproj, write_tiny_llama_gguf  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("kvplan_hub_test_fixtures", HUB_TESTS / "conftest.py")
 _fixtures = importlib.util.module_from_spec(_spec)
@@ -114,6 +114,50 @@ def test_gguf_check_reads_the_header_by_range(hub, hub_env, tmp_path):
     gets = [r for r in hub.log if r.path.endswith(".gguf") and r.method == "GET"]
     assert gets and all(r.status == 206 for r in gets)  # ranges only
     assert hub.bytes_served("Tiny-Llama-Q4_K_M.gguf") < path.stat().st_size
+
+
+def _audio_gguf_repo(hub, tmp_path):
+    model = write_tiny_llama_gguf(tmp_path / "Tiny-Llama-Q4_K_M.gguf", vocab=60000, hidden=256)
+    mmproj = write_tiny_audio_mmproj(tmp_path / "mmproj-Tiny-f16.gguf", projection_dim=256)
+    hub.add(FakeRepo("someone/Tiny-Audio-GGUF", {"Tiny-Llama-Q4_K_M.gguf": model, "mmproj-Tiny-f16.gguf": mmproj}))
+    return mmproj
+
+
+def test_a_gguf_repositorys_projector_is_read_when_audio_is_priced(hub, hub_env, tmp_path):
+    from kvplan.importers.audio import audio_encoder_from_mmproj
+
+    mmproj = _audio_gguf_repo(hub, tmp_path)
+    model = "hf:someone/Tiny-Audio-GGUF:Q4_K_M"
+    plain = kvplan(hub_env, "check", "-d", "pixel8", "-m", model, "--ctx", "4k", "--format", "json")
+    assert plain.returncode in (0, 1), plain.stderr
+    assert not [r for r in hub.log if "mmproj" in r.path]  # no audio asked: the projector is not read
+    done = kvplan(hub_env, "check", "-d", "pixel8", "-m", model, "--ctx", "4k", "--audio", "1", "--format", "json")
+    assert done.returncode in (0, 1), done.stderr
+    parts = json.loads(done.stdout)["memory"]["parts"]
+    assert parts["audio_encoder_weights"]["bytes"] == audio_encoder_from_mmproj(mmproj)["weights"]
+    gets = [r for r in hub.log if r.path.endswith("mmproj-Tiny-f16.gguf") and r.method == "GET"]
+    assert gets and all(r.status == 206 for r in gets)  # its header by range, never the whole file
+    served = len(hub.log)
+    offline = kvplan(hub_env, "check", "-d", "pixel8", "-m", model, "--ctx", "4k", "--audio", "1", "--format", "json",
+                     HF_HUB_OFFLINE="1")
+    assert offline.returncode == done.returncode, offline.stderr
+    assert json.loads(offline.stdout)["memory"]["parts"] == parts and len(hub.log) == served
+
+
+def test_mmproj_named_on_the_hub(hub, hub_env, tmp_path):
+    _audio_gguf_repo(hub, tmp_path)
+    model, ref = "hf:someone/Tiny-Audio-GGUF:Q4_K_M", "hf:someone/Tiny-Audio-GGUF/mmproj-Tiny-f16.gguf"
+    done = kvplan(hub_env, "check", "-d", "pixel8", "-m", model, "--ctx", "4k", "--audio", "1", "--mmproj", ref,
+                  "--format", "json")
+    assert done.returncode in (0, 1), done.stderr
+    assert json.loads(done.stdout)["memory"]["parts"]["audio_kv"]["audio_encoder"] == "qwen2a"
+    missing = kvplan(hub_env, "check", "-d", "pixel8", "-m", model, "--ctx", "4k", "--audio", "1", "--mmproj",
+                     "hf:someone/Tiny-Audio-GGUF/mmproj-none.gguf")
+    assert missing.returncode == 2 and "mmproj-Tiny-f16.gguf" in missing.stderr
+    assert len([ln for ln in missing.stderr.splitlines() if ln.startswith("kvplan: error")]) == 1
+    offline = kvplan(hub_env, "check", "-d", "pixel8", "-m", model, "--ctx", "4k", "--audio", "1", "--mmproj",
+                     "hf:someone/Tiny-Audio-GGUF/mmproj-other.gguf", HF_HUB_OFFLINE="1")
+    assert offline.returncode == 2 and "HF_HUB_OFFLINE" in offline.stderr
 
 
 def test_missing_repository_is_one_line_exit_2(hub, hub_env):

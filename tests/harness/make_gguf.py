@@ -581,6 +581,29 @@ def quant_types(model: str, qtype: str) -> dict[str, int]:
     return {t["name"]: int(gguf.GGMLQuantizationType[t["type"].upper()]) for t in doc["types"][qtype]["tensors"]}
 
 
+def write_sparse_tensors(w: "gguf.GGUFWriter", path: Path, tensors) -> int:
+    """Finish `w` (metadata already added) with the tensor table of `tensors` — (name, shape in numpy order,
+    ggml type) — and no data: the file is truncated to where the data would end, a sparse hole that reads as
+    zeros. Shared by make_mmproj_gguf.py. Returns the tensor bytes (unpadded)."""
+    total = 0
+    for name, shape, typ in tensors:
+        nb = nbytes(shape, typ)
+        np_dtype = np.float16 if typ == F16 else np.float32
+        w.add_tensor_info(name, list(shape), np.dtype(np_dtype), nb, raw_dtype=typ)
+        total += gguf.GGUFWriter.ggml_pad(nb, w.data_alignment)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    fout = w.fout[0]
+    w.write_padding(fout, fout.tell())
+    data_start = fout.tell()
+    fout.flush()
+    fout.close()
+    w.fout = None
+    os.truncate(path, data_start + total)  # sparse hole: no weights stored
+    return sum(nbytes(s, t) for _, s, t in tensors)
+
+
 def write(spec: Spec, path: Path, types: dict[str, int] | None = None,
           file_type: int = gguf.LlamaFileType.MOSTLY_F16) -> dict:
     """types: tensor name -> ggml type, overriding the F16/F32 choice (a quantized layout)."""
@@ -612,22 +635,7 @@ def write(spec: Spec, path: Path, types: dict[str, int] | None = None,
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     w.add_unk_token_id(0)
-    total = 0
-    for name, shape, typ in spec.tensors:
-        nb = nbytes(shape, typ)
-        np_dtype = np.float16 if typ == F16 else np.float32
-        w.add_tensor_info(name, list(reversed(shape)), np.dtype(np_dtype), nb, raw_dtype=typ)
-        total += gguf.GGUFWriter.ggml_pad(nb, w.data_alignment)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    fout = w.fout[0]
-    w.write_padding(fout, fout.tell())
-    data_start = fout.tell()
-    fout.flush()
-    fout.close()
-    w.fout = None
-    os.truncate(path, data_start + total)  # sparse hole: no weights stored
+    write_sparse_tensors(w, path, [(n, list(reversed(s)), t) for n, s, t in spec.tensors])
     return {
         "model": spec.model, "arch": spec.arch, "path": str(path), "n_tensors": len(spec.tensors),
         "n_params": sum(int(np.prod(s)) for _, s, _ in spec.tensors),

@@ -13,8 +13,13 @@ converter writes. Tensor data is a sparse hole: nothing is stored, every weight 
 This is independent of kvplan's own tensor list (`kvplan/engine/encoder.py`): the test compares the
 two through what llama.cpp's clip loader counts.
 
+Audio projectors (`clip.has_audio_encoder`) are written the same way from the audio tower of the configs in
+tests/data/hf_configs_audio/ (Whisper encoders: `conversion/ultravox.py` `WhisperEncoderModel` and its Ultravox /
+Voxtral subclasses, Qwen2-Audio), through make_gguf.py's sparse writer (`write_sparse_tensors`).
+
 Usage:  python make_mmproj_gguf.py --out DIR [--outtype f16|q8_0] [FAMILY ...]
-Families: gemma-3-4b, qwen2.5-vl-3b, smolvlm-256m (configs in tests/data/hf_configs_vision/).
+Families: gemma-3-4b, qwen2.5-vl-3b, smolvlm-256m (configs in tests/data/hf_configs_vision/);
+          ultravox-v0.5-1b, qwen2-audio-7b, voxtral-mini-3b (tests/data/hf_configs_audio/).
 """
 
 from __future__ import annotations
@@ -24,11 +29,19 @@ import json
 import os
 from pathlib import Path
 
+import sys
+
 import gguf
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_gguf import write_sparse_tensors  # noqa: E402  (the harness's one sparse GGUF writer)
+
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "tests" / "data" / "hf_configs_vision"
+AUDIO_CONFIGS = REPO / "tests" / "data" / "hf_configs_audio"
+#: audio family -> clip.projector_type (conversion/ultravox.py: QWEN2A, ULTRAVOX, VOXTRAL)
+AUDIO_FAMILIES = {"ultravox-v0.5-1b": "ultravox", "qwen2-audio-7b": "qwen2a", "voxtral-mini-3b": "voxtral"}
 F32, F16, Q8_0 = (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16, gguf.GGMLQuantizationType.Q8_0)
 # SigLIP / CLIP image statistics (only written: the loader needs the keys)
 MEAN_STD = {"gemma-3-4b": ([0.5] * 3, [0.5] * 3), "smolvlm-256m": ([0.5] * 3, [0.5] * 3),
@@ -206,16 +219,114 @@ def write(family: str, out_dir: Path, outtype: int) -> dict:
             "tensor_bytes": sum(nbytes(s, t) for _, s, t in tensors)}
 
 
+def whisper_params(a: dict) -> list[tuple[str, tuple[int, ...]]]:
+    """The Whisper encoder's parameters (transformers `WhisperEncoder` / `Qwen2AudioEncoder` / `VoxtralEncoder`),
+    torch shapes, under the `audio_tower.` prefix the converter maps."""
+    E = a.get("d_model") or a["hidden_size"]
+    F = a.get("encoder_ffn_dim") or a["intermediate_size"]
+    L = a.get("encoder_layers") or a["num_hidden_layers"]
+    M, P = a["num_mel_bins"], a.get("max_source_positions", 1500)
+    p = [("audio_tower.conv1.weight", (E, M, 3)), ("audio_tower.conv1.bias", (E,)),
+         ("audio_tower.conv2.weight", (E, E, 3)), ("audio_tower.conv2.bias", (E,)),
+         ("audio_tower.embed_positions.weight", (P, E))]
+    for i in range(L):
+        b = f"audio_tower.layers.{i}"
+        p += [(f"{b}.self_attn.k_proj.weight", (E, E)),  # no bias (WhisperAttention: k_proj bias=False)
+              (f"{b}.self_attn.v_proj.weight", (E, E)), (f"{b}.self_attn.v_proj.bias", (E,)),
+              (f"{b}.self_attn.q_proj.weight", (E, E)), (f"{b}.self_attn.q_proj.bias", (E,)),
+              (f"{b}.self_attn.out_proj.weight", (E, E)), (f"{b}.self_attn.out_proj.bias", (E,)),
+              (f"{b}.self_attn_layer_norm.weight", (E,)), (f"{b}.self_attn_layer_norm.bias", (E,)),
+              (f"{b}.fc1.weight", (F, E)), (f"{b}.fc1.bias", (F,)), (f"{b}.fc2.weight", (E, F)), (f"{b}.fc2.bias", (E,)),
+              (f"{b}.final_layer_norm.weight", (E,)), (f"{b}.final_layer_norm.bias", (E,))]
+    p += [("audio_tower.layer_norm.weight", (E,)), ("audio_tower.layer_norm.bias", (E,))]
+    return p
+
+
+def audio_params(family: str, cfg: dict) -> list[tuple[str, tuple[int, ...]]]:
+    a, D = cfg["audio_config"], cfg["text_config"]["hidden_size"]
+    E = a.get("d_model") or a["hidden_size"]
+    p = whisper_params(a)
+    kind = AUDIO_FAMILIES[family]
+    # the projector; WhisperEncoderModel.filter_tensors prefixes "multi_modal_projector" with "audio."
+    if kind == "ultravox":  # UltravoxProjector (ultravox_model.py): ln_pre, linear_1, SwiGLU, ln_mid, linear_2
+        s, H = cfg["stack_factor"], cfg["hidden_size"]
+        p += [("audio.multi_modal_projector.ln_pre.weight", (E * s,)),
+              ("audio.multi_modal_projector.linear_1.weight", (H, E * s)),
+              ("audio.multi_modal_projector.ln_mid.weight", (H // 2,)),
+              ("audio.multi_modal_projector.linear_2.weight", (D, H // 2))]
+    elif kind == "qwen2a":  # Qwen2AudioMultiModalProjector: linear(d_model, text hidden) with bias
+        p += [("audio.multi_modal_projector.linear.weight", (D, E)), ("audio.multi_modal_projector.linear.bias", (D,))]
+    else:  # VoxtralMultiModalProjector: linear_1(intermediate_size, text hidden), GELU, linear_2, no biases
+        I = a["intermediate_size"]
+        p += [("audio.multi_modal_projector.linear_1.weight", (D, I)),
+              ("audio.multi_modal_projector.linear_2.weight", (D, D))]
+    return p
+
+
+def audio_converted(family: str, cfg: dict, outtype: int) -> list[tuple[str, tuple[int, ...], int]]:
+    """(gguf name, torch shape, ggml type) after the converter's renames and type rules for a Whisper encoder."""
+    a = cfg["audio_config"]
+    tmap = gguf.get_tensor_name_map(gguf.MODEL_ARCH.MMPROJ, a.get("encoder_layers") or a["num_hidden_layers"])
+    out = []
+    for hf_name, shape in audio_params(family, cfg):
+        if hf_name.endswith(("conv1.bias", "conv2.bias")):
+            shape = shape + (1,)  # WhisperEncoderModel.modify_tensors: unsqueeze(-1)
+        g = tmap.get_name(hf_name, try_suffixes=(".weight", ".bias"))
+        if g is None:
+            raise SystemExit(f"{family}: no GGUF name for {hf_name}")
+        t = None
+        if ".conv" in hf_name and ".weight" in hf_name:
+            t = F16  # WhisperEncoderModel.tensor_force_quant
+        if len(shape) <= 1 or g.endswith("_norm.weight"):
+            t = F32
+        if t is None and (".position_embd." in g or g[-7:] not in (".weight", ".lora_a", ".lora_b")):
+            t = F32
+        if t is None:
+            t = outtype
+            if t == Q8_0 and shape[-1] % 32:
+                t = F16
+        out.append((g, shape, t))
+    return out
+
+
+def write_audio(family: str, out_dir: Path, outtype: int) -> dict:
+    cfg = json.loads((AUDIO_CONFIGS / f"{family}.json").read_text())
+    a = cfg["audio_config"]
+    tensors = audio_converted(family, cfg, outtype)
+    tag = {F16: "f16", Q8_0: "q8_0", F32: "f32"}[outtype]
+    path = out_dir / f"mmproj-{family}-{tag}.gguf"
+    w = gguf.GGUFWriter(str(path), "clip")
+    w.add_name("kvplan weightless mmproj")
+    w.add_file_type({F16: 1, Q8_0: 7, F32: 0}[outtype])
+    # MmprojModel.set_gguf_parameters (has_audio_encoder) and WhisperEncoderModel.set_gguf_parameters
+    w.add_bool("clip.has_audio_encoder", True)
+    w.add_uint32("clip.audio.projection_dim", cfg["text_config"]["hidden_size"])
+    w.add_uint32("clip.audio.embedding_length", a.get("d_model") or a["hidden_size"])
+    w.add_uint32("clip.audio.feed_forward_length", a.get("encoder_ffn_dim") or a["intermediate_size"])
+    w.add_uint32("clip.audio.block_count", a.get("encoder_layers") or a["num_hidden_layers"])
+    w.add_uint32("clip.audio.attention.head_count", a.get("encoder_attention_heads") or a["num_attention_heads"])
+    kind = AUDIO_FAMILIES[family]
+    w.add_string("clip.projector_type", kind)
+    w.add_uint32("clip.audio.num_mel_bins", a["num_mel_bins"])
+    w.add_float32("clip.audio.attention.layer_norm_epsilon", 1e-5)
+    if kind == "ultravox":
+        w.add_uint32("clip.audio.projector.stack_factor", cfg["stack_factor"])
+    elif kind == "voxtral":
+        w.add_uint32("clip.audio.projector.stack_factor", 4)
+    nbytes_total = write_sparse_tensors(w, path, tensors)
+    return {"family": family, "outtype": tag, "path": str(path), "n_tensors": len(tensors), "tensor_bytes": nbytes_total}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("families", nargs="*", default=["gemma-3-4b", "qwen2.5-vl-3b", "smolvlm-256m"])
+    ap.add_argument("families", nargs="*", default=["gemma-3-4b", "qwen2.5-vl-3b", "smolvlm-256m", *AUDIO_FAMILIES])
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--outtype", default="f16", choices=["f16", "q8_0", "f32"])
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     typ = {"f16": F16, "q8_0": Q8_0, "f32": F32}[a.outtype]
     for f in a.families:
-        print(json.dumps(write(f, a.out, typ)))
+        print(json.dumps(write_audio(f, a.out, typ) if f in AUDIO_FAMILIES else write(f, a.out, typ)))
 
 
 if __name__ == "__main__":

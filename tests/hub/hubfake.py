@@ -357,3 +357,30 @@ def resolve_in_subprocess(spec: str, env: dict, **extra_env) -> dict:
 # with a config they could be the weights of (1 layer, hidden 8, 1 head of 8: output projection 8 × 8 = 64 values).
 TINY_LLAMA_CONFIG = {**LLAMA_CONFIG, "hidden_size": 8, "intermediate_size": 16, "num_attention_heads": 1,
                      "num_hidden_layers": 1, "num_key_value_heads": 1, "vocab_size": 100}
+
+
+def write_tiny_audio_mmproj(path: Path, *, projection_dim: int = 256, kind: str = "qwen2a") -> Path:
+    """A tiny Whisper-encoder audio projector (``clip.has_audio_encoder``) written with the gguf package, zeros:
+    E 32, F 64, 2 layers, 8 mel bins, 10 positions, its tensors as kvplan.engine.audio_encoder lists them (F16
+    matrices). For qwen2a its tensors hold 184,064 B at projection_dim 2048 (tests/unit/test_import_audio_mmproj.py
+    derives it by hand)."""
+    from kvplan.engine.audio_encoder import audio_encoder_tensors
+
+    gguf = pytest.importorskip("gguf")
+    np = pytest.importorskip("numpy")
+    w = gguf.GGUFWriter(str(path), "clip")
+    w.add_string("clip.projector_type", kind)
+    w.add_bool("clip.has_audio_encoder", True)
+    for key, value in (("embedding_length", 32), ("feed_forward_length", 64), ("block_count", 2),
+                       ("attention.head_count", 4), ("projection_dim", projection_dim), ("num_mel_bins", 8)):
+        w.add_uint32(f"clip.audio.{key}", value)
+    if kind != "qwen2a":
+        w.add_uint32("clip.audio.projector.stack_factor", 8 if kind == "ultravox" else 4)
+    for name, ne, typ in audio_encoder_tensors(kind, n_embd=32, n_ff=64, n_layer=2, n_mel=8,
+                                               projection_dim=projection_dim, n_positions=10, projector_hidden=64):
+        w.add_tensor(name, np.zeros(tuple(reversed(ne)), dtype={"f16": np.float16, "f32": np.float32}[typ]))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path

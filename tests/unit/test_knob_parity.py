@@ -147,7 +147,9 @@ NOT_ECHOED: dict[str, str] = {
        ("draft", "draft_max_tokens", "acceptance_rate", "draft_kv_type")},
     "images": "echoed with the encoder's parts (memory.parts.encoder_weights.images) when above 0",
     "image_size": "echoed with the encoder's parts (memory.parts.encoder_weights.image_size) when images are set",
-    "mmproj": "a file: its encoder is echoed through the parts (memory.parts.encoder_weights)",
+    "audio": "echoed with the audio encoder's parts (memory.parts.audio_encoder_weights.audio) when above 0",
+    "audio_seconds": "echoed with the audio encoder's parts (memory.parts.audio_kv.audio_seconds) when audio is set",
+    "mmproj": "a file: its encoder(s) echoed through the parts (memory.parts.encoder_weights, audio_encoder_weights)",
     **{name: "echoed in the placement object, present only when the configuration offloads"
        for name in ("n_gpu_layers", "n_cpu_moe", "override_tensor", "stream_experts", "expert_cache_hit")},
 }

@@ -36,7 +36,7 @@ NumCtxOpt = Annotated[str | None, typer.Option(
 # parse_knob, so an error names the option and shows the value as typed
 _CLI_TYPES = {"count": int, "bits": int, "fractional_bits": float, "rate": float, "tokens": str, "size": str,
               "fraction": str, "weight_format": str, "cache_type": str, "runtime": str, "policy": str,
-              "model": str, "image_size": str, "path": str, "layers": int, "text": str, "app_limit": str}
+              "model": str, "image_size": str, "seconds": float, "path": str, "layers": int, "text": str, "app_limit": str}
 
 
 def knob_option(name: str):
