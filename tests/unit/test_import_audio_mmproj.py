@@ -121,3 +121,18 @@ def test_gemma_3n_audio_is_refused_with_the_reason():
                                        "clip.audio.projector_type": "gemma3na"}, tensors=[])
     with pytest.raises(ProfileError, match="11434"):
         audio_encoder_from_header(header, where="mmproj-gemma-3n.gguf")
+
+
+def test_fit_suggests_fewer_clips(tmp_path, run):
+    import re
+
+    path = str(write_tiny_audio_mmproj(tmp_path / "mmproj.gguf", projection_dim=2048))
+    base = ("--device", "pixel8", "--model", "llama-3.2-1b", "--ctx", "32k", "--audio-seconds", "45", "--mmproj", path)
+    text = run("fit", *base, "--audio", "200").stdout
+    assert "OVER" in text
+    # 200 clips × 750 tokens (the processor keeps 30 s of each) × 32,768 B a token = 4.9 GB more: over the 6 GB
+    # budget; fit offers the most clips that still fit, and N + 1 does not
+    n = int(re.search(r"(\d+) audio clips", text)[1])
+    assert 0 < n < 200
+    assert run("check", *base, "--audio", str(n)).exit_code == 0
+    assert run("check", *base, "--audio", str(n + 1)).exit_code == 1
