@@ -114,6 +114,11 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
         if trial.fits:
             changes.append(_change("images", n, trial))
             break
+    for n in range(s.audio - 1, -1, -1):  # the most audio clips that fit (0: the audio encoder unloaded)
+        trial = evaluate(s.with_changes(audio=n))
+        if trial.fits:
+            changes.append(_change("audio", n, trial))
+            break
     format_steps = smaller_weight_types(ev)
     if format_steps is not None:  # a real format: the real smaller ones of its family, not uniform widths no file has
         changes.extend(_change("weight_type", name, evaluate(s.with_changes(weight_type=name)))
@@ -146,6 +151,8 @@ def candidate_changes(ev: Evaluation, smaller_models: Iterable = ()) -> list[Cha
     for model in smaller_models:
         if s.images and getattr(model, "encoder", None) is None and s.mmproj is None:
             continue  # a model that cannot read the images is no answer to a configuration with images
+        if s.audio and getattr(model, "audio_encoder", None) is None and s.mmproj is None:
+            continue  # nor one that cannot hear the clips
         try:
             changes.append(_change("model", model.name, evaluate(_with_model(s, model))))
         except KvplanError:  # --mmproj: the projector of another width than this model's

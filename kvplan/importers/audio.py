@@ -119,6 +119,9 @@ def audio_encoder_from_header(header, *, where: str) -> dict:
     # clip.cpp load_hparams: the default key, else the modality's own (a file with both encoders)
     proj = meta.get("clip.projector_type") or meta.get("clip.audio.projector_type")
     kind = _GGUF_AUDIO_KINDS.get(proj)
+    if proj == "gemma3na" or meta.get("clip.vision.projector_type") == "gemma3nv":
+        raise ProfileError([f"{where}: Gemma 3n's audio tower is not loaded by llama.cpp build 11434 (clip_init skips "
+                            "the audio half of a gemma3nv projector), so kvplan does not price it"])
     if kind is None:
         raise ProfileError([f"{where}: audio projector type {proj!r} is not one kvplan prices "
                             f"(known: {', '.join(sorted(_GGUF_AUDIO_KINDS))})"])

@@ -20,7 +20,8 @@ from kvplan.errors import ProfileError
 # config model_type → llama.cpp projector type
 KINDS = _KINDS = {"gemma3": "gemma3", "idefics3": "idefics3", "smolvlm": "idefics3", "qwen2_5_vl": "qwen2.5vl"}
 # GGUF clip.projector_type → kvplan's kind
-_GGUF_KINDS = {"gemma3": "gemma3", "idefics3": "idefics3", "qwen2.5vl_merger": "qwen2.5vl"}
+_GGUF_KINDS = {"gemma3": "gemma3", "idefics3": "idefics3", "qwen2.5vl_merger": "qwen2.5vl",
+               "qwen2.5o": "qwen2.5vl"}  # Qwen2.5-Omni's file: clip.cpp load_hparams reads its vision half as qwen2.5vl
 
 
 def _need(d: dict, key: str, where: str):

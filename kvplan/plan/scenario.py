@@ -154,13 +154,14 @@ class Scenario:
         if self.image_size is not None:
             object.__setattr__(self, "image_size", _image_size(self.image_size))
         if self.mmproj is not None:
-            object.__setattr__(self, "model", _with_mmproj(self.model, self.mmproj))
+            object.__setattr__(self, "model", _with_mmproj(self.model, self.mmproj, self.images, self.audio))
         else:  # a GGUF model from the Hub whose repository has a projector file: its header, when it is needed
             hub_mmproj = (getattr(self.model, "sources", None) or {}).get("mmproj")
             wanted = ((self.images and getattr(self.model, "encoder", None) is None)
                       or (self.audio and getattr(self.model, "audio_encoder", None) is None))
             if wanted and isinstance(hub_mmproj, str) and hub_mmproj.startswith("hf:"):
-                object.__setattr__(self, "model", _with_mmproj(self.model, hub_mmproj.split(" ", 1)[0]))
+                object.__setattr__(self, "model", _with_mmproj(self.model, hub_mmproj.split(" ", 1)[0], self.images,
+                                                                  self.audio))
         if self.images and getattr(self.model, "encoder", None) is None:
             raise FieldError("images", f"model {getattr(self.model, 'name', '?')} has no vision encoder (no "
                              "'encoder:' in its profile): images cannot be priced")
@@ -274,7 +275,7 @@ def _check_draft(s: Scenario) -> None:
         raise FieldError("draft", f"{s.draft.name} has a vocabulary of {draft:,} tokens, {s.model.name} one of "
                          f"{target:,}: llama.cpp refuses a draft whose vocabulary size differs by more than "
                          f"{DRAFT_VOCAB_MAX_DIFFERENCE} (common_speculative_are_compatible)")
-def _with_mmproj(model, path):
+def _with_mmproj(model, path, images: int = 0, audio: int = 0):
     """``model`` with the encoder(s) a projector GGUF's header describes: its vision encoder (``encoder``) and/or its
     audio encoder (``audio_encoder``, ``clip.has_audio_encoder``), plain records; errors name ``mmproj``."""
     from kvplan.errors import KvplanError
@@ -296,14 +297,23 @@ def _with_mmproj(model, path):
         else:
             header = read_local_header(path)
         meta = dict(header.metadata)
-        audio_only = meta.get("clip.has_audio_encoder") and not meta.get("clip.has_vision_encoder")
-        if not audio_only:
-            fields = encoder_from_header(header, where=path)
+        has_audio = bool(meta.get("clip.has_audio_encoder"))
+        has_vision = bool(meta.get("clip.has_vision_encoder")) or not has_audio
+        # a file with both halves: a half kvplan does not price is an error only when it is asked for
+        for key, present, asked, read, spec in (("encoder", has_vision, images or not has_audio, encoder_from_header,
+                                                 EncoderSpec),
+                                                ("audio_encoder", has_audio, audio or not has_vision,
+                                                 audio_encoder_from_header, AudioEncoderSpec)):
+            if not present:
+                continue
+            try:
+                fields = read(header, where=path)
+            except KvplanError:
+                if asked:
+                    raise
+                continue
             # the checks of a profile's encoder mapping, and every field (the optional ones None)
-            update["encoder"] = EncoderSpec(**{**fields, "weights": f"{fields['weights']} B"}).model_dump()
-        if meta.get("clip.has_audio_encoder"):
-            fields = audio_encoder_from_header(header, where=path)
-            update["audio_encoder"] = AudioEncoderSpec(**{**fields, "weights": f"{fields['weights']} B"}).model_dump()
+            update[key] = spec(**{**fields, "weights": f"{fields['weights']} B"}).model_dump()
     except KvplanError as exc:
         raise FieldError("mmproj", str(exc)) from None
     except ValueError as exc:  # pydantic's ValidationError

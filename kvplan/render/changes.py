@@ -67,6 +67,7 @@ def describe_change(change: Change) -> str:
         "sequences": lambda: f"{v} concurrent sequence{'s' if v != 1 else ''}",
         "sliding_window": lambda: f"sliding window of {v:,} tokens on every layer",
         "images": lambda: f"{v} image{'s' if v != 1 else ''}" + (" (no vision encoder loaded)" if v == 0 else ""),
+        "audio": lambda: f"{v} audio clip{'s' if v != 1 else ''}" + (" (no audio encoder loaded)" if v == 0 else ""),
         "n_cpu_moe": lambda: f"offload experts: the first {v} layers' expert stacks in host RAM (llama.cpp n-cpu-moe)",
         "n_gpu_layers": lambda: (f"{v} layers on the GPU (llama.cpp -ngl {v}: the output layer and the last "
                                  f"{max(v - 1, 0)} repeating layers)" if v else "no layer on the GPU (llama.cpp -ngl 0)"),

@@ -64,3 +64,75 @@ def test_a_vision_only_model_refuses_an_audio_projector_of_another_width(tmp_pat
     path = write_tiny_audio_mmproj(tmp_path / "mmproj.gguf", projection_dim=2048)
     r = run("check", "-d", "pixel8", "-m", "gemma-3-4b", "-c", "4k", "--audio", "1", "--mmproj", str(path))
     assert r.exit_code == 2 and "not this model's projector" in r.stderr
+
+
+def _write_mixed(path):
+    """A tiny projector with both halves (as Qwen2.5-Omni's): the Gemma 3 vision tensors of test_import_mmproj and the
+    Qwen2-Audio tensors above, the modality keys clip.vision.projector_type / clip.audio.projector_type."""
+    gguf = pytest.importorskip("gguf")
+    np = pytest.importorskip("numpy")
+    from kvplan.engine.audio_encoder import audio_encoder_tensors
+    from kvplan.engine.encoder import encoder_tensors
+
+    w = gguf.GGUFWriter(str(path), "clip")
+    w.add_string("clip.vision.projector_type", "gemma3")
+    w.add_string("clip.audio.projector_type", "qwen2a")
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_bool("clip.has_audio_encoder", True)
+    for key, value in (("image_size", 56), ("patch_size", 14), ("embedding_length", 32), ("feed_forward_length", 64),
+                       ("block_count", 2), ("attention.head_count", 4), ("projection_dim", 2560)):
+        w.add_uint32(f"clip.vision.{key}", value)
+    for key, value in (("embedding_length", 32), ("feed_forward_length", 64), ("block_count", 2),
+                       ("attention.head_count", 4), ("projection_dim", 2560), ("num_mel_bins", 8)):
+        w.add_uint32(f"clip.audio.{key}", value)
+    dtypes = {"f16": np.float16, "f32": np.float32}
+    tensors = [*encoder_tensors("gemma3", n_embd=32, n_ff=64, n_layer=2, patch_size=14, image_size=56,
+                                projection_dim=2560),
+               *audio_encoder_tensors("qwen2a", n_embd=32, n_ff=64, n_layer=2, n_mel=8, projection_dim=2560,
+                                      n_positions=10)]
+    for name, ne, typ in tensors:
+        w.add_tensor(name, np.zeros(tuple(reversed(ne)), dtype=dtypes[typ]))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_a_file_with_both_encoders_prices_each_half(tmp_path, run_json):
+    path = _write_mixed(tmp_path / "mmproj-omni.gguf")
+    code, doc = run_json("check", "-d", "pixel8", "-m", "gemma-3-4b", "-c", "4k", "--images", "1", "--audio", "1",
+                         "--mmproj", str(path))
+    assert code in (0, 1)
+    parts = doc["memory"]["parts"]
+    # the vision half: 277,248 B (test_import_mmproj's arithmetic); the audio half: WEIGHTS with mm.a.fc at D 2560,
+    # 32·2560·2 = 163,840 + bias 10,240 in place of 131,072 + 8,192
+    assert parts["encoder_weights"]["bytes"] == 277_248
+    assert parts["audio_encoder_weights"]["bytes"] == WEIGHTS - 131_072 - 8_192 + 163_840 + 10_240 == 218_880
+
+
+def test_gemma_3n_audio_is_refused_with_the_reason():
+    from types import SimpleNamespace
+
+    from kvplan.errors import ProfileError
+    from kvplan.importers.audio import audio_encoder_from_header
+
+    header = SimpleNamespace(metadata={"clip.has_audio_encoder": True, "clip.vision.projector_type": "gemma3nv",
+                                       "clip.audio.projector_type": "gemma3na"}, tensors=[])
+    with pytest.raises(ProfileError, match="11434"):
+        audio_encoder_from_header(header, where="mmproj-gemma-3n.gguf")
+
+
+def test_fit_suggests_fewer_clips(tmp_path, run):
+    import re
+
+    path = str(write_tiny_audio_mmproj(tmp_path / "mmproj.gguf", projection_dim=2048))
+    base = ("--device", "pixel8", "--model", "llama-3.2-1b", "--ctx", "32k", "--audio-seconds", "45", "--mmproj", path)
+    text = run("fit", *base, "--audio", "200").stdout
+    assert "OVER" in text
+    # 200 clips × 750 tokens (the processor keeps 30 s of each) × 32,768 B a token = 4.9 GB more: over the 6 GB
+    # budget; fit offers the most clips that still fit, and N + 1 does not
+    n = int(re.search(r"(\d+) audio clips", text)[1])
+    assert 0 < n < 200
+    assert run("check", *base, "--audio", str(n)).exit_code == 0
+    assert run("check", *base, "--audio", str(n + 1)).exit_code == 1
