@@ -123,7 +123,8 @@ def test_group_formats_refuse_state_layers():
 
 @pytest.mark.parametrize("name, ftypes", [("lfm2-1.2b", {"q4_k_m", "q2_k", "iq4_xs"}),
                                           ("granite-4.0-h-1b", {"q4_k_m", "q3_k_m"}),
-                                          ("falcon-h1-0.5b", {"q4_k_m", "q2_k", "iq4_xs"})])
+                                          ("falcon-h1-0.5b", {"q4_k_m", "q2_k", "iq4_xs"}),
+                                          ("gemma-4-e2b", {"q4_k_m"})])
 def test_real_quantization_equals_the_dry_run_and_kvplan(name, ftypes):
     # quantize_all.py --verify: llama-quantize (build 11434) really quantized the weight-less GGUF; the file read
     # back with gguf-py has every tensor's type and bytes as the --dry-run said, and kvplan's total
