@@ -105,11 +105,14 @@ def flash_attn_on(spec) -> bool:
 
 
 def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
-                     type_v: str = "f16", *, floor: bool = False) -> LlamaCppBuffers | None:
+                     type_v: str = "f16", *, floor: bool = False,
+                     outputs_max: int | None = None) -> LlamaCppBuffers | None:
     """The compute and output buffers of ``-c ctx -np sequences`` under ``spec`` with llama.cpp cache types
     ``type_k``/``type_v`` (a quantized cache adds rotation inputs to the graph); None when the profile lacks a
     shape field (:data:`SHAPE_FIELDS`). ``floor``: a lower bound on them at ``ctx`` and every larger ``-c``
-    (the compute buffer's largest tensor: :func:`kvplan.engine.llamacpp_buffers.compute_buffer_bytes`)."""
+    (the compute buffer's largest tensor: :func:`kvplan.engine.llamacpp_buffers.compute_buffer_bytes`).
+    ``outputs_max``: the context's ``n_outputs_max`` when llama-server sets more than ``-np`` (a speculative type:
+    ``min(-b, -np · (1 + n_max))``, ``server_output_limits``); the reserve graph keeps that many output rows."""
     if unpriced_because(model):
         return None
     fa = flash_attn_on(spec)
@@ -118,6 +121,8 @@ def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
     requested = int(ctx)
     view = _ProfileView(model)
     n_outputs = lb.reserved_outputs(spec.build, int(sequences))
+    if outputs_max is not None and n_outputs is not None:
+        n_outputs = int(outputs_max)
     graph = dict(n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa, n_seq_max=int(sequences),
                  kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v,
                  swa_full=bool(getattr(spec, "swa_full", False)), build=spec.build)
