@@ -108,11 +108,14 @@ def flash_attn_on(spec) -> bool:
 
 
 def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
-                     type_v: str = "f16", *, floor: bool = False) -> LlamaCppBuffers | None:
+                     type_v: str = "f16", *, floor: bool = False,
+                     outputs_max: int | None = None) -> LlamaCppBuffers | None:
     """The compute and output buffers of ``-c ctx -np sequences`` under ``spec`` with llama.cpp cache types
     ``type_k``/``type_v`` (a quantized cache adds rotation inputs to the graph); None when the profile lacks a
     shape field (:data:`SHAPE_FIELDS`). ``floor``: a lower bound on them at ``ctx`` and every larger ``-c``
-    (the compute buffer's largest tensor: :func:`kvplan.engine.llamacpp_buffers.compute_buffer_bytes`)."""
+    (the compute buffer's largest tensor: :func:`kvplan.engine.llamacpp_buffers.compute_buffer_bytes`).
+    ``outputs_max``: the context's ``n_outputs_max`` when llama-server sets more than ``-np`` (a speculative type:
+    ``min(-b, -np · (1 + n_max))``, ``server_output_limits``); the reserve graph keeps that many output rows."""
     if unpriced_because(model):
         return None
     fa = flash_attn_on(spec)
@@ -121,6 +124,8 @@ def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
     requested = int(ctx)
     view = _ProfileView(model)
     n_outputs = lb.reserved_outputs(spec.build, int(sequences))
+    if outputs_max is not None and n_outputs is not None:
+        n_outputs = int(outputs_max)
     graph = dict(n_batch=spec.batch, n_ubatch=spec.ubatch, flash_attn=fa, n_seq_max=int(sequences),
                  kv_unified=spec.kv_unified, type_k=type_k, type_v=type_v,
                  swa_full=bool(getattr(spec, "swa_full", False)), build=spec.build)
@@ -158,16 +163,25 @@ def buffer_groups(spec, ctx, sequences):
 def mtp_compute_bytes(spec, model, n_ctx: int, sequences: int, type_k: str = "f16", type_v: str = "f16") -> int | None:
     """The compute buffer of ``model``'s MTP context (``--spec-type draft-mtp``) of ``n_ctx`` cells (the target's
     padded ``-c``) for ``-np sequences``, its cache types ``type_k``/``type_v`` (``-ctkd``/``-ctvd``): the reserve
-    graph of ``graph_mtp`` (one dense gated attention block and the output head; :func:`kvplan.engine.
-    llamacpp_graph._mtp`) replayed through the allocator; None for a profile without the shape, or a MoE MTP
-    block (its graph is not modelled) [bytes]."""
-    if missing_shape_fields(model) or getattr(model, "experts", None):
+    graph of ``graph_mtp`` (one gated attention block, its MLP or MoE block, and the output head;
+    :func:`kvplan.engine.llamacpp_graph._mtp`) replayed through the allocator; None for a profile without the shape
+    [bytes]."""
+    experts = getattr(model, "experts", None) or 0
+    if not all(getattr(model, f, None) for f in ("hidden_size", "vocab_size")):
+        return None
+    if not experts and not getattr(model, "intermediate_size", None):
         return None
     d_v = getattr(model, "v_head_dim", None) or model.head_dim
     kv_heads = model.kv_heads if isinstance(model.kv_heads, int) else max(model.kv_heads)
+    e_ff = getattr(model, "expert_intermediate_size", None) or 0
+    # Qwen3.5-MoE's router: soft-max gating, the k weights renormalised (src/models/qwen35moe.cpp build_moe_ffn)
+    moe = (("moe_gating", "softmax"), ("moe_norm_w", True)) if experts else ()
     return int(lb.compute_buffer_bytes(
         n_ctx, spec.ubatch, spec.batch, flash_attn_on(spec), int(sequences), spec.kv_unified, 1,
-        model.attention_heads, kv_heads, model.head_dim, d_v, model.hidden_size, model.intermediate_size,
-        getattr(model, "gguf_vocab_size", None) or model.vocab_size, graph="mtp", type_k=type_k, type_v=type_v,
+        model.attention_heads, kv_heads, model.head_dim, d_v, model.hidden_size,
+        0 if experts else model.intermediate_size, getattr(model, "gguf_vocab_size", None) or model.vocab_size,
+        graph="mtp", type_k=type_k, type_v=type_v, n_expert=experts,
+        n_expert_used=getattr(model, "experts_per_token", None) or 0, n_ff_expert=e_ff,
+        n_ff_shared=e_ff * (getattr(model, "shared_experts", 0) or 0),
         n_outputs=lb.reserved_outputs(spec.build, int(sequences)), build=spec.build,
-        layer_graph=(("n_pos", 4),)))
+        layer_graph=(("n_pos", 4), *moe)))

@@ -47,7 +47,8 @@ Rules, each from llama.cpp's own source (file :: function):
   ``src/llama-memory-recurrent.cpp`` :: ``llama_memory_recurrent::llama_memory_recurrent``: per state layer one
   ``r_l [n_embd_r, mem_size · (1 + n_rs_seq)]`` and one ``s_l [n_embd_s, …]`` tensor; ``n_embd_r`` keeps
   ``conv_kernel − 1`` conv columns (``src/llama-hparams.cpp`` :: ``llama_hparams::n_embd_r``). ``n_rs_seq`` (rollback
-  snapshots) is 0 unless speculative decoding asks for it (``common/common.cpp``), which kvplan does not model.
+  snapshots) is 0 here: the speculative types that set it (``common/common.cpp``, ``need_n_rs_seq``: draft-mtp) add
+  them as a part of their own (:mod:`kvplan.plan.mtp`, ``mtp_state_snapshots``).
 - Output buffer (``src/llama-context.cpp`` :: ``llama_context::output_reserve``): ``n_vocab``
   float32 logits per output row, ``n_seq_max`` rows reserved — real memory, not KV.
 """

@@ -565,7 +565,8 @@ def _mtp(s, fa):
     """Qwen3.5's MTP draft graph (build 11434 ``src/models/qwen35.cpp`` ``graph_mtp``), the worst case an MTP
     context reserves: the token rows (GET_ROWS of ``token_embd``) and the target's hidden rows (input ``h``
     [E, T]) each RMS-normed, concatenated [2E, T], projected by ``nextn.eh_proj`` to [E, T]; one gated
-    full-attention block (:func:`_attention`) and its MLP, as the trunk's attention layers; the head norm
+    full-attention block (:func:`_attention`) and its MLP (a MoE's: :func:`_moe_ffn` with soft-max gating and
+    renormalised weights, then the shared expert gated by a sigmoid), as the trunk's layers; the head norm
     (``t_h_nextn``, an output) over every row; then the output rows (GET_ROWS) and the logits [V, O].
     The token path is the reserve's (``ubatch.token`` set): ``inp->embd`` is in no node and not allocated."""
     T, E, F, V = s["T"], s["E"], s["F"], s["V"]
@@ -590,8 +591,16 @@ def _mtp(s, fa):
     attn = _attention(b, s, cur, group, pos, k_rot, v_rot, fa, gated=True)
     x = b.add(b.mm(E, attn), inp_sa, E)  # attn_output, + the residual
     cur = b.rms_norm(x, E)  # post_attention_norm
-    gate, up = b.mm(F, cur), b.mm(F, cur)
-    x = b.add(b.mm(E, g.op(_f32(F, T), gate, up)), x, E)  # SWIGLU, ffn_down, + the residual
+    if s.get("n_expert"):  # Qwen3.5-MoE (src/models/qwen35moe.cpp graph_mtp): the routed experts, then the shared one
+        out = _moe_ffn(b, cur, s)
+        Fs = s["F_shared"]
+        shared = b.mm(E, g.op(_f32(Fs, T), b.mm(Fs, cur), b.mm(Fs, cur)))  # gate, up, SWIGLU, down
+        gate_w = g.op(_f32(1, T), b.mm(1, cur), inplace=True)  # ffn_gate_inp_shexp [1, T], SIGMOID in place
+        shared = g.op(_f32(E, T), shared, gate_w, inplace=True)  # MUL: the gated shared expert
+        x = b.add(b.add(out, shared, E), x, E)  # + the routed experts' sum, + the residual
+    else:
+        gate, up = b.mm(F, cur), b.mm(F, cur)
+        x = b.add(b.mm(E, g.op(_f32(F, T), gate, up)), x, E)  # SWIGLU, ffn_down, + the residual
     x = g.op(_f32(E, T), x, inplace=True)  # the head norm (shared_head_norm or output_norm)
     x = g.op(_f32(E, T), x, inplace=True, output=True)  # its weight: t_h_nextn
     b.T = b.O

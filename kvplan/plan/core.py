@@ -77,8 +77,12 @@ def runtime_buffers(s: Scenario, cache: CacheModel, ctx: int, *, floor: bool = F
     from kvplan.caches.buffers import llamacpp_buffers
 
     v_format = cache.v_format or cache.k_format  # MLA: one latent row, K's type
+    # with a draft (a model or the MTP head) llama-server reserves the verified rows' outputs:
+    # n_outputs_max = min(-b, -np · (1 + n_max)) (tools/server/server-context.cpp server_output_limits, 42-54)
+    outputs = (min(cache.spec.batch, s.sequences * (1 + s.draft_max_tokens))
+               if getattr(s, "draft", None) is not None else None)
     return llamacpp_buffers(cache.spec, s.model, cache.llamacpp_ctx(ctx, s.sequences), s.sequences,
-                            cache.k_format.name, v_format.name, floor=floor)
+                            cache.k_format.name, v_format.name, floor=floor, outputs_max=outputs)
 
 
 def buffers_at(b: Basis, ctx: int, sequences: int):

@@ -248,7 +248,10 @@ def sweep(
             terminal.display_note(resolved.note)
     for note in same:
         terminal.display_note(note)
-    draft_profile = catalog.model(draft).profile if draft else None  # resolved as --model is
+    from kvplan.plan.mtp_head import is_mtp
+
+    # resolved as --model is; "mtp": the model's own MTP head, resolved by each row's scenario
+    draft_profile = draft if draft and is_mtp(draft) else catalog.model(draft).profile if draft else None
     bases = [build_scenario(d.profile, m.profile, 1, o.knobs(pinned_prefix_tokens=pinned_prefix_tokens, **w,
                                                               weight_group_size=weight_group_size,
                                                               **_format_knobs(pair, kv_group_size, any_bits),
