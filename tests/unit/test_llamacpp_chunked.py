@@ -106,3 +106,16 @@ def test_the_other_runtimes_refuse_it_by_name(scout, runtime):
 
     with pytest.raises(FieldError, match=r"attend in chunks of 8,192 tokens \(chunked attention, Llama 4\)"):
         cache_model(runtime_spec(runtime), scout)
+
+
+def test_the_gguf_inventory_of_llama4(scout):
+    from kvplan.engine.tensors import n_params, tensor_inventory
+    from kvplan.plan.weights import model_shape
+
+    tensors = {t.name: t for t in tensor_inventory(model_shape(scout))}
+    # token_embd, output_norm, output, rope_freqs [64] + 48 blocks × (2 norms, q/k/v/o, router, 3 expert stacks,
+    # 3 shared-expert matrices = 13): 4 + 624 = 628 (make_gguf.py's file: 628); the values: params + rope_freqs' 64
+    assert len(tensors) == 628 and n_params(tuple(tensors.values())) == scout.params + 64
+    assert tensors["blk.0.ffn_gate_exps.weight"].shape == (5120, 8192, 16)
+    assert tensors["blk.0.ffn_up_shexp.weight"].shape == (5120, 8192)
+

@@ -37,6 +37,11 @@ EXTRA_FIELDS = {
     "gpt-oss-20b": {"rope_scaling": "yarn", "n_expert": 32, "n_expert_used": 4, "expert_intermediate": 2880},
     "qwen3-30b-a3b": {"n_expert": 128, "n_expert_used": 8, "expert_intermediate": 768},
     "phi-4-mini": {"rope_scaling": "longrope"},
+    # session 9 (build 11434): Granite-4.0-H-Tiny's experts and its shared MLP as 2 experts' width; Llama 4 Scout's
+    # 16 experts with one shared expert and its llama3 rope scaling
+    "granite-4.0-h-tiny": {"n_expert": 64, "n_expert_used": 6, "expert_intermediate": 512, "n_shared_experts": 2},
+    "llama-4-scout-17b-16e": {"rope_scaling": "llama3", "n_expert": 16, "n_expert_used": 1,
+                              "expert_intermediate": 8192, "n_shared_experts": 1},
 }
 
 
