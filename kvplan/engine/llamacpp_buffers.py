@@ -475,7 +475,8 @@ def layer_graph_of(profile: Mapping[str, Any]):
         widths (``conv_k`` [tokens], ``n_embd_r`` [values]: ``(conv_kernel − 1) · conv channels``, as
         ``llama_hparams::n_embd_r``; Mamba2's ``d_inner``, ``ssm_H``, ``ssm_N``, ``ssm_G``; Gated DeltaNet's
         ``lin_*`` heads and widths) and the MoE gating; None when llama.cpp's graph for the architecture is
-        not modelled (an unknown state mixer, a hybrid MoE with leading dense layers, a MoE outside :data:`_LAYER_ARCHS`).
+        not modelled (an unknown state mixer, a hybrid MoE with leading dense layers, a MoE outside
+        :data:`_LAYER_ARCHS`).
     """
     arch = str(_field(profile, "architecture", ""))
     rule = _LAYER_ARCHS.get(arch)

@@ -52,8 +52,8 @@ by llama-cpp-python 0.3.36):
     ``ssm_dt.bias`` [heads], ``ssm_a`` and ``ssm_d`` [1, heads] (no ``.weight`` suffix; A = −exp(A_log)),
     ``ssm_norm.weight`` [d_inner/g, g], ``ssm_out`` [d_inner, h]. Granite's dense shared MLP is split into
     ``ffn_gate``/``ffn_up``; with experts (Granite-4.0-H-Tiny) a router ``ffn_gate_inp`` [h, n_expert], 3-D
-    ``ffn_{gate,up,down}_exps`` and the shared MLP as ``ffn_{gate,up,down}_shexp`` (conversion/granite.py
-    ``GraniteMoeModel.modify_tensors`` splits ``input_linear`` into gate and up); Nemotron-H's blocks hold one mixer each (Mamba2, attention, or an MLP of
+    ``ffn_{gate,up,down}_exps`` and the shared MLP as ``ffn_{gate,up,down}_shexp``
+    (conversion/granite.py ``GraniteMoeModel.modify_tensors`` splits ``input_linear`` into gate and up); Nemotron-H's blocks hold one mixer each (Mamba2, attention, or an MLP of
     ``ffn_up`` + ``ffn_down``) and only ``attn_norm``.
   - Gated DeltaNet (``qwen35``), key dim k = key_heads · key_head_dim, value dim v = value_heads ·
     value_head_dim: ``attn_qkv`` [h, 2k + v], ``attn_gate`` [h, v], ``ssm_conv1d.weight`` [kernel, 2k + v],

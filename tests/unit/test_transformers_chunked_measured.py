@@ -1,7 +1,7 @@
 """kvplan's transformers cache of Llama 4's chunked attention against transformers 5.17.0 (torch 2.13.0).
 
-Data: ``tests/data/runtimes/transformers/chunked/llama-4-scout-17b-16e.json`` (``tests/harness/transformers_chunked.py``,
-from ``tests/data/hf_configs/llama-4-scout-17b-16e.json``): ``model`` runs are Llama4ForCausalLM with random weights,
+Data: ``tests/data/runtimes/transformers/chunked/llama-4-scout-17b-16e.json``
+(``tests/harness/transformers_chunked.py``, from ``tests/data/hf_configs/llama-4-scout-17b-16e.json``): ``model`` runs are Llama4ForCausalLM with random weights,
 every figure that shapes the cache kept (48 layers, 8 KV heads × 128, chunks of 8,192, no_rope_layers) and the rest
 shrunk (hidden 256, 2 experts, vocabulary 512), a prefill of N − 1 tokens then one decode step; ``driven`` runs are
 ``DynamicCache(config=Llama4TextConfig(the real text_config))`` fed the ``[1, 8, n, 128]`` bf16 K/V tensors each layer
