@@ -407,10 +407,14 @@ def output_buffer_bytes(n_vocab, n_seq_max=1, n_outputs=None, n_embd=0, embeddin
 
 
 #: interleaved sliding-window architectures whose window llama.cpp keeps
-_SWA_ARCHS = {"gemma2", "gemma3", "gemma3_text", "gpt_oss", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text"}
+_SWA_ARCHS = {"gemma2", "gemma3", "gemma3_text", "gpt_oss", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text",
+              "llama4", "llama4_text"}
 #: their layer pattern as llama.cpp sets it (``llama_hparams::set_swa_pattern``, ``src/llama-hparams.cpp``)
 _SWA_PERIOD = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "gpt_oss": 2, "gemma3n": 5, "gemma3n_text": 5,
-               "gemma4": 5, "gemma4_text": 5}  # Gemma 4: the GGUF's sliding_window_pattern (E2B: "4:1")
+               "gemma4": 5, "gemma4_text": 5,  # Gemma 4: the GGUF's sliding_window_pattern (E2B: "4:1")
+               "llama4": 4, "llama4_text": 4}
+#: Llama 4's chunk as llama.cpp's loader fixes it (src/models/llama4.cpp load_arch_hparams: n_swa = 8192)
+_CHUNK_OF_ARCH = {"llama4": 8192, "llama4_text": 8192}
 #: profile ``architecture`` (Hugging Face model_type) → graph family; anything else builds like llama
 _GRAPH_OF_ARCH = {
     "gemma2": "gemma", "gemma3": "gemma", "gemma3_text": "gemma",
@@ -452,6 +456,13 @@ _LAYER_ARCHS = {
     "gpt_oss": {"moe": {"moe_gating": "softmax_weight", "moe_norm_w": False}, "qkv_order": "QKV",
                 "late_out_ids": "before_norm"},
     "qwen3_moe": {"moe": {"moe_gating": "softmax", "moe_norm_w": True}},  # qwen3moe.cpp (norm_topk_prob)
+    # llama4.cpp: sigmoid gating with the top-k on the logits, the weights applied before the experts
+    # (build_moe_ffn's weight_before_ffn), the shared expert added; a NoPE layer every 4th (its Q times
+    # inp_attn_scale), the RoPE layers' Q and K RMS-normed; the chunked layers in the iSWA cache
+    "llama4": {"moe": {"moe_gating": "sigmoid_logits", "moe_norm_w": False, "weight_before_ffn": True},
+               "nope_period": 4, "attn_temp": True, "kq_norm": True, "shared_expert": True},
+    "llama4_text": {"moe": {"moe_gating": "sigmoid_logits", "moe_norm_w": False, "weight_before_ffn": True},
+                    "nope_period": 4, "attn_temp": True, "kq_norm": True, "shared_expert": True},
     # falcon-h1.cpp: every layer runs attention and Mamba2 in parallel (state.parallel_attention), no ssm_norm,
     # the recurrent-state copy ids read after the attention inputs, the output rows kept after the residual add
     "falcon_h1": {"state": {"mamba2": "parallel"}, "ssm_norm": False, "s_copy_late": True, "out_ids_after_add": True},
@@ -474,7 +485,8 @@ def layer_graph_of(profile: Mapping[str, Any]):
         widths (``conv_k`` [tokens], ``n_embd_r`` [values]: ``(conv_kernel − 1) · conv channels``, as
         ``llama_hparams::n_embd_r``; Mamba2's ``d_inner``, ``ssm_H``, ``ssm_N``, ``ssm_G``; Gated DeltaNet's
         ``lin_*`` heads and widths) and the MoE gating; None when llama.cpp's graph for the architecture is
-        not modelled (an unknown state mixer, a hybrid MoE with leading dense layers, a MoE outside :data:`_LAYER_ARCHS`).
+        not modelled (an unknown state mixer, a hybrid MoE with leading dense layers, a MoE outside
+        :data:`_LAYER_ARCHS`).
     """
     arch = str(_field(profile, "architecture", ""))
     rule = _LAYER_ARCHS.get(arch)
@@ -485,7 +497,7 @@ def layer_graph_of(profile: Mapping[str, Any]):
     experts = int(_field(profile, "experts", 0) or 0)
     out = {k: v for k, v in rule.items()
            if k in ("resid_first", "attn_gated", "late_out_ids", "no_rope", "qkv_order", "n_pos", "ssm_norm",
-                    "s_copy_late", "out_ids_after_add")}
+                    "s_copy_late", "out_ids_after_add", "nope_period", "attn_temp", "kq_norm")}
     mixers = ["attn"] * L
     if "state" in rule:
         if state is None or (experts and "moe" not in rule):
@@ -519,7 +531,8 @@ def layer_graph_of(profile: Mapping[str, Any]):
             out.update(rule["moe"])
             ffn = "moe"
     else:
-        if not experts or int(_field(profile, "dense_layers", 0) or 0) or int(_field(profile, "shared_experts", 0) or 0):
+        shared = int(_field(profile, "shared_experts", 0) or 0)
+        if not experts or int(_field(profile, "dense_layers", 0) or 0) or (shared and not rule.get("shared_expert")):
             return None
         out.update(rule["moe"])
         ffn = "moe"
@@ -594,6 +607,8 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
     """
     arch = str(_field(profile, "architecture", ""))
     n_swa = int(_field(profile, "sliding_window", 0) or 0) if arch in _SWA_ARCHS else 0
+    if arch in _CHUNK_OF_ARCH and _field(profile, "attention_chunk_size"):
+        n_swa = _CHUNK_OF_ARCH[arch]  # the chunked layers are the iSWA cache's windowed ones
     graph = graph_of(profile)
     layer_graph = layer_graph_of(profile) if graph == "layers" else None
     if graph == "layers" and layer_graph is None:

@@ -104,16 +104,22 @@ def _rot(g, t, r):
     return g.view(g.op(g.size[t] or g.size[g.view_src[t]], r, g.view(t)))
 
 
-def _attention(b, s, cur, group, pos, k_rot, v_rot, fa, gated=False):
+def _attention(b, s, cur, group, pos, k_rot, v_rot, fa, gated=False, rope=None, attn_temp=None):
     """``build_qkv`` + ``build_attn`` of one attention layer up to the output projection's input.
 
     ``group`` is the layer's cache: (K indices, V indices, mask, cells). ``gated`` (Qwen3.5's full-attention
     layers, ``src/models/qwen35.cpp`` ``build_layer_attn``): the Q projection is twice as wide (query and
     gate interleaved per head), the Q norm of its strided view is a new tensor (roped in place), and after the
     attention the gate is made contiguous (CONT), passed through a sigmoid (in place) and multiplies the output
-    (in place).
+    (in place). ``rope`` (None: every layer as ``s["no_rope"]`` says) is this layer's RoPE; Llama 4
+    (``src/models/llama4.cpp``): a RoPE layer's Q and K are then RMS-normed (``use_kq_norm``: ``ggml_rms_norm``, in
+    place on the roped tensor) and a NoPE layer's Q multiplied by the ``attn_temp`` input (``inp_attn_scale``, a new
+    tensor: its source is the projection's view).
     """
     g, T, H, Dv = b.g, b.T, s["H"], s["Dv"]
+    if rope is None:
+        rope = not s.get("no_rope")
+    kq_norm = rope and s.get("kq_norm", False)
     k_idxs, v_idxs, mask, n_kv = group
     Dk, Hk = s["Dk"], s["Hk"]
     gate = None
@@ -130,20 +136,28 @@ def _attention(b, s, cur, group, pos, k_rot, v_rot, fa, gated=False):
             qr = _rot(g, g.op(_f32(Dk, H, T), g.view(gate)), k_rot)
         else:
             q = b.mm(H * Dk, cur)
-            if s.get("no_rope"):
+            if not rope and attn_temp is not None:  # Llama 4's NoPE layers: MUL by inp_attn_scale
+                qr = _rot(g, g.op(_f32(Dk, H, T), g.view(q), attn_temp, inplace=True), k_rot)
+            elif not rope:
                 # no RoPE (Nemotron-H's attention), or RoPE in place on the projection made contiguous by its
                 # bias add (gpt-oss: ADD in place, then ROPE in place on an owned tensor); otherwise RoPE (or the
                 # Q norm) of the projection's reshape view is a new tensor (ggml-alloc never reuses a view's source)
                 qr = _rot(g, g.view(q), k_rot)
             else:
-                qr = _rot(g, g.op(_f32(Dk, H, T), g.view(q), pos, inplace=True), k_rot)  # ROPE (or the Q norm)
+                qr = g.op(_f32(Dk, H, T), g.view(q), pos, inplace=True)  # ROPE (or the Q norm)
+                if kq_norm:
+                    qr = g.op(_f32(Dk, H, T), qr, inplace=True)  # RMS_NORM of the roped Q
+                qr = _rot(g, qr, k_rot)
         if s["qkv_order"] == "QVK":
             vr = _rot(g, g.view(b.mm(Hk * Dv, cur)), v_rot)
         k = b.mm(Hk * Dk, cur)
-        if s.get("no_rope"):
+        if not rope:
             kr = _rot(g, g.view(k), k_rot)
         else:
-            kr = _rot(g, g.op(_f32(Dk, Hk, T), g.view(k), pos, inplace=True), k_rot)
+            kr = g.op(_f32(Dk, Hk, T), g.view(k), pos, inplace=True)
+            if kq_norm:
+                kr = g.op(_f32(Dk, Hk, T), kr, inplace=True)  # RMS_NORM of the roped K
+            kr = _rot(g, kr, k_rot)
         if s["qkv_order"] == "QKV":
             vr = _rot(g, g.view(b.mm(Hk * Dv, cur)), v_rot)
     g.external_view(g.view(kr), k_idxs)  # SET_ROWS into the K cache through a view
@@ -257,9 +271,16 @@ def _moe_ffn(b, x, s, after=lambda: None):
     g, T, E = b.g, b.T, s["E"]
     n_exp, used, Fe = s["n_expert"], s["n_expert_used"], s["F_expert"]
     logits = b.mm(n_exp, x)  # router logits (the router bias, if any, is added in place)
-    probs = logits if s.get("moe_gating") == "softmax_weight" else g.op(_f32(n_exp, T), logits, inplace=True)
+    if s.get("moe_gating") == "sigmoid_logits":
+        # Llama 4: SIGMOID of the logits, but the top-k picked on the logits themselves (two consumers: a new tensor)
+        probs = g.op(_f32(n_exp, T), logits)
+        order = g.op(n_exp * T * I32, logits)
+    else:
+        probs = logits if s.get("moe_gating") == "softmax_weight" else g.op(_f32(n_exp, T), logits, inplace=True)
+        order = None
     probs_r = g.view(probs)
-    order = g.op(n_exp * T * I32, probs)  # ARGSORT (ggml_argsort_top_k: a view of its first k)
+    if order is None:
+        order = g.op(n_exp * T * I32, probs)  # ARGSORT (ggml_argsort_top_k: a view of its first k)
     topk = g.view(order)
     weights = g.op(_f32(1, used, T), probs_r, topk)  # GET_ROWS
     if s.get("moe_gating") == "softmax_weight":
@@ -268,11 +289,13 @@ def _moe_ffn(b, x, s, after=lambda: None):
         wsum = g.op(_f32(1, T), g.view(weights))  # SUM_ROWS, then CLAMP in place
         weights = g.op(_f32(1, used, T), g.view(weights), wsum, inplace=True)  # DIV
     xr = g.view(x)
+    if s.get("weight_before_ffn"):  # Llama 4: the input repeated per chosen expert (REPEAT), times its weight
+        xr = g.op(_f32(E, used, T), g.op(_f32(E, used, T), xr), weights, inplace=True)
     gate = g.op(_f32(Fe, used, T), xr, topk)  # MUL_MAT_ID
     up = g.op(_f32(Fe, used, T), xr, topk)
     act = g.op(_f32(Fe, used, T), gate, up)  # SWIGLU / SWIGLU_OAI: a new tensor
     down = g.op(_f32(E, used, T), act, topk)
-    weighted = g.op(_f32(E, used, T), down, weights, inplace=True)
+    weighted = down if s.get("weight_before_ffn") else g.op(_f32(E, used, T), down, weights, inplace=True)
     parts = [g.view(weighted) for _ in range(used)]
     if used == 1:
         out = g.op(_f32(E, T), parts[0])  # CONT
@@ -403,8 +426,12 @@ def _layers(s, fa):
     pos = None if s.get("no_rope") else g.input(T * I32 * s.get("n_pos", 1))
     v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
     groups, rots = [], []
+    nope = s.get("nope_period")  # Llama 4: layer il without RoPE when (il + 1) % nope_period == 0
+    attn_temp = None
     if "attn" in mixers or "parallel" in mixers:
         for c, n_kv in enumerate(s["caches"]):
+            if c and nope and s.get("attn_temp"):  # inp_attn_scale [1, 1, T]: first read by the first NoPE layer,
+                attn_temp = g.input(_f32(1, T))  # which reads it before the full cache's inputs
             if c:  # every cache of llama_kv_cache_iswa has its own rotations, read first by its first layer
                 k_rot = g.input(_f32(s["k_rot"], s["k_rot"])) if s.get("k_rot") else None
                 v_rot = g.input(_f32(s["v_rot"], s["v_rot"])) if s.get("v_rot") else None
@@ -447,7 +474,9 @@ def _layers(s, fa):
         if kind == "attn":
             cur = b.rms_norm(x, E)
             c = s["cache_of_layer"](il)
-            attn = _attention(b, s, cur, groups[c], pos, *rots[c], fa, gated=s.get("attn_gated", False))
+            rope = None if not nope else (il + 1) % nope != 0
+            attn = _attention(b, s, cur, groups[c], pos, *rots[c], fa, gated=s.get("attn_gated", False), rope=rope,
+                              attn_temp=attn_temp)
             hook()
             out = b.mm(E, attn)
         elif kind == "conv":

@@ -18,6 +18,10 @@ by llama-cpp-python 0.3.36):
 * deepseek2: MLA (``attn_kv_a_mqa``, ``attn_kv_a_norm``, ``kv_b`` split into 3-D
   ``attn_k_b`` / ``attn_v_b`` by conversion/deepseek.py), a dense FFN in the first
   ``leading_dense_layers`` and routed + shared experts after (3-D ``*_exps``).
+* llama4 (build 11434 ``src/models/llama4.cpp`` ``load_arch_tensors``; ``conversion/llama.py`` ``Llama4Model``):
+  llama's attention (no q/k norm weights: Llama4TextL2Norm has none), ``rope_freqs`` for the llama3 rope scaling,
+  and on each MoE layer a router, 3-D experts and the shared expert ``ffn_*_shexp`` as wide as one expert
+  (``n_ff_shexp = n_ff_exp``);
 * gpt-oss (``LLM_ARCH_OPENAI_MOE``; ggml-org/llama.cpp 00342301d, ``src/llama-model.cpp``
   ``llama_model::load_tensors``): q/k/v/o biases, ``attn_sinks`` [n_head] (one learned logit per
   head: a weight, nothing cached), ``post_attention_norm`` as the FFN's input norm (no
@@ -48,8 +52,8 @@ by llama-cpp-python 0.3.36):
     ``ssm_dt.bias`` [heads], ``ssm_a`` and ``ssm_d`` [1, heads] (no ``.weight`` suffix; A = −exp(A_log)),
     ``ssm_norm.weight`` [d_inner/g, g], ``ssm_out`` [d_inner, h]. Granite's dense shared MLP is split into
     ``ffn_gate``/``ffn_up``; with experts (Granite-4.0-H-Tiny) a router ``ffn_gate_inp`` [h, n_expert], 3-D
-    ``ffn_{gate,up,down}_exps`` and the shared MLP as ``ffn_{gate,up,down}_shexp`` (conversion/granite.py
-    ``GraniteMoeModel.modify_tensors`` splits ``input_linear`` into gate and up); Nemotron-H's blocks hold one mixer each (Mamba2, attention, or an MLP of
+    ``ffn_{gate,up,down}_exps`` and the shared MLP as ``ffn_{gate,up,down}_shexp``
+    (conversion/granite.py ``GraniteMoeModel.modify_tensors`` splits ``input_linear`` into gate and up); Nemotron-H's blocks hold one mixer each (Mamba2, attention, or an MLP of
     ``ffn_up`` + ``ffn_down``) and only ``attn_norm``.
   - Gated DeltaNet (``qwen35``), key dim k = key_heads · key_head_dim, value dim v = value_heads ·
     value_head_dim: ``attn_qkv`` [h, 2k + v], ``attn_gate`` [h, v], ``ssm_conv1d.weight`` [kernel, 2k + v],
@@ -108,6 +112,7 @@ GGUF_ARCH = {
     "falcon_h1": "falcon-h1", "falcon-h1": "falcon-h1",
     "qwen3_5_moe": "qwen35moe", "qwen3_5_moe_text": "qwen35moe", "qwen35moe": "qwen35moe",
     "gemma4": "gemma4", "gemma4_text": "gemma4",
+    "llama4": "llama4", "llama4_text": "llama4",
 }
 
 #: Gemma 3n's AltUp streams and LAuReL rank: llama.cpp's fixed values (src/llama-hparams.h: n_altup 4,
@@ -310,7 +315,7 @@ def _global_tensors(s: ModelShape, layout: str) -> list[Tensor]:
         out.append(Tensor("output.weight", (s.hidden, vocab), "output"))
     if layout == "gguf":
         half_rope = (s.rope_dim or s.head_dim) // 2
-        if s.arch == "llama" and s.rope_scaling == "llama3":
+        if s.arch in ("llama", "llama4") and s.rope_scaling == "llama3":
             out.append(Tensor("rope_freqs.weight", (half_rope,), "rope"))
         if s.arch == "phi3" and s.rope_scaling in ("longrope", "su"):
             out += [Tensor("rope_factors_long.weight", (half_rope,), "rope"),

@@ -50,6 +50,7 @@ from kvplan.profiles.spec import layer_count_problem
 
 # llama.cpp set_swa_pattern(n) (gpt-oss: LLM_ARCH_OPENAI_MOE, ggml-org/llama.cpp 00342301d load_hparams)
 _BUILTIN_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4, "gpt-oss": 2}
+LLAMA4_CHUNK_TOKENS = 8192  # src/models/llama4.cpp :: load_arch_hparams (hparams.n_swa = 8192)
 
 
 def _block_number(name: str) -> int:
@@ -321,7 +322,20 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
 
     window = _int(meta, k + "attention.sliding_window", where, required=False, minimum=0)
     local: list[int] = []
-    if window:
+    chunk = None
+    if arch == "llama4" and window is None:
+        # src/models/llama4.cpp load_arch_hparams: no sliding_window key → LLAMA_SWA_TYPE_CHUNKED, n_swa 8192 (the
+        # file holds no chunk), load_swa_pattern(ml, 4) unless the file names a pattern; sliding_window 0: none
+        chunk = LLAMA4_CHUNK_TOKENS
+        raw = meta.get(k + "attention.sliding_window_pattern")
+        if isinstance(raw, list):
+            local = _local_layers(raw, layers, where, k + "attention.sliding_window_pattern")
+        else:
+            n = _int(meta, k + "attention.sliding_window_pattern", where, minimum=0) if raw is not None else 4
+            local = swa_pattern_layers(n, layers)
+        window_note = (f"no {k}attention.sliding_window: llama.cpp's chunked attention (LLAMA_SWA_TYPE_CHUNKED), "
+                       f"chunks of {chunk} on {len(local)} layers, its loader's values")
+    elif window:
         pattern_key = k + "attention.sliding_window_pattern"
         raw = meta.get(pattern_key)
         if isinstance(raw, list):
@@ -405,8 +419,9 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         ("tie_embeddings", tied if tensors else None,
          "no output.weight tensor: the output reuses token_embd" if tied else "the file has its own output.weight"),
         ("max_context", max_context, "context_length"),
-        ("sliding_window", window if pattern is not None else None, ""),
-        ("sliding_window_pattern", pattern, ""),
+        ("sliding_window", window if pattern is not None and chunk is None else None, ""),
+        ("attention_chunk_size", chunk if pattern is not None else None, "chunked attention: llama.cpp's n_swa"),
+        ("sliding_window_pattern", pattern, "the chunked layers" if chunk else ""),
         ("mla", mla, "multi-head latent attention"),
         ("state", state, "state layers: see sources.state"),
         ("shared_kv_layers", gemma3n.get("shared_kv_layers") or None,

@@ -128,8 +128,8 @@ MODEL_FIELD_DOCS = {
     "tie_embeddings": "input embedding shared with the output layer (then it is streamed every token)",
     "max_context": "trained context length [tokens] (max_position_embeddings)",
     "sliding_window": "attention window of the local layers [tokens]; only if the model really applies it",
-    "attention_chunk_size": "chunked attention (Llama 4): the chunk of the layers sliding_window_pattern names [tokens]; "
-                            "a token attends only the earlier tokens of its own chunk",
+    "attention_chunk_size": "chunked attention (Llama 4): the chunk of the layers sliding_window_pattern names "
+                            "[tokens]; a token attends only the earlier tokens of its own chunk",
     "sliding_window_pattern": "which layers use the window: all | alternating (even layers local) | "
                               "'N:1' (layer i local when i % (N+1) < N) | [0-based local layer indices]",
     "mla": "multi-head latent attention: the cache holds kv_lora_rank + qk_rope_head_dim values per token per layer",

@@ -164,8 +164,8 @@ _GEMMA3N_FIELDS = ("shared_kv_layers", "hidden_size_per_layer_input", "vocab_siz
 def schedule_json(model) -> list[dict]:
     """The model's schedule as ``profiles show --format json`` writes it: one entry per run of identical layers,
     its 0-based ``first_layer``/``last_layer``, ``layers`` (how many), ``kind`` and the kind's own figures
-    (attention: ``kv_heads``, ``k_head_dim``, ``v_head_dim``, ``window_tokens``, ``latent_rank``; state: ``mixer``,
-    ``conv_channels``, ``conv_kernel_tokens``, ``recurrent_values``; shared KV: ``source_layer``,
+    (attention: ``kv_heads``, ``k_head_dim``, ``v_head_dim``, ``window_tokens``, ``latent_rank``, ``chunked``;
+    state: ``mixer``, ``conv_channels``, ``conv_kernel_tokens``, ``recurrent_values``; shared KV: ``source_layer``,
     ``window_tokens``; parallel: ``attention`` and ``state``, each an object of its kind's figures)."""
 
     def figures(layer) -> dict:  # a parallel layer: its attention's and its state's figures, each under its kind

@@ -39,6 +39,8 @@ def _kv_heads(p, i):
 
 def _llamacpp_windowed(p, i):
     arch = p.get("architecture")
+    if arch == "llama4" and p.get("attention_chunk_size"):  # LLAMA_SWA_TYPE_CHUNKED: load_swa_pattern(ml, 4)
+        return i % 4 < 3
     if not p.get("sliding_window"):
         return False
     if arch == "gemma2":
@@ -57,7 +59,8 @@ def expected_llamacpp(p, ctx, n, kv_type):
     n_ctx = _pad(ctx)
     per_stream = _pad(n_ctx // n)
     ubatch = min(512, 2048, ctx)
-    swa = _pad(min(per_stream, p.get("sliding_window", 0) + ubatch))
+    n_swa = 8192 if p.get("architecture") == "llama4" else p.get("sliding_window", 0)  # Llama 4: the loader's chunk
+    swa = _pad(min(per_stream, n_swa + ubatch))
     total = 0
     # gemma3n: layers from n_layer_kv_from_start (20) on reuse an earlier layer's cache and have no tensor; gemma4:
     # from n_layer − shared_kv_layers on
@@ -75,11 +78,17 @@ def expected_llamacpp(p, ctx, n, kv_type):
     return total
 
 
+def _window(p):
+    """The window of the windowed layers: sliding_window, or a chunked layer's chunk (a DynamicSlidingWindowLayer of
+    attention_chunk_size, transformers' cache_utils.py)."""
+    return p.get("sliding_window") or p.get("attention_chunk_size")
+
+
 def _hf_sliding(p, i):
     pattern = p.get("sliding_window_pattern", "all")
-    if not p.get("sliding_window"):
+    if not _window(p):
         return False
-    return {"all": True, "alternating": i % 2 == 0, "5:1": i % 6 < 5, "4:1": i % 5 < 4}[pattern]
+    return {"all": True, "alternating": i % 2 == 0, "5:1": i % 6 < 5, "4:1": i % 5 < 4, "3:1": i % 4 < 3}[pattern]
 
 
 def expected_transformers(p, ctx, n):
@@ -92,7 +101,7 @@ def expected_transformers(p, ctx, n):
             row = _kv_heads(p, i) * 2 * p["global_head_dim"] * 2  # f16
         else:
             row = _kv_heads(p, i) * (p["head_dim"] + p.get("v_head_dim", p["head_dim"])) * 2  # f16
-        kept = min(ctx, p["sliding_window"]) if _hf_sliding(p, i) else ctx
+        kept = min(ctx, _window(p)) if _hf_sliding(p, i) else ctx
         steady += row * kept * n
         peak += row * ctx * n
     return steady, peak

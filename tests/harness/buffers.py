@@ -111,6 +111,7 @@ void * mmap(void * addr, size_t len, int prot, int flags, int fd, off_t off) {
 void * mmap64(void * addr, size_t len, int prot, int flags, int fd, off_t off) { return mmap(addr, len, prot, flags, fd, off); }
 '''
 
+PER_LAYER = re.compile(r"llama_kv_cache: layer +\d+:")  # build 11434's one line per layer (dev = CPU / filtered)
 KEEP = re.compile(r"(buffer size|KV self size|llama_kv_cache|llama_context: (n_ctx|n_ctx_seq|n_batch|n_ubatch|flash_attn|kv_unified|n_seq_max|causal_attn|swa_full)|graph nodes|graph splits|PROBE|n_ctx_per_seq|n_ctx_seq|error|failed|warn)", re.I)
 BUF = re.compile(r"(\S+)\s+(compute|output|KV|model) buffer size =\s+([\d.]+) MiB")
 BRK = re.compile(r"PROBE buft=(\S+) model=(\d+) context=(\d+) compute=(\d+)")
@@ -144,7 +145,7 @@ def run_one(exe: Path, gguf: Path, p: dict) -> dict:
     r = subprocess.run(args, capture_output=True, text=True, env=env)
     log = r.stderr + r.stdout
     lines = [ln.rstrip() for ln in log.splitlines() if KEEP.search(ln) and "llama_model_loader" not in ln
-             and "print_info" not in ln]
+             and "print_info" not in ln and not PER_LAYER.match(ln)]
     res = {"params": p, "returncode": r.returncode, "seconds": round(time.time() - t0, 2), "log": lines}
     logged = {}
     for m in BUF.finditer(log):

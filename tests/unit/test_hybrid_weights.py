@@ -26,7 +26,7 @@ def _types(name, ftype):
     return {t.name: t for t in price_gguf(_shape(name), ftype).tensors}
 
 
-@pytest.mark.parametrize("name", HYBRIDS)
+@pytest.mark.parametrize("name", HYBRIDS + ("granite-4.0-h-tiny",))
 def test_params_equal_the_inventory(name):
     # every profile's params is derived from its config in sources.params; the inventory must sum to it
     model = Catalog().model(name).profile
@@ -138,3 +138,14 @@ def test_real_quantization_equals_the_dry_run_and_kvplan(name, ftypes):
     for ftype, r in results.items():
         assert r["ok"] and not r["mismatches"]
         assert r["real_total_tensor_bytes"] == price_gguf(_shape(name), ftype).total_bytes
+
+
+def test_granite_tiny_experts_by_tensor():
+    # 40 blocks: attn_norm, ffn_norm, router, 3 expert stacks, 3 shared-MLP tensors = 9; 36 Mamba2 × 8 and
+    # 4 attention × 4 mixer tensors; token_embd and output_norm (tied): 2 + 40 × 9 + 288 + 16 = 666
+    tensors = {t.name: t for t in tensor_inventory(_shape("granite-4.0-h-tiny"))}
+    assert len(tensors) == 666
+    assert tensors["blk.5.ffn_up_exps.weight"].shape == (1536, 512, 64)  # [hidden, expert width, experts]
+    assert tensors["blk.5.ffn_down_shexp.weight"].shape == (1024, 1536)  # the shared MLP: 2 × 512 wide
+    assert tensors["blk.0.ffn_gate_inp.weight"].float32_in_gguf  # the router stays F32
+

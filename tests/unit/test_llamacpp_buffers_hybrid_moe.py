@@ -45,10 +45,13 @@ FILES = (
     + [("buffers", "gemma-4-e2b")] + [("models2026", "gemma-4-e2b")]  # and the state grid's f16 / q8_0 rows
     # Granite-4.0-H-Tiny (granite-hybrid.cpp build_layer_ffn: build_moe_ffn plus the shared MLP beside Mamba2)
     + [("state", "granite-4.0-h-tiny"), ("buffers", "granite-4.0-h-tiny")]
+    # Llama 4 Scout (llama4.cpp: chunked layers in the iSWA cache, NoPE layers, sigmoid MoE + shared expert): --grid
+    # hybrid, and chunked_buffers.py's f16 / q8_0 rows to 65,536 cells and --swa-full
+    + [("buffers", "llama-4-scout-17b-16e"), ("chunked", "llama-4-scout-17b-16e")]
 )
 
 
-def _runs(folders=("state", "models2026", "buffers")):
+def _runs(folders=("state", "models2026", "buffers", "chunked")):
     out = []
     for folder, model in FILES:
         if folder not in folders:
@@ -99,7 +102,8 @@ def test_compute_buffer_equals_build_11434(catalog, model, p, measured, request)
 def test_the_data_covers_the_grid():
     assert len(_runs(("state", "models2026"))) == 12 * 36  # 8 models + Gemma 3n E2B, E4B + Gemma 4 E2B + Granite-H-Tiny
     runs = [r.values[1] for r in _runs(("buffers",))]
-    assert len(runs) == 11 * 32  # 7 models + gemma-3n-e2b + falcon-h1-0.5b + gemma-4-e2b + granite-4.0-h-tiny
+    assert len(runs) == 12 * 32  # 7 models + gemma-3n-e2b + falcon-h1-0.5b + gemma-4-e2b + granite-4.0-h-tiny + llama-4-scout
+    assert len(_runs(("chunked",))) == 36
     assert {p["flash_attn"] for p in runs} == {False, True}
     assert {p["n_ubatch"] for p in runs} == {256, 512, 1024}
     assert {p["n_seq_max"] for p in runs} == {1, 4}
@@ -123,7 +127,7 @@ def test_swa_full_is_what_the_measurement_needs(catalog):
 
 @pytest.mark.parametrize("model", ["lfm2-1.2b", "qwen3.5-2b", "granite-4.0-h-1b", "nemotron-nano-9b-v2",
                                    "gpt-oss-20b", "qwen3-30b-a3b", "gemma-3n-e2b", "gemma-3n-e4b",
-                                   "falcon-h1-0.5b", "gemma-4-e2b"])
+                                   "falcon-h1-0.5b", "gemma-4-e2b", "granite-4.0-h-tiny", "llama-4-scout-17b-16e"])
 def test_the_hybrid_and_moe_buffers_are_priced_now(catalog, model):
     m = catalog.model(model).profile
     assert unpriced_because(m) is None

@@ -106,3 +106,51 @@ def test_the_other_runtimes_refuse_it_by_name(scout, runtime):
 
     with pytest.raises(FieldError, match=r"attend in chunks of 8,192 tokens \(chunked attention, Llama 4\)"):
         cache_model(runtime_spec(runtime), scout)
+
+
+def test_the_gguf_inventory_of_llama4(scout):
+    from kvplan.engine.tensors import n_params, tensor_inventory
+    from kvplan.plan.weights import model_shape
+
+    tensors = {t.name: t for t in tensor_inventory(model_shape(scout))}
+    # token_embd, output_norm, output, rope_freqs [64] + 48 blocks × (2 norms, q/k/v/o, router, 3 expert stacks,
+    # 3 shared-expert matrices = 13): 4 + 624 = 628 (make_gguf.py's file: 628); the values: params + rope_freqs' 64
+    assert len(tensors) == 628 and n_params(tuple(tensors.values())) == scout.params + 64
+    assert tensors["blk.0.ffn_gate_exps.weight"].shape == (5120, 8192, 16)
+    assert tensors["blk.0.ffn_up_shexp.weight"].shape == (5120, 8192)
+
+
+
+def _llama4_header(path, extra=None):
+    gguf = pytest.importorskip("gguf")
+    np = pytest.importorskip("numpy")
+    w = gguf.GGUFWriter(str(path), "llama4")
+    w.add_name("Llama4 Test")
+    w.add_block_count(8)
+    w.add_head_count(8)
+    w.add_head_count_kv(2)
+    w.add_embedding_length(512)
+    w.add_feed_forward_length(1024)
+    w.add_context_length(262144)
+    w.add_vocab_size(1000)
+    for key, value in (extra or {}).items():
+        w.add_uint32(key, value)
+    w.add_tensor("blk.0.attn_output.weight", np.zeros((8 * 512, 512), dtype=np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_a_llama4_gguf_header_imports_its_chunks(tmp_path):
+    from kvplan.importers.gguf import profile_from_gguf_file
+
+    # no llama4.attention.sliding_window key (convert_hf_to_gguf writes none for Scout): llama.cpp's loader sets
+    # LLAMA_SWA_TYPE_CHUNKED, n_swa 8192 and load_swa_pattern(ml, 4): layers 0–2 and 4–6 chunked, 3 and 7 full
+    m = profile_from_gguf_file(_llama4_header(tmp_path / "l4.gguf")).model
+    assert (m.attention_chunk_size, m.sliding_window_pattern, m.sliding_window) == (8192, "3:1", None)
+    assert m.schedule.chunked_layers == 6 and m.schedule.layer(3).window_tokens is None
+    # sliding_window 0 (MobileLLM): no chunk, every layer full (LLAMA_SWA_TYPE_NONE)
+    m = profile_from_gguf_file(_llama4_header(tmp_path / "m.gguf", {"llama4.attention.sliding_window": 0})).model
+    assert m.attention_chunk_size is None and m.schedule.chunked_layers == 0

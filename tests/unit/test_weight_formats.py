@@ -41,6 +41,11 @@ EXTRA_FIELDS = {
     # Gemma 4's full-attention layers (layer_types: every fifth) with global_head_dim
     "qwen3.5-35b-a3b": {"n_expert": 256, "n_expert_used": 8, "expert_intermediate": 512, "n_shared_experts": 1},
     "gemma-4-e2b": {"global_head_dim": 512, "full_attention_layers": (4, 9, 14, 19, 24, 29, 34)},
+    # session 9 (build 11434): Granite-4.0-H-Tiny's experts and its shared MLP as 2 experts' width; Llama 4 Scout's
+    # 16 experts with one shared expert and its llama3 rope scaling
+    "granite-4.0-h-tiny": {"n_expert": 64, "n_expert_used": 6, "expert_intermediate": 512, "n_shared_experts": 2},
+    "llama-4-scout-17b-16e": {"rope_scaling": "llama3", "n_expert": 16, "n_expert_used": 1,
+                              "expert_intermediate": 8192, "n_shared_experts": 1},
 }
 
 
