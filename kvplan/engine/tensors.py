@@ -77,9 +77,10 @@ by llama-cpp-python 0.3.36):
   - Qwen3.5 MoE (``qwen35moe``, ``src/models/qwen35moe.cpp``; ``conversion/qwen.py`` Qwen3_5MoeTextModel, whose
     Qwen2MoeModel.modify_tensors splits the fused ``gate_up_proj`` into ``ffn_gate_exps`` / ``ffn_up_exps``): qwen35's
     blocks with the MoE block (:func:`_moe`) in place of the MLP. The MTP block the converter writes unless
-    ``--no-mtp`` is left out; it would be one more block, index ``layers``, built as an attention block with
-    :func:`_moe` plus the nextn tensors (``nextn.eh_proj``, ``nextn.enorm``, ``nextn.hnorm``,
-    ``nextn.shared_head_norm``) — and llama-quantize would count its ``attn_v`` and ``ffn_down`` too.
+    ``--no-mtp`` is one more block, index ``layers`` (in this inventory when ``mtp_layers`` says so), built as an
+    attention block with :func:`_moe` plus the nextn tensors (``nextn.eh_proj``, ``nextn.enorm``,
+    ``nextn.hnorm``, ``nextn.shared_head_norm``); llama-quantize counts its ``attn_v`` and ``ffn_down`` too
+    (measured, tests/data/llamacpp/mtp/quant_qwen3.5-35b-a3b-mtp.json.gz).
 
   The converter writes the conv kernels (``SSM_CONV1D``, ``SHORTCONV_CONV``) and every tensor whose name does
   not end in ``.weight`` as F32 (conversion/base.py ``prepare_tensors``), like 1-D tensors and norms.
@@ -487,10 +488,11 @@ def _hybrid_block(s: ModelShape, i: int) -> list[Tensor]:
 
 
 def _mtp_block(s: ModelShape, i: int) -> list[Tensor]:
-    """One MTP block (block ``i`` ≥ ``s.layers``): Qwen3.5's gated attention block, its FFN and the nextn
-    tensors (src/models/qwen35.cpp load_block_mtp)."""
-    if s.arch != "qwen35":
-        raise ValueError(f"no tensor layout for the MTP block of architecture {s.architecture!r}; known: qwen35")
+    """One MTP block (block ``i`` ≥ ``s.layers``): Qwen3.5's gated attention block, its FFN (qwen35moe: the MoE
+    block with its shared expert) and the nextn tensors (src/models/qwen35.cpp, qwen35moe.cpp load_block_mtp)."""
+    if s.arch not in ("qwen35", "qwen35moe"):
+        raise ValueError(f"no tensor layout for the MTP block of architecture {s.architecture!r}; "
+                         "known: qwen35, qwen35moe")
     h = s.hidden
     block = [t for t in _hybrid_block(ModelShape(**{**s.__dict__, "state_layers": ()}), i)]
     return block + [_blk(i, "nextn.eh_proj.weight", (2 * h, h), "linear"),
@@ -567,7 +569,8 @@ def tensor_inventory(shape: ModelShape, layout: str = "gguf") -> tuple[Tensor, .
         tensors += mtp_tensors(shape)
         return tuple(sorted(tensors, key=_sort_key))
     if shape.mtp_layers:
-        raise ValueError(f"no tensor layout for the MTP block of architecture {shape.architecture!r}; known: qwen35")
+        raise ValueError(f"no tensor layout for the MTP block of architecture {shape.architecture!r}; "
+                         "known: qwen35, qwen35moe")
     if shape.state_mixer:
         raise ValueError(f"no tensor layout for {shape.state_mixer} state layers in architecture "
                          f"{shape.architecture!r}; known hybrids: {', '.join(sorted(STATE_MIXER))}")

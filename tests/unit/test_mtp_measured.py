@@ -144,21 +144,26 @@ def test_moe_weights_kv_and_snapshots():
     assert ev.part("mtp_state_snapshots").bytes == 3 * 65_863_680
 
 
-def test_quantizer_types_the_mtp_block_as_measured():
-    """llama-quantize --dry-run on the 2B GGUF with its MTP block (19 types): kvplan's types and bytes of every
-    tensor, block 24 included, and the trunk's are those of the file without the block."""
+@pytest.mark.parametrize("model, mtp_block", [("qwen3.5-2b", "blk.24."), ("qwen3.5-35b-a3b", "blk.40.")])
+def test_quantizer_types_the_mtp_block_as_measured(model, mtp_block):
+    """llama-quantize --dry-run on the 2B and 35B-A3B GGUFs with their MTP block (19 types each): kvplan's types and
+    bytes of every tensor, the MTP block (block 24; the 35B-A3B's block 40, with its MoE) included, and the trunk's
+    are those of the file without the block."""
     from dataclasses import replace
 
     from kvplan.engine.quantize import price_gguf
     from kvplan.plan.weights import model_shape
 
-    data = json.loads(gzip.decompress((DATA / "llamacpp" / "mtp" / "quant_qwen3.5-2b-mtp.json.gz").read_bytes()))
-    shape = model_shape(Catalog().model("qwen3.5-2b").profile)
+    data = json.loads(gzip.decompress((DATA / "llamacpp" / "mtp" / f"quant_{model}-mtp.json.gz").read_bytes()))
+    assert data["llama_cpp"].startswith("llama.cpp build 11434") and len(data["types"]) == 19
+    shape = model_shape(Catalog().model(model).profile)
     for ftype, truth in data["types"].items():
         mine = {t.name: (t.dtype.lower(), t.bytes) for t in price_gguf(replace(shape, mtp_layers=1), ftype).tensors}
         assert mine == {t["name"]: (t["type"].lower(), t["bytes"]) for t in truth["tensors"]}, ftype
         trunk = price_gguf(shape, ftype)
-        assert trunk.total_bytes == sum(b for n, (_, b) in mine.items() if not n.startswith("blk.24."))
+        assert trunk.total_bytes == sum(b for n, (_, b) in mine.items() if not n.startswith(mtp_block))
+    if model != "qwen3.5-2b":
+        return
     q4 = {t["name"]: t for t in data["types"]["q4_k_m"]["tensors"]}
     # Q4_K_M gives the last layer's attn_v and ffn_down q6_K (use_more_bits(24, 25)): 512 × 2,048 / 256 · 210 B
     assert q4["blk.24.attn_v.weight"]["type"] == "q6_K" and q4["blk.24.attn_v.weight"]["bytes"] == 2048 * 2 * 210
