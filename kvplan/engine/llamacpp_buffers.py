@@ -24,10 +24,10 @@ llama-cpp-python 0.3.36) allocates, besides the weights and the KV cache:
   a call costs well under a millisecond whatever the depth.
 
 Checked against every run in ``tests/data/llamacpp/buffers`` of build ``0c1e57098`` (410 CPU runs): all
-reproduced to the byte. Build 11434 (``build="b11434"``): its hybrid and MoE graphs (LFM2, Qwen3.5, Granite-4.0-H,
-Nemotron-H, gpt-oss, Qwen3-MoE: ``graph="layers"``, :func:`layer_graph_of`) and its dense ones, checked against
-512 measured runs and llama-server's logs (``tests/unit/test_llamacpp_buffers_hybrid_moe.py``): all to the byte
-but one (5 MiB), the graphs matched allocation by allocation against dumps of llama.cpp's own reserve graph
+reproduced to the byte. Build 11434 (``build="b11434"``): its hybrid and MoE graphs (LFM2, Qwen3.5 and Qwen3.5-MoE,
+Granite-4.0-H, Nemotron-H, gpt-oss, Qwen3-MoE: ``graph="layers"``, :func:`layer_graph_of`) and its dense ones,
+checked against 512 measured runs and llama-server's logs (``tests/unit/test_llamacpp_buffers_hybrid_moe.py``): all to
+the byte but one (5 MiB), the graphs matched allocation by allocation against dumps of llama.cpp's own reserve graph
 (``tests/harness/graph_dump.py``). The layers graphs are replayed whole (their patterns are irregular): about
 10 ms for Nemotron-H's 56 layers, memoized.
 

@@ -104,7 +104,8 @@ def test_the_data_covers_the_grid():
     # 8 models + Gemma 3n E2B, E4B + Gemma 4 E2B + Granite-H-Tiny + Qwen3.5-35B-A3B
     assert len(_runs(("state", "models2026"))) == 13 * 36
     runs = [r.values[1] for r in _runs(("buffers",))]
-    assert len(runs) == 12 * 32  # 7 models + gemma-3n-e2b, falcon-h1-0.5b, gemma-4-e2b, granite-4.0-h-tiny, qwen3.5-35b-a3b
+    # 7 models + gemma-3n-e2b, falcon-h1-0.5b, gemma-4-e2b, granite-4.0-h-tiny, qwen3.5-35b-a3b
+    assert len(runs) == 12 * 32
     assert {p["flash_attn"] for p in runs} == {False, True}
     assert {p["n_ubatch"] for p in runs} == {256, 512, 1024}
     assert {p["n_seq_max"] for p in runs} == {1, 4}
@@ -205,10 +206,12 @@ def test_qwen3_5_moe_is_qwen3_5_with_the_gated_shared_expert(catalog):
     # qwen35moe.cpp's trunk is qwen35.cpp's: 30 Gated DeltaNet layers, 10 gated attention layers (every 4th), M-RoPE
     # of 4 positions, the output rows kept after the final norm; the conv state (4 − 1) · (2 · 16 · 128 + 32 · 128)
     # = 3 · 8,192 = 24,576 values
-    assert g["mixers"].count("gdn") == 30 and [i for i, k in enumerate(g["mixers"]) if k == "attn"] == list(range(3, 40, 4))
+    assert g["mixers"].count("gdn") == 30
+    assert [i for i, k in enumerate(g["mixers"]) if k == "attn"] == list(range(3, 40, 4))
     assert all(g[k] == dense[k] for k in ("attn_gated", "n_pos", "late_out_ids")) and g["n_embd_r"] == 24_576
     # build_layer_ffn: build_moe_ffn(…, LLM_FFN_SILU, norm_w true, …, SOFTMAX) and the shared expert behind its gate
-    assert g["ffns"] == ("moe",) * 40 and (g["moe_gating"], g["moe_norm_w"], g["shared_gate"]) == ("softmax", True, True)
+    assert g["ffns"] == ("moe",) * 40
+    assert (g["moe_gating"], g["moe_norm_w"], g["shared_gate"]) == ("softmax", True, True)
     # no dense MLP (the profile has no intermediate_size): the buffers are priced from the experts' widths
     assert m.intermediate_size is None and unpriced_because(m) is None
     # with leading dense layers the dense MLP's width would be read: without it the profile still lacks a field
