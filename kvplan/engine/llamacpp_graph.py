@@ -286,9 +286,9 @@ def _moe_ffn(b, x, s, after=lambda: None):
         su = b.mm(s["F_shared"], x)
         sg = b.mm(s["F_shared"], x)
         sh = b.mm(E, g.op(_f32(s["F_shared"], T), sg, su))  # SWIGLU, down
-        if s.get("shared_gate"):  # Qwen3.5-MoE (qwen35moe.cpp build_layer_ffn): ffn_gate_inp_shexp [E] → [1, T],
-            gate = g.op(_f32(1, T), b.mm(1, x), inplace=True)  # SIGMOID in place, then MUL of the shared
-            sh = g.op(_f32(E, T), sh, gate, inplace=True)  # expert's output by it (broadcast, in place)
+        if s.get("shared_gate"):  # Qwen3.5-MoE (qwen35moe.cpp build_layer_ffn): the gate ffn_gate_inp_shexp
+            gate = g.op(_f32(1, T), b.mm(1, x), inplace=True)  # [1, T], SIGMOID in place
+            sh = g.op(_f32(E, T), sh, gate, inplace=True)  # the shared expert's output times it (MUL in place)
         out = b.add(out, sh, E)
     return out
 
