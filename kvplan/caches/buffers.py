@@ -71,8 +71,12 @@ class _ProfileView:
 
 
 def missing_shape_fields(model) -> tuple[str, ...]:
-    """The shape fields a profile lacks for the compute buffer (empty: it can be priced)."""
-    return tuple(f for f in SHAPE_FIELDS if not getattr(model, f, None))
+    """The shape fields a profile lacks for the compute buffer (empty: it can be priced). A MoE with experts on
+    every layer (Qwen3.5-MoE) has no dense MLP: its graph reads the experts' width, not ``intermediate_size``."""
+    moe_only = (getattr(model, "experts", None) and getattr(model, "expert_intermediate_size", None)
+                and not getattr(model, "dense_layers", 0))
+    return tuple(f for f in SHAPE_FIELDS
+                 if not getattr(model, f, None) and not (f == "intermediate_size" and moe_only))
 
 
 def unpriced_because(model) -> Reason | None:
@@ -83,7 +87,7 @@ def unpriced_because(model) -> Reason | None:
         return reason("missing_shape_fields", fields=missing)
     view = _ProfileView(model)
     if lb.graph_of(view) == "layers" and lb.layer_graph_of(view) is not None:
-        return None  # a hybrid or MoE graph the engine writes (lfm2, qwen3_5, granitemoehybrid, nemotron_h …)
+        return None  # a hybrid or MoE graph the engine writes (lfm2, qwen3_5, qwen3_5_moe, granitemoehybrid …)
     if lb.graph_of(view) == "gemma3n":
         return None  # Gemma 3n's graph (AltUp, LAuReL, per-layer embeddings, shared-KV layers): llamacpp_graph._gemma3n
     if (lb.graph_of(view) == "gemma4" and getattr(model, "hidden_size_per_layer_input", None)

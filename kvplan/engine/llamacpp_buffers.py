@@ -24,10 +24,10 @@ llama-cpp-python 0.3.36) allocates, besides the weights and the KV cache:
   a call costs well under a millisecond whatever the depth.
 
 Checked against every run in ``tests/data/llamacpp/buffers`` of build ``0c1e57098`` (410 CPU runs): all
-reproduced to the byte. Build 11434 (``build="b11434"``): its hybrid and MoE graphs (LFM2, Qwen3.5, Granite-4.0-H,
-Nemotron-H, gpt-oss, Qwen3-MoE: ``graph="layers"``, :func:`layer_graph_of`) and its dense ones, checked against
-512 measured runs and llama-server's logs (``tests/unit/test_llamacpp_buffers_hybrid_moe.py``): all to the byte
-but one (5 MiB), the graphs matched allocation by allocation against dumps of llama.cpp's own reserve graph
+reproduced to the byte. Build 11434 (``build="b11434"``): its hybrid and MoE graphs (LFM2, Qwen3.5 and Qwen3.5-MoE,
+Granite-4.0-H, Nemotron-H, gpt-oss, Qwen3-MoE: ``graph="layers"``, :func:`layer_graph_of`) and its dense ones,
+checked against 512 measured runs and llama-server's logs (``tests/unit/test_llamacpp_buffers_hybrid_moe.py``): all to
+the byte but one (5 MiB), the graphs matched allocation by allocation against dumps of llama.cpp's own reserve graph
 (``tests/harness/graph_dump.py``). The layers graphs are replayed whole (their patterns are irregular): about
 10 ms for Nemotron-H's 56 layers, memoized.
 
@@ -438,14 +438,20 @@ def _field(obj, key, default=None):
     return default if value is None else value
 
 
+#: qwen35.cpp: gated attention, M-RoPE (llama_hparams::n_pos_per_embd 4) and the output rows kept after the final
+#: norm (embeddings_nextn_masked false)
+_QWEN35 = {"state": {"gated_deltanet": "gdn"}, "attn_gated": True, "n_pos": 4, "late_out_ids": True}
+#: qwen35moe.cpp: qwen35's trunk; build_layer_ffn calls build_moe_ffn as Qwen3-MoE does (soft-max gating, norm_w
+#: true; expert_weights_scale unset: no SCALE) and adds the shared expert (build_ffn) times its sigmoid gate
+_QWEN35_MOE = dict(_QWEN35, moe={"moe_gating": "softmax", "moe_norm_w": True, "shared_gate": True})
 #: architectures whose reserve graph :func:`kvplan.engine.llamacpp_graph._layers` writes: state mixer → the
 #: mixer it builds, and per-architecture details (``src/models/<arch>.cpp``)
 _LAYER_ARCHS = {
     "lfm2": {"state": {"short_conv": "conv"}, "resid_first": True},  # lfm2.cpp: ggml_add(prev_cur, cur)
-    # qwen35.cpp: gated attention, M-RoPE (llama_hparams::n_pos_per_embd 4)
-    # and the output rows kept after the final norm (embeddings_nextn_masked false)
-    "qwen3_5": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True, "n_pos": 4, "late_out_ids": True},
-    "qwen3_5_text": {"state": {"gated_deltanet": "gdn"}, "attn_gated": True, "n_pos": 4, "late_out_ids": True},
+    "qwen3_5": _QWEN35,
+    "qwen3_5_text": _QWEN35,
+    "qwen3_5_moe": _QWEN35_MOE,
+    "qwen3_5_moe_text": _QWEN35_MOE,
     # granite-hybrid.cpp build_layer_ffn: the dense shared MLP, or (experts) build_moe_ffn as Qwen3-MoE calls it
     # (soft-max gating, weights renormalised) plus the shared MLP (ffn_*_shexp) added to its output
     "granitemoehybrid": {"state": {"mamba2": "mamba2"}, "moe": {"moe_gating": "softmax", "moe_norm_w": True}},
@@ -621,7 +627,8 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
                              "experts, is not modelled")
         layer_graph = _gemma4_graph_of(profile)
     mla = _field(profile, "mla") if graph == "mla" else None
-    n_ff = profile["intermediate_size"]
+    # a MoE with experts on every layer has no dense MLP width (Qwen3.5-MoE's config has none); its graph reads none
+    n_ff = _field(profile, "intermediate_size") or profile["expert_intermediate_size"]
     if isinstance(n_ff, (list, tuple)):  # per layer (Gemma 3n's MatFormer); every layer of the E2B is 8,192 wide
         n_ff = max(n_ff)
     return compute_buffer_bytes(

@@ -15,7 +15,7 @@ tensor against ``GGML_ALLOCATOR_DEBUG`` traces. With ``s["b11434"]`` the graphs
 are build 11434's (:func:`_embeddings`, per-cache rotations), and :func:`_layers`
 writes that build's hybrid and MoE graphs (``src/models/lfm2.cpp``, ``qwen35.cpp``,
 ``granite-hybrid.cpp``, ``nemotron-h.cpp``, ``falcon-h1.cpp``, ``mamba-base.cpp``,
-``delta-net-base.cpp``, ``openai-moe.cpp``, ``qwen3moe.cpp``), :func:`_gemma3n` Gemma 3n's
+``delta-net-base.cpp``, ``openai-moe.cpp``, ``qwen3moe.cpp``, ``qwen35moe.cpp``), :func:`_gemma3n` Gemma 3n's
 (``src/models/gemma3n.cpp``) and :func:`_gemma4` Gemma 4's (``src/models/gemma4.cpp``), checked allocation by allocation against dumps of its reserve
 graph (``tests/harness/graph_dump.py``).
 
@@ -267,7 +267,8 @@ def _moe(b, x, s):
 def _moe_ffn(b, x, s, after=lambda: None):
     """``build_moe_ffn`` (``src/llama-graph.cpp``) as Qwen3-MoE (soft-max gating, weights renormalised:
     SUM_ROWS, CLAMP, DIV) and gpt-oss (``softmax_weight``: top-k of the biased logits, SOFT_MAX of the k chosen;
-    expert biases added in place, SWIGLU_OAI) call it; x: the normed input [E, T]."""
+    expert biases added in place, SWIGLU_OAI) call it, then a shared MLP ``F_shared`` wide (Granite-4.0-H), behind
+    a sigmoid gate with ``shared_gate`` (Qwen3.5-MoE); x: the normed input [E, T]."""
     g, T, E = b.g, b.T, s["E"]
     n_exp, used, Fe = s["n_expert"], s["n_expert_used"], s["F_expert"]
     logits = b.mm(n_exp, x)  # router logits (the router bias, if any, is added in place)
@@ -308,6 +309,9 @@ def _moe_ffn(b, x, s, after=lambda: None):
         su = b.mm(s["F_shared"], x)
         sg = b.mm(s["F_shared"], x)
         sh = b.mm(E, g.op(_f32(s["F_shared"], T), sg, su))  # SWIGLU, down
+        if s.get("shared_gate"):  # Qwen3.5-MoE (qwen35moe.cpp build_layer_ffn): the gate ffn_gate_inp_shexp
+            gate = g.op(_f32(1, T), b.mm(1, x), inplace=True)  # [1, T], SIGMOID in place
+            sh = g.op(_f32(E, T), sh, gate, inplace=True)  # the shared expert's output times it (MUL in place)
         out = b.add(out, sh, E)
     return out
 
@@ -385,23 +389,24 @@ def _gated_deltanet(b, s, x, s_copy):
     co = g.op(_f32(conv_dim, T), cx)  # SSM_CONV, then SILU in place
     co = g.op(_f32(conv_dim, T), co, inplace=True)
     q = g.op(_f32(Hk * Dk, T), g.view(co))  # L2 norm (RMS_NORM of the view, SCALE in place)
+    # no REPEAT of q and k to the value heads when Hk < Hv (Qwen3.5-35B-A3B's 16 / 32): qwen35.cpp / qwen35moe.cpp
+    # build_layer_attn_linear repeats only without both fused kernels, and the CPU backend runs both
+    # (llama_context::sched_reserve resolves cparams.fused_gdn_ar / fused_gdn_ch to enabled)
     k = g.op(_f32(Hk * Dk, T), g.view(co))
-    if Hk != Hv:  # REPEAT to the value heads
-        q = g.op(_f32(Hv * Dk, T), q)
-        k = g.op(_f32(Hv * Dk, T), k)
-    alpha = g.op(_f32(Hv, T), b.mm(Hv, cur), inplace=True)  # ADD, SOFTPLUS, MUL: in place
-    beta = g.op(_f32(Hv, T), b.mm(Hv, cur), inplace=True)  # SIGMOID
+    # the ADD (then SOFTPLUS, MUL in place) and the SIGMOID read the projections' reshape views: new tensors
+    alpha = g.op(_f32(Hv, T), g.view(b.mm(Hv, cur)))
+    beta = g.op(_f32(Hv, T), g.view(b.mm(Hv, cur)))
     out = g.op(_f32(Dv * Hv * T + Dv * Dv * Hv * s["n_seqs"]), q, k, g.view(co), alpha, beta, g.view(state))
     g.external_view(g.view(out))  # CPY of the new state
     normed = g.op(_f32(Dv * Hv, T), g.view(out))  # RMS_NORM of the output view (its weight: in place)
-    z = g.op(_f32(Hv * Dv, T), b.mm(Hv * Dv, cur), inplace=True)  # SILU
+    z = g.op(_f32(Hv * Dv, T), g.view(b.mm(Hv * Dv, cur)))  # SILU of the reshape: a new tensor
     return g.op(_f32(Hv * Dv, T), normed, z, inplace=True)  # MUL
 
 
 def _layers(s, fa):
     """Graphs with a layer kind per layer: llama.cpp's hybrids (LFM2, Qwen3.5, Granite-4.0-H, Nemotron-H) and
     its MoE builds without latent attention (gpt-oss ``src/models/openai-moe.cpp``, Qwen3-MoE
-    ``src/models/qwen3moe.cpp``).
+    ``src/models/qwen3moe.cpp``; Qwen3.5-MoE ``src/models/qwen35moe.cpp`` is Qwen3.5's layers with ``moe``).
 
     ``s["mixers"]`` names each layer's mixer: ``attn`` (:func:`_attention`, ``gated`` for Qwen3.5), ``conv``
     (:func:`_short_conv`), ``mamba2`` (:func:`_mamba2`), ``parallel`` (Falcon-H1: attention and Mamba2 side by
@@ -493,8 +498,8 @@ def _layers(s, fa):
             held = []
             y = _mamba2(b, s, x, s_copy, None, lambda: held.append(b.mm(E, attn)))
             out = b.add(held[0], b.mm(E, y), E)  # layer_out = attn_out + ssm_out
-        elif kind == "gdn":
-            out = b.mm(E, _gated_deltanet(b, s, x, s_copy))
+        elif kind == "gdn":  # ssm_out reshaped to [E, T]: the residual add is in place on the residual, not on it
+            out = g.view(b.mm(E, _gated_deltanet(b, s, x, s_copy)))
         else:  # mlp: up, ReLU and SQR in place, down
             cur = b.rms_norm(x, E)
             up = g.op(_f32(F, T), b.mm(F, cur), inplace=True)

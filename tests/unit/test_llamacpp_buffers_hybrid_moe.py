@@ -12,7 +12,9 @@ Data (``llama_get_memory_breakdown()`` CPU compute bytes, llama.cpp build 11434,
 Gemma 3n (``buffers/gemma-3n-e2b.json`` and ``models2026/gemma-3n-e{2,4}b.json``), Falcon-H1
 (``buffers/falcon-h1-0.5b.json``), Gemma 4 E2B (``buffers/gemma-4-e2b.json``, ``models2026/gemma-4-e2b.json``) and
 Granite-4.0-H-Tiny (``state/`` and ``buffers/granite-4.0-h-tiny.json``: the MoE with its shared MLP beside Mamba2,
-weight-less GGUF from ``make_hybrid_gguf.py``) were measured the same way on build 11434.
+weight-less GGUF from ``make_hybrid_gguf.py``) and Qwen3.5-35B-A3B (``state/`` and ``buffers/qwen3.5-35b-a3b.json``:
+Gated DeltaNet with 16 key and 32 value heads, a MoE block with a gated shared expert on every layer) were measured
+the same way on build 11434.
 
 Issue #23 asks for 5 % or 8 MiB; every row is equal to the byte. Also here: the dense phi-4-mini and smollm3-3b
 (``models2026/``) and gemma-3-4b with ``--swa-full`` (``buffers/gemma-3-4b.json``), measured on the same build.
@@ -48,6 +50,8 @@ FILES = (
     # Llama 4 Scout (llama4.cpp: chunked layers in the iSWA cache, NoPE layers, sigmoid MoE + shared expert): --grid
     # hybrid, and chunked_buffers.py's f16 / q8_0 rows to 65,536 cells and --swa-full
     + [("buffers", "llama-4-scout-17b-16e"), ("chunked", "llama-4-scout-17b-16e")]
+    # Qwen3.5-35B-A3B (qwen35moe.cpp: qwen35's trunk, build_moe_ffn plus the sigmoid-gated shared expert)
+    + [("state", "qwen3.5-35b-a3b"), ("buffers", "qwen3.5-35b-a3b")]
 )
 
 
@@ -100,9 +104,11 @@ def test_compute_buffer_equals_build_11434(catalog, model, p, measured, request)
 
 
 def test_the_data_covers_the_grid():
-    assert len(_runs(("state", "models2026"))) == 12 * 36  # 8 models + Gemma 3n E2B, E4B + Gemma 4 E2B + Granite-H-Tiny
+    # 8 models + Gemma 3n E2B, E4B + Gemma 4 E2B + Granite-H-Tiny + Qwen3.5-35B-A3B
+    assert len(_runs(("state", "models2026"))) == 13 * 36
     runs = [r.values[1] for r in _runs(("buffers",))]
-    assert len(runs) == 12 * 32  # 7 models + gemma-3n-e2b + falcon-h1-0.5b + gemma-4-e2b + granite-4.0-h-tiny + llama-4-scout
+    # 7 models + gemma-3n-e2b, falcon-h1-0.5b, gemma-4-e2b, granite-4.0-h-tiny, llama-4-scout, qwen3.5-35b-a3b
+    assert len(runs) == 13 * 32
     assert len(_runs(("chunked",))) == 36
     assert {p["flash_attn"] for p in runs} == {False, True}
     assert {p["n_ubatch"] for p in runs} == {256, 512, 1024}
@@ -127,7 +133,8 @@ def test_swa_full_is_what_the_measurement_needs(catalog):
 
 @pytest.mark.parametrize("model", ["lfm2-1.2b", "qwen3.5-2b", "granite-4.0-h-1b", "nemotron-nano-9b-v2",
                                    "gpt-oss-20b", "qwen3-30b-a3b", "gemma-3n-e2b", "gemma-3n-e4b",
-                                   "falcon-h1-0.5b", "gemma-4-e2b", "granite-4.0-h-tiny", "llama-4-scout-17b-16e"])
+                                   "falcon-h1-0.5b", "gemma-4-e2b", "granite-4.0-h-tiny", "llama-4-scout-17b-16e",
+                                   "qwen3.5-35b-a3b"])
 def test_the_hybrid_and_moe_buffers_are_priced_now(catalog, model):
     m = catalog.model(model).profile
     assert unpriced_because(m) is None
@@ -196,6 +203,50 @@ def test_a_granite_hybrid_with_experts_builds_the_moe_ffn(catalog):
                "state": {"mixer": "mamba2", "layers": [0, 1, 2], "conv_kernel_tokens": 4, "ssm_heads": 8,
                          "ssm_head_dim": 64, "ssm_groups": 1, "ssm_state_size": 128}}
     assert lb.layer_graph_of(profile) is None
+
+
+def test_qwen3_5_moe_is_qwen3_5_with_the_gated_shared_expert(catalog):
+    m = catalog.model("qwen3.5-35b-a3b").profile
+    g, dense = dict(lb.layer_graph_of(m)), dict(lb.layer_graph_of(catalog.model("qwen3.5-2b").profile))
+    # qwen35moe.cpp's trunk is qwen35.cpp's: 30 Gated DeltaNet layers, 10 gated attention layers (every 4th), M-RoPE
+    # of 4 positions, the output rows kept after the final norm; the conv state (4 − 1) · (2 · 16 · 128 + 32 · 128)
+    # = 3 · 8,192 = 24,576 values
+    assert g["mixers"].count("gdn") == 30
+    assert [i for i, k in enumerate(g["mixers"]) if k == "attn"] == list(range(3, 40, 4))
+    assert all(g[k] == dense[k] for k in ("attn_gated", "n_pos", "late_out_ids")) and g["n_embd_r"] == 24_576
+    # build_layer_ffn: build_moe_ffn(…, LLM_FFN_SILU, norm_w true, …, SOFTMAX) and the shared expert behind its gate
+    assert g["ffns"] == ("moe",) * 40
+    assert (g["moe_gating"], g["moe_norm_w"], g["shared_gate"]) == ("softmax", True, True)
+    # no dense MLP (the profile has no intermediate_size): the buffers are priced from the experts' widths
+    assert m.intermediate_size is None and unpriced_because(m) is None
+    # with leading dense layers the dense MLP's width would be read: without it the profile still lacks a field
+    assert unpriced_because(m.model_copy(update={"dense_layers": 1})).kind == "missing_shape_fields"
+
+
+def test_the_shared_expert_gate_is_three_nodes_per_layer(catalog, monkeypatch):
+    # qwen35moe.cpp build_layer_ffn: MUL_MAT of ffn_gate_inp_shexp [1, T], SIGMOID (in place), MUL of the shared
+    # expert's [E, T] output by it (in place). Its tensors never set the peak of the measured rows (the gated and
+    # ungated graphs give the same bytes there: llama.cpp's dumps, tests/harness/graph_dump.py, hold them
+    # allocation by allocation), so the graph itself is checked: -ub 512, 40 layers
+    from kvplan.engine import ggml_alloc
+
+    graphs = []
+    real = ggml_alloc.peak_bytes
+    monkeypatch.setattr(ggml_alloc, "peak_bytes", lambda g, *a, **k: graphs.append(g) or real(g, *a, **k))
+    lb.compute_buffer_bytes.cache_clear()
+    m = catalog.model("qwen3.5-35b-a3b").profile
+    for gate in (True, False):
+        view = _ProfileView(m)
+        if not gate:
+            monkeypatch.setitem(lb._LAYER_ARCHS, "qwen3_5_moe",
+                                dict(lb._QWEN35_MOE, moe=dict(lb._QWEN35_MOE["moe"], shared_gate=False)))
+        lb.compute_buffer_bytes_from_profile(view, n_ctx=4096, n_batch=2048, n_ubatch=512, flash_attn=True,
+                                             n_seq_max=1, kv_unified=False, n_outputs=1, build="b11434")
+    lb.compute_buffer_bytes.cache_clear()
+    gated, plain = graphs
+    assert len(gated.nodes) - len(plain.nodes) == 3 * 40
+    # per layer 512 · 4 (MUL_MAT) + 512 · 4 (SIGMOID) + 2,048 · 512 · 4 (MUL) = 4,198,400 B of node tensors
+    assert sum(gated.size) - sum(plain.size) == 40 * (2_048 + 2_048 + 4_194_304)
 
 
 def test_swa_full_prices_the_windowed_mask_at_every_cell():
