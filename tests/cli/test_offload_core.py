@@ -192,3 +192,24 @@ def test_max_context_at_a_decode_target_reads_each_part_from_its_memory(run, tmp
     assert at >= 8 > past
     none = _json(run, "check", *args, "-c", "4k", "--target-tok-s", "10")
     assert none["max_ctx_at_target"] is None
+
+
+def test_memory_curves_carry_each_memory():
+    from kvplan import Catalog
+    from kvplan.curves import memory_curves
+    from kvplan.plan import Knobs, build_scenario
+
+    catalog = Catalog()
+    s = build_scenario(catalog.device(LAPTOP).profile, catalog.model("qwen3-30b-a3b").profile, 16_384,
+                       Knobs(n_cpu_moe=24))
+    curves = memory_curves(s, ctx_max_tokens=16_384)
+    ctx = curves.ctx_tokens
+    # the GPU: its weights and every layer's KV at each context; host RAM: the embedding and 24 layers' stacks
+    assert list(curves.gpu_total_bytes) == [OTHER + STACKS // 2 + OUTPUT + int(c) * QWEN_KV_PER_TOKEN for c in ctx]
+    assert set(int(v) for v in curves.ram_total_bytes) == {EMBEDDING + STACKS // 2}
+    assert curves.gpu_budget_bytes == 8 * 2**30
+    unified = build_scenario(catalog.device("macbook-pro-m4-pro-24gb").profile, catalog.model("qwen3-30b-a3b").profile,
+                             16_384, Knobs(n_cpu_moe=24))
+    assert memory_curves(unified, ctx_max_tokens=16_384).ram_total_bytes is None  # RAM is the whole stack there
+    plain = build_scenario(catalog.device("pixel8").profile, catalog.model("llama-3.2-1b").profile, 4_096, Knobs())
+    assert memory_curves(plain, ctx_max_tokens=4_096).gpu_total_bytes is None
