@@ -135,6 +135,10 @@ class MemoryCurves:
     buffers_bytes: object = 0  # ndarray [bytes]: the runtime's buffers (llama.cpp compute + output) at each ctx
     warnings: tuple[WarningFact, ...] = ()  # :func:`warnings_at` --ctx, else the axis end
     parts_bytes: object = 0  # ndarray [bytes]: the resident parts in RAM (a draft model, an encoder) at each ctx
+    # offloaded (kvplan.plan.placement): what the GPU's memory holds at each ctx and its budget (None: one memory)
+    gpu_total_bytes: object = None  # ndarray [bytes]
+    gpu_budget_bytes: int | None = None
+    ram_total_bytes: object = None  # ndarray [bytes]: a discrete GPU's host RAM (None: unified or one memory)
 
 
 def _basis(ev: Evaluation):
@@ -147,10 +151,15 @@ def memory_curves(scenario: Scenario, ctx_max_tokens: int | None = None, show_ct
     ctx_max_tokens = clamp_ctx_max(ctx_max_tokens or default_ctx_max(ev, show_ctx), ev.cache)
     marks = (ev.max_ctx, scenario.ctx if show_ctx else None, *_windows(ev.cache))
     ctx = ctx_grid(ctx_max_tokens, marks)
-    memory = core.memory_at(_basis(ev), ctx, scenario.sequences)
+    b = _basis(ev)
+    memory = core.memory_at(b, ctx, scenario.sequences)
+    placed = core.placed_at(b, ctx, scenario.sequences, memory)
     quoted = scenario.ctx if show_ctx else int(ctx[-1])
     return MemoryCurves(ev, ctx, memory.kv_peak_bytes, memory.total_bytes, show_ctx, ctx_limit_of(ev.cache),
-                        memory.buffers_bytes, warnings_at(scenario, ev, quoted), memory.parts_bytes)
+                        memory.buffers_bytes, warnings_at(scenario, ev, quoted), memory.parts_bytes,
+                        None if placed is None else placed.gpu_total_bytes,
+                        None if placed is None else int(placed.gpu_budget_bytes),
+                        placed.ram_total_bytes if placed is not None and not ev.offload.unified else None)
 
 
 # --- decode -----------------------------------------------------------------------------------

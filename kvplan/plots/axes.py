@@ -17,6 +17,7 @@ COLORS = {
     "roofline": "#9aa9c9", "flash": "#c44e52", "target": "#55a868", "ctx_limit": "#8172b3", "buffers": "#64b5cd", "process": "#b3a36b",
     "parts": "#55a868",
     "tight": "#f2c14e",
+    "gpu": "#ff9df0",  # an offloaded configuration's GPU memory: what it holds and its budget
 }
 
 

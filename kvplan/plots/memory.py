@@ -56,8 +56,23 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
         handles.append(ax.axhspan(budget - ev.margin_bytes, budget, color=COLORS["margin"], alpha=0.25,
                                   linewidth=0, label=f"tight margin ({ev.scenario.margin_fraction * 100:g} %)",
                                   gid="margin"))
+    ram = curves.ram_total_bytes  # a discrete GPU: the RAM budget judges host RAM's part, not the whole stack
     handles.append(ax.axhline(budget, color=COLORS["budget"], linestyle="--", linewidth=1.6,
-                              label=f"budget {size_label(budget, units)}", gid="budget"))
+                              label=f"{'RAM ' if ram is not None else ''}budget {size_label(budget, units)}",
+                              gid="budget"))
+    if ram is not None:
+        ram_line, = ax.plot(x, ram, color=COLORS["budget"], linewidth=1.4, linestyle="-.", label="of it in RAM",
+                            gid="ram_total")
+        handles.append(ram_line)
+    gpu = curves.gpu_total_bytes
+    if gpu is not None:  # offloaded: the GPU's own memory against its own budget (max context keeps both within)
+        gpu_line, = ax.plot(x, gpu, color=COLORS["gpu"], linewidth=2.0, linestyle="-.",
+                            label="of it on the GPU", gid="gpu_total")
+        handles.append(gpu_line)
+        if curves.gpu_budget_bytes != budget:
+            handles.append(ax.axhline(curves.gpu_budget_bytes, color=COLORS["gpu"], linestyle="--", linewidth=2.0,
+                                      label=f"GPU budget {size_label(curves.gpu_budget_bytes, units)}",
+                                      gid="gpu_budget"))
 
     text_y = ax.get_xaxis_transform()  # x in data, y in axes fraction
     limit = curves.ctx_limit
@@ -65,7 +80,12 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
     # at its limit the max-context label says "(= max_cache_len)": a second label on the same line printed over it
     draw_ctx_limit(ax, limit, x[-1], labelled=not (at_limit and ev.max_ctx <= x[-1]))
     if ev.max_ctx is not None and ev.max_ctx <= x[-1]:
-        total_at_max = int(curves.total_bytes[np.searchsorted(x, ev.max_ctx)])
+        at = np.searchsorted(x, ev.max_ctx)
+        total_at_max = int(curves.total_bytes[at])
+        if gpu is not None and int(gpu[at]) > curves.gpu_budget_bytes * 0.98:  # the GPU's memory ends it
+            total_at_max = int(gpu[at])
+        elif ram is not None:  # host RAM ends it
+            total_at_max = int(ram[at])
         if not at_limit:
             ax.axvline(ev.max_ctx, color=COLORS["max_ctx"], linewidth=1, alpha=0.6, gid="max_ctx_line")
         ax.plot([ev.max_ctx], [total_at_max], "o", color=COLORS["max_ctx"], markersize=7, zorder=5,

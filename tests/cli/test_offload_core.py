@@ -29,10 +29,10 @@ def _memories(d):
     return {m["memory"]: m for m in d["placement"]["memories"]}
 
 
-def _dgpu(tmp_path, compute=""):
+def _dgpu(tmp_path, compute="", gpu="8 GB"):
     dev = tmp_path / "laptop.yaml"
     dev.write_text("name: laptop-dgpu\nram: 32 GB\nos_reserve: 4 GB\nmemory_bandwidth: 80 GB/s\nflash_read: 3 GB/s\n"
-                   f"gpu_memory: 8 GB\ngpu_memory_bandwidth: 400 GB/s\n{compute}")
+                   f"gpu_memory: {gpu}\ngpu_memory_bandwidth: 400 GB/s\n{compute}")
     return str(dev)
 
 
@@ -168,3 +168,48 @@ def test_fit_suggests_the_most_gpu_layers_that_fit(run):
     assert [c["value"] for c in ngl] == [31]
     assert _json(run, "check", "--device", LAPTOP, "--model", "llama-3.1-8b", "--weight-type", "q4_k_m",
                  "--n-gpu-layers", "32", "--ctx", "32k")["verdict"] == "over"
+
+
+def test_max_context_at_a_decode_target_reads_each_part_from_its_memory(run, tmp_path):
+    # -ngl 16 on a 32 GB / 400 GB/s GPU beside 80 GB/s RAM (no latency, efficiency 1): a step takes
+    # (GPU weights + 15/32 of the KV) / 400e9 + (RAM weights + 17/32 of the KV) / 80e9, the KV 32 · 4,096 B per token,
+    # so 8 tok/s holds while ctx · (15 · 4,096 / 400e9 + 17 · 4,096 / 80e9) ≤ 1/8 − 7,594,295,552 / 400e9
+    # − 7,416,086,784 / 80e9: (0.125 − 0.111687) / (1.536e-7 + 8.704e-7) = 0.0133132 / 1.024e-6 = 13,001 tokens
+    # (memory holds far more: the GPU to (32e9 − 7.59e9) / 61,440 ≈ 397k, RAM, with the 1,050,673,152 B input
+    # embedding, to (28e9 − 7,416,086,784 − 1,050,673,152) // (17 · 4,096) = 280,521); 10 tok/s is out of reach
+    # (0.1 s is less than the weights' 0.111687 s alone)
+    dev = _dgpu(tmp_path, gpu="32 GB")
+    gpu_weights, ram_weights = 15 * LAYER + 256 + LLAMA_OUTPUT, 17 * LAYER + 256
+    per_token_s = 15 * LLAMA_KV_LAYER / 400e9 + 17 * LLAMA_KV_LAYER / 80e9
+    expected = int((1 / 8 - gpu_weights / 400e9 - ram_weights / 80e9) / per_token_s)
+    assert expected == 13_001
+    args = ("-d", dev, "-m", "llama-3.1-8b", "--weight-type", "f16", "--n-gpu-layers", "16")
+    d = _json(run, "check", *args, "-c", "4k", "--target-tok-s", "8")
+    assert d["max_ctx"] == (28_000_000_000 - ram_weights - 1_050_673_152) // (17 * LLAMA_KV_LAYER) == 280_521
+    assert d["max_ctx_at_target"] == expected
+    at = _json(run, "check", *args, "-c", str(expected))["decode_tokens_per_s"]
+    past = _json(run, "check", *args, "-c", str(expected + 1))["decode_tokens_per_s"]
+    assert at >= 8 > past
+    none = _json(run, "check", *args, "-c", "4k", "--target-tok-s", "10")
+    assert none["max_ctx_at_target"] is None
+
+
+def test_memory_curves_carry_each_memory():
+    from kvplan import Catalog
+    from kvplan.curves import memory_curves
+    from kvplan.plan import Knobs, build_scenario
+
+    catalog = Catalog()
+    s = build_scenario(catalog.device(LAPTOP).profile, catalog.model("qwen3-30b-a3b").profile, 16_384,
+                       Knobs(n_cpu_moe=24))
+    curves = memory_curves(s, ctx_max_tokens=16_384)
+    ctx = curves.ctx_tokens
+    # the GPU: its weights and every layer's KV at each context; host RAM: the embedding and 24 layers' stacks
+    assert list(curves.gpu_total_bytes) == [OTHER + STACKS // 2 + OUTPUT + int(c) * QWEN_KV_PER_TOKEN for c in ctx]
+    assert set(int(v) for v in curves.ram_total_bytes) == {EMBEDDING + STACKS // 2}
+    assert curves.gpu_budget_bytes == 8 * 2**30
+    unified = build_scenario(catalog.device("macbook-pro-m4-pro-24gb").profile, catalog.model("qwen3-30b-a3b").profile,
+                             16_384, Knobs(n_cpu_moe=24))
+    assert memory_curves(unified, ctx_max_tokens=16_384).ram_total_bytes is None  # RAM is the whole stack there
+    plain = build_scenario(catalog.device("pixel8").profile, catalog.model("llama-3.2-1b").profile, 4_096, Knobs())
+    assert memory_curves(plain, ctx_max_tokens=4_096).gpu_total_bytes is None

@@ -102,6 +102,11 @@ WARNINGS = [
              acceptance_rate=0.3, draft_tokens=3),
      "speculative decoding with draft llama-3.2-3b is slower than decoding without it: 9.0 against 12.1 tok/s at "
      "acceptance 0.3 with 3 draft tokens per step; drop the draft, or draft fewer tokens"),
+    (warning("prefill_placement", layers_on_gpu=15, layers=32, discrete=True),
+     "prefill with 15 of 32 layers on the GPU (its own memory): its memory floor reads each memory's weights at that "
+     "memory's bandwidth, but its compute bound is the device's one compute figure wherever the layers run (a "
+     "profile has no compute figure per processor; the weights llama.cpp copies to the GPU for a large batch are "
+     "not priced)"),
     (warning("model_window_ignored", model="mistral-7b-v0.1", window=4096, reason=MISTRAL),
      "model mistral-7b-v0.1: llama.cpp ignores its 4,096-token sliding window (Mistral is converted to GGUF as "
      "architecture llama, which has no window) and caches the whole context on every layer; the runtime llama.cpp "
