@@ -45,8 +45,9 @@ LLAMACPP_DRAFT_CACHE_TYPE = "f16"
 LOGIT_BYTES = 4  # float32 logits and hidden rows of the output buffer
 
 
-def _weights(s: Scenario, pricer) -> tuple[int, int, int, str]:
-    """(the MTP blocks' bytes, the bytes a draft step reads of them, of the output head, how they were priced)."""
+def _weights(s: Scenario, pricer) -> tuple[int, int, int, tuple]:
+    """(the MTP blocks' bytes, the bytes a draft step reads of them, of the output head, how they were priced:
+    ``("per_tensor", weight type)``, ``("file", None)`` or ``("bits", bits per weight)``)."""
     m = s.model
     from kvplan.engine.mtp import mtp_block_params, mtp_ffn_params
 
@@ -65,19 +66,19 @@ def _weights(s: Scenario, pricer) -> tuple[int, int, int, str]:
         head = next((t.bytes for t in pricing.tensors if t.name == "output.weight"), None)
         if head is None:
             head = next(t.bytes for t in pricing.tensors if t.name == "token_embd.weight")
-        return stored, read, head, f"{pricing.format}, as llama-quantize types the file's MTP block"
+        return stored, read, head, ("per_tensor", pricing.format)
     if getattr(m, "mtp_weights", None) is not None:  # an imported GGUF's exact bytes of its MTP block
         stored = int(m.mtp_weights)
         share = 1.0 if not experts else (
             mtp_block_params(h, m.attention_heads, m.kv_heads, m.head_dim, dense, experts, e_ff, shared)
             - mtp_ffn_params(h, dense, experts, e_ff, shared) + mtp_ffn_params(h, dense, experts, e_ff, shared, used)
         ) / mtp_block_params(h, m.attention_heads, m.kv_heads, m.head_dim, dense, experts, e_ff, shared)
-        return stored, round(stored * share), round(m.vocab_size * h * bits / 8), "the file's MTP tensor bytes"
+        return stored, round(stored * share), round(m.vocab_size * h * bits / 8), ("file", None)
     per_block = mtp_block_params(h, m.attention_heads, m.kv_heads, m.head_dim, dense, experts, e_ff, shared)
     active = per_block - mtp_ffn_params(h, dense, experts, e_ff, shared) + mtp_ffn_params(h, dense, experts, e_ff,
                                                                                           shared, used or None)
     return (round(layers * per_block * bits / 8), round(layers * active * bits / 8), round(m.vocab_size * h * bits / 8),
-            f"{bits:g} bits/weight, as the model's weights")
+            ("bits", bits))
 
 
 def _gguf_types():
@@ -104,7 +105,13 @@ def mtp_parts(s: Scenario, pricer) -> tuple[ResidentPart, ...]:
     m = s.model
     target = pricer.cache(s)
     llamacpp = getattr(target, "family", None) == "llama.cpp"
-    stored, read, head, words = _weights(s, pricer)
+    stored, read, head, (how, detail) = _weights(s, pricer)
+    if how == "per_tensor":
+        words = f"{detail}, as llama-quantize types the file's MTP block"
+    elif how == "file":
+        words = "the file's MTP tensor bytes"
+    else:
+        words = f"{detail:g} bits/weight, as the model's weights"
     facts = (("model", m.name), ("mtp_layers", m.mtp_layers))
     from kvplan.engine.formats import format_from_name
     from kvplan.engine.ggml_types import row_bytes

@@ -118,8 +118,8 @@ MODEL_FIELD_DOCS = {
     "shared_kv_layers": "the last N layers read the KV cache of the last earlier layer of their type and hold none "
                         "(Gemma 3n's num_kv_shared_layers)",
     "mtp_layers": "multi-token-prediction blocks after the layers (config mtp_num_hidden_layers, GGUF "
-                  "nextn_predict_layers): not in layers nor params; a GGUF holds them unless converted with "
-                  "--no-mtp, and llama.cpp loads them only for MTP speculative decoding",
+                  "nextn_predict_layers): not in layers nor params; a GGUF holds them unless the converter was told "
+                  "to leave them out, and llama.cpp loads them only for MTP speculative decoding",
     "mtp_weights": "bytes of the MTP blocks' tensors in the model's file (an imported GGUF's; else priced from "
                    "the weight type or bits)",
     "hidden_size_per_layer_input": "per-layer embedding width (Gemma 3n PLE): the table is layers × this wide",
