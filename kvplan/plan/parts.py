@@ -30,6 +30,11 @@ MEMORIES = ("ram",)
 # module:function of each source of parts, in the order their rows are shown (imported only when asked)
 PART_SOURCES: tuple[str, ...] = ("kvplan.plan.draft:draft_parts", "kvplan.plan.mtp:mtp_parts",
                                  "kvplan.plan.encoder_parts:encoder_parts", "kvplan.plan.audio_parts:audio_parts")
+# the scenario field without which a source has no parts: its module is not even imported then (a plain check
+# starts without the draft, MTP and encoder code)
+NEEDS: dict[str, str] = {"kvplan.plan.draft:draft_parts": "draft", "kvplan.plan.mtp:mtp_parts": "draft",
+                         "kvplan.plan.encoder_parts:encoder_parts": "images",
+                         "kvplan.plan.audio_parts:audio_parts": "audio"}
 
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -97,6 +102,8 @@ def parts_of(s, pricer: Pricer, sources: tuple[str, ...] | None = None) -> tuple
     """Every part of scenario ``s``: the parts of each source of :data:`PART_SOURCES` in order. Keys are unique."""
     found: list[ResidentPart] = []
     for source in PART_SOURCES if sources is None else sources:
+        if source in NEEDS and not getattr(s, NEEDS[source], None):
+            continue
         module, _, function = source.partition(":")
         from importlib import import_module
 
