@@ -231,6 +231,73 @@ def largest_tensor_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT) -> int:
     return max(((graph.size[t] + a - 1) // a * a for t in own), default=0)
 
 
+def live_floor_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT) -> int:
+    """A lower bound on :func:`peak_bytes` of ``graph`` and of every graph with its tensors and nodes but no
+    smaller sizes: the most bytes the graph's tensors hold at once.
+
+    Tensors that hold bytes at the same moment sit side by side in the buffer, so their aligned sizes add up to
+    no more than the highest address. Which tensors are live after each placement follows from the graph alone
+    (frees come at last use); only the in-place reuse of a source's block depends on the sizes, through the
+    layout key, so at each in-place node the largest source it might reuse is counted as already gone. A sum
+    over a set fixed by the graph, less its largest member, only grows with the sizes: the bound holds for the
+    larger graphs too, unlike the peak itself, which can shrink when a tensor grows (the allocator lands it in
+    another hole).
+
+    Parameters
+    ----------
+    graph : Graph
+        The tensor sequence.
+    alignment : int [bytes]
+        Buffer alignment (:data:`CPU_ALIGNMENT`).
+
+    Returns
+    -------
+    int [bytes]
+        The largest sum of aligned sizes of the tensors live right after a placement (at least
+        :func:`largest_tensor_bytes`).
+    """
+    g = graph
+    n = len(g.size)
+    a = alignment
+    size = [(b + a - 1) // a * a for b in g.size]
+    srcs, view_src, output, inplace = g.srcs, g.view_src, g.output, g.inplace
+    children = [0] * n
+    views = [0] * n
+    own = [False] * n
+    live = best = 0
+    for t in g.inputs:
+        own[t] = True
+        live += size[t]
+    best = live
+    for t in g.nodes:
+        if view_src[t] >= 0:
+            views[view_src[t]] += 1
+        for p in srcs[t]:
+            children[p] += 1
+    for t in g.nodes:
+        if view_src[t] == -1 and not own[t]:
+            gone = 0
+            if inplace[t]:
+                gone = max((size[p] for p in srcs[t]
+                            if own[p] and not output[p] and children[p] == 1 and views[p] == 0), default=0)
+            best = max(best, live + size[t] - gone)
+            own[t] = True
+            live += size[t]
+        for p in srcs[t]:
+            children[p] -= 1
+            if children[p] == 0 and views[p] == 0:
+                b = view_src[p]
+                if b >= 0:
+                    views[b] -= 1
+                    if views[b] == 0 and children[b] == 0 and own[b] and not output[b]:
+                        own[b] = False
+                        live -= size[b]
+                elif b == -1 and own[p] and not output[p]:
+                    own[p] = False
+                    live -= size[p]
+    return best
+
+
 def peak_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT, trace: list | None = None,
                snapshots: list | None = None) -> int:
     """Buffer size ``ggml_gallocr_reserve`` gives ``graph``.

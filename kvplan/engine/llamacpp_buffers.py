@@ -192,6 +192,16 @@ def _peak(shape, fa, period, head):
     return ggml_alloc.peak_bytes(llamacpp_graph.reserve_graph(shape, fa))
 
 
+def _floor(g, T, full_ubatch):
+    """A lower bound on the compute buffer at this and every larger ``n_ctx`` (``floor=True``): the most bytes
+    live at once (:func:`ggml_alloc.live_floor_bytes`) once the micro-batch has stopped growing, because from
+    there a larger ``n_ctx`` only grows the same graph's tensors; below it (the micro-batch capped at ``n_ctx``
+    changes which rows the last layer keeps) the largest single tensor."""
+    if T >= full_ubatch:
+        return ggml_alloc.live_floor_bytes(g)
+    return ggml_alloc.largest_tensor_bytes(g)
+
+
 @lru_cache(maxsize=4096)  # pure: a gate file or a plot asks for the same graph many times; arguments are scalars
 def compute_buffer_bytes(
     n_ctx,
@@ -295,8 +305,8 @@ def compute_buffer_bytes(
         as build ``0c1e57098`` reserved. The last layer keeps only these rows (GET_ROWS) and works on them.
     floor : bool
         Return instead a lower bound on the buffer at this and every larger
-        ``n_ctx``: its largest single tensor (:func:`ggml_alloc.largest_tensor_bytes`),
-        which only grows with the context, where the buffer itself may shrink
+        ``n_ctx`` (:func:`_floor`: the most bytes its tensors hold at once, or below a full micro-batch
+        its largest single tensor), which only grows with the context, where the buffer itself may shrink
         from one 256-cell step to the next (the allocator lands tensors in
         other holes).
 
@@ -354,14 +364,14 @@ def compute_buffer_bytes(
     if graph == "mtp":  # an MTP context (src/models/qwen35.cpp graph_mtp): llamacpp_graph._mtp
         shape.update(dict(layer_graph or ()))
         g = llamacpp_graph.reserve_graph(shape, bool(flash_attn))
-        return ggml_alloc.largest_tensor_bytes(g) if floor else ggml_alloc.peak_bytes(g)
+        return _floor(g, T, min(n_batch, n_ubatch)) if floor else ggml_alloc.peak_bytes(g)
     if graph in ("gemma3n", "gemma4"):  # src/models/gemma3n.cpp, gemma4.cpp: the whole graph is replayed
         shape.update(dict(layer_graph or ()))
         if graph == "gemma4":  # each cache's K rotation follows its layers' head width (sliding, then full)
             shape["k_rot"] = tuple(_rotation_sizes(type_k, type_v, d, d)[0]
                                    for d in (head_dim, shape["global_head_dim"])[:len(caches)])
         g = llamacpp_graph.reserve_graph(shape, bool(flash_attn))
-        return ggml_alloc.largest_tensor_bytes(g) if floor else ggml_alloc.peak_bytes(g)
+        return _floor(g, T, min(n_batch, n_ubatch)) if floor else ggml_alloc.peak_bytes(g)
     if graph == "layers":
         # the recurrent memory holds one state per sequence (llama_memory_recurrent, size max(1, n_seq_max)) and
         # the reserve micro-batch splits its tokens evenly over n_seq_max sequences (graph_reserve)
@@ -369,10 +379,10 @@ def compute_buffer_bytes(
         shape["dense_layers"] = layers
         g = llamacpp_graph.reserve_graph(shape, bool(flash_attn))
         if floor:
-            return ggml_alloc.largest_tensor_bytes(g)
+            return _floor(g, T, min(n_batch, n_ubatch))
         return ggml_alloc.peak_bytes(g)  # irregular layer patterns: the whole graph is replayed
     if floor:
-        return ggml_alloc.largest_tensor_bytes(llamacpp_graph.reserve_graph(shape, bool(flash_attn)))
+        return _floor(llamacpp_graph.reserve_graph(shape, bool(flash_attn)), T, min(n_batch, n_ubatch))
     return _peak(shape, bool(flash_attn), period, dense_layers if (mla and n_expert_used) else 0)
 
 
