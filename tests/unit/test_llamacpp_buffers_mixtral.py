@@ -15,8 +15,13 @@ from pathlib import Path
 import pytest
 
 from kvplan.caches.buffers import _ProfileView, unpriced_because
+from kvplan.caches.llamacpp import llamacpp_cache
 from kvplan.engine import llamacpp_buffers as lb
+from kvplan.engine.formats import format_from_name
+from kvplan.engine.quantize import price_gguf
+from kvplan.plan.weights import model_shape
 from kvplan.profiles.catalog import Catalog
+from kvplan.profiles.runtime import LlamaCppSpec
 
 MiB = 2**20
 DOC = json.loads((Path(__file__).parents[1] / "data" / "llamacpp" / "buffers" / "mixtral-8x7b.json").read_text())
@@ -62,3 +67,22 @@ def test_compute_buffer_is_within_5_percent_or_8_mib_of_build_11434(mixtral, p, 
 @pytest.mark.parametrize("p, measured", RUNS)
 def test_compute_buffer_equals_build_11434(mixtral, p, measured):
     assert _predict(mixtral, p) == measured
+
+
+@pytest.mark.parametrize("p, run", [pytest.param(r["params"], r, id=i.id) for r, i in zip(DOC["runs"], RUNS)])
+def test_kv_cache_equals_build_11434(mixtral, p, run):
+    # one cell: 32 layers · 2 (K, V) · 8 KV heads · 128 · 2 B (f16) = 131,072 B, every layer over the whole context;
+    # each of the n_seq_max streams holds n_ctx / n_seq_max cells padded to 256 (-c 512 -np 4: 128 → 256, so 1,024)
+    per_seq = -(-p["n_ctx"] // p["n_seq_max"] // 256) * 256
+    cells = p["n_seq_max"] * per_seq
+    assert run["breakdown_bytes"]["CPU"]["context"] == 131_072 * cells
+    spec = LlamaCppSpec(kv_unified=p["kv_unified"], ubatch=p["n_ubatch"], batch=p["n_batch"],
+                        flash_attn="on" if p["flash_attn"] else "off")
+    fmt = format_from_name(p["type_k"])
+    assert llamacpp_cache(spec, mixtral, fmt, fmt).kv_bytes(p["n_ctx"], p["n_seq_max"]) == 131_072 * cells
+
+
+def test_f16_weights_equal_the_loaded_model():
+    # llama_get_memory_breakdown's model bytes of the F16 GGUF: F32 norms/routers + F16 matrices, as priced
+    model = DOC["runs"][0]["breakdown_bytes"]["CPU_Mapped"]["model"]
+    assert model == price_gguf(model_shape(Catalog().model("mixtral").profile), "f16").total_bytes == 93_408_215_040
