@@ -425,6 +425,21 @@ _SWA_PERIOD = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "gpt_oss": 2, "gemma3
                "llama4": 4, "llama4_text": 4}
 #: Llama 4's chunk as llama.cpp's loader fixes it (src/models/llama4.cpp load_arch_hparams: n_swa = 8192)
 _CHUNK_OF_ARCH = {"llama4": 8192, "llama4_text": 8192}
+#: llama.cpp's architecture names (what ``kvplan import gguf`` writes) → the Hugging Face model_type these tables use
+_HF_OF_GGUF = {"qwen3moe": "qwen3_moe", "gpt-oss": "gpt_oss", "granitehybrid": "granitemoehybrid",
+               "qwen35": "qwen3_5", "qwen35moe": "qwen3_5_moe", "falcon-h1": "falcon_h1", "deepseek2": "deepseek_v2",
+               "lfm2moe": "lfm2_moe"}
+
+
+def _arch(profile) -> str:
+    """The profile's architecture as the tables here name it: a GGUF's llama.cpp name mapped to the model_type,
+    and ``llama`` with experts as Mixtral (its converter writes arch llama, ``conversion/llama.py``)."""
+    arch = str(_field(profile, "architecture", ""))
+    if arch == "llama" and int(_field(profile, "experts", 0) or 0):
+        return "mixtral"
+    return _HF_OF_GGUF.get(arch, arch)
+
+
 #: profile ``architecture`` (Hugging Face model_type) → graph family; anything else builds like llama
 _GRAPH_OF_ARCH = {
     "gemma2": "gemma", "gemma3": "gemma", "gemma3_text": "gemma",
@@ -507,7 +522,7 @@ def layer_graph_of(profile: Mapping[str, Any]):
         not modelled (an unknown state mixer, a hybrid MoE with leading dense layers, a MoE outside
         :data:`_LAYER_ARCHS`).
     """
-    arch = str(_field(profile, "architecture", ""))
+    arch = _arch(profile)
     rule = _LAYER_ARCHS.get(arch)
     if rule is None:
         return None
@@ -600,9 +615,9 @@ def graph_of(profile: Mapping[str, Any]) -> str:
         ``llama``, ``gemma``, ``phi3``, ``mla`` or ``layers`` (the architectures of :data:`_LAYER_ARCHS`; whether
         a given profile's graph is modelled is :func:`layer_graph_of`'s answer).
     """
-    if str(_field(profile, "architecture", "")) in _LAYER_ARCHS:
+    if _arch(profile) in _LAYER_ARCHS:
         return "layers"
-    graph = _GRAPH_OF_ARCH.get(str(_field(profile, "architecture", "")), "llama")
+    graph = _GRAPH_OF_ARCH.get(_arch(profile), "llama")
     if graph == "mla" and not _field(profile, "mla"):
         return "llama"
     return graph
@@ -624,7 +639,7 @@ def compute_buffer_bytes_from_profile(profile: Mapping[str, Any], **kw):
     int [bytes]
         The CPU compute buffer, as :func:`compute_buffer_bytes`.
     """
-    arch = str(_field(profile, "architecture", ""))
+    arch = _arch(profile)
     n_swa = int(_field(profile, "sliding_window", 0) or 0) if arch in _SWA_ARCHS else 0
     if arch in _CHUNK_OF_ARCH and _field(profile, "attention_chunk_size"):
         n_swa = _CHUNK_OF_ARCH[arch]  # the chunked layers are the iSWA cache's windowed ones

@@ -21,8 +21,9 @@ params = Σ tensor elements; the weight size is Σ tensor bytes of the file, so 
 profile's ``weights`` is the file's own (quantized) size, and ``general.file_type`` (llama.cpp's
 ``LLAMA_FTYPE`` id, :data:`LLAMA_FTYPES`) becomes ``weight_type``, the name ``--weight-type`` takes.
 
-A mixture of experts (``{arch}.expert_count`` E > 0 and ``{arch}.expert_used_count`` k) also
-gives ``params_active``, counted like ``params``: params − Σ_routed-expert tensors (E − k) ·
+A mixture of experts (``{arch}.expert_count`` E > 0 and ``{arch}.expert_used_count`` k) gives its layout
+(``experts``, ``experts_per_token``, ``expert_intermediate_size``, ``shared_experts``, ``dense_layers``:
+:mod:`kvplan.importers.gguf_moe`) and ``params_active``, counted like ``params``: params − Σ_routed-expert tensors (E − k) ·
 (their elements / E). The routed-expert tensors are those named ``*_exps.*``
 (``blk.N.ffn_{gate,up,down}_exps.weight`` and their biases), whose outermost dimension
 (GGUF's last, numpy's first) is the E experts; shared experts (``*_shexp``) and the router
@@ -383,6 +384,15 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         count = meta.get(k + "expert_count")
         if isinstance(count, int) and count > 0:
             notes.append(MOE_PARAMS_GIVEN)
+    from kvplan.importers.gguf_moe import gguf_moe_fields
+
+    moe = gguf_moe_fields(meta, trunk, arch, layers,
+                          lambda key, minimum: _int(meta, key, where, required=False, minimum=minimum), notes)
+    names = {t[0] for t in trunk}
+    # the rope tensors the converter writes for a scaled rope (conversion/llama.py generate_extra_tensors: llama3's
+    # rope_freqs; phi3's long/short factors): a weight type then prices them too (kvplan.engine.tensors)
+    rope_scaling = ("llama3" if arch in ("llama", "llama4") and "rope_freqs.weight" in names else
+                    "longrope" if arch == "phi3" and "rope_factors_long.weight" in names else None)
     file_type, file_type_note = _file_type(meta, notes)
     weights, weight_type, weights_note = None, None, None
     if weight_type_given is not None:
@@ -423,6 +433,13 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         ("attention_chunk_size", chunk if pattern is not None else None, "chunked attention: llama.cpp's n_swa"),
         ("sliding_window_pattern", pattern, "the chunked layers" if chunk else ""),
         ("mla", mla, "multi-head latent attention"),
+        ("rope_scaling", rope_scaling, "the file holds " + ("rope_freqs" if rope_scaling == "llama3"
+                                                            else "rope_factors_long/short")),
+        ("experts", moe.get("experts"), "expert_count: routed experts per MoE layer, see sources.moe"),
+        ("experts_per_token", moe.get("experts_per_token"), "expert_used_count"),
+        ("expert_intermediate_size", moe.get("expert_intermediate_size"), "each routed expert's width"),
+        ("shared_experts", moe.get("shared_experts") or None, "always-on experts of that width"),
+        ("dense_layers", moe.get("dense_layers") or None, "leading layers with a dense MLP"),
         ("state", state, "state layers: see sources.state"),
         ("shared_kv_layers", gemma3n.get("shared_kv_layers") or None,
          "attention.shared_kv_layers: the last layers read an earlier layer's KV cache"),
@@ -441,7 +458,8 @@ def profile_from_gguf_metadata(meta: dict, tensors: list[tuple], *, where: str,
         ("kv_bits", 16, "fp16 KV cache"),
         ("sources", {"config": f"{Path(where).name} (GGUF header, imported by kvplan)", "params": params_note,
                      "weights": weights_note, "sliding_window": window_note,
-                     **({"state": state_note} if state is not None else {})}, ""),
+                     **({"state": state_note} if state is not None else {}),
+                     **({"moe": moe["source"]} if moe else {})}, ""),
     ]
     header = [f"Model profile imported by 'kvplan import gguf' from {where}.",
               "Check every figure against the model card, then run 'kvplan profiles validate'."]
