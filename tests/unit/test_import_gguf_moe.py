@@ -31,6 +31,12 @@ EXPECTED = {
     "llama-4-scout-17b-16e": (16, 1, 8_192, 1, 0),
     # ffn_gate_exps 256 × 512 × 2,048; ffn_up_shexp 512 × 2,048 = 1 × 512
     "qwen3.5-35b-a3b": (256, 8, 512, 1, 0),
+    # gpt-oss.expert_count 32, expert_used_count 4; ffn_gate_exps 32 × 2,880 × 2,880
+    "gpt-oss-20b": (32, 4, 2_880, 0, 0),
+    # qwen3moe: ffn_gate_exps 128 × 768 × 2,048
+    "qwen3-30b-a3b": (128, 8, 768, 0, 0),
+    # deepseek2: ffn_gate_exps 64 × 1,408 × 2,048; ffn_up_shexp 2,816 × 2,048 = 2 × 1,408; leading_dense_block_count 1
+    "deepseek-v2-lite": (64, 6, 1_408, 2, 1),
 }
 
 
