@@ -242,6 +242,9 @@ def main() -> int:
                     help="replace the attention product by zeros of its shape (speed only; see patch_attention)")
     ap.add_argument("--full-depth", action="store_true", help="build the listed models at their real depth "
                     "and measure three settings")
+    ap.add_argument("--append", type=json.loads, default=None, metavar="JSON",
+                    help='settings to run and append to the model\'s rows already in --out, e.g. '
+                         '\'[{"prompt_tokens": 32768}]\'')
     args = ap.parse_args()
     global ZERO_ATTENTION
     ZERO_ATTENTION = args.zero_attention
@@ -267,6 +270,9 @@ def main() -> int:
                 settings = ISSUE_ROWS[name]
             if args.quick:
                 settings = settings[:1]
+            if args.append is not None:  # one more setting on a model already measured: keep its rows
+                settings = args.append
+                rows = list(data["models"][key]["rows"])
             for s in settings:
                 row = run(model, **s)
                 rows.append(row)
