@@ -121,8 +121,13 @@ def test_48_layers_are_twelve_patterns():
     full = _cache(row, layers=48)
     assert full.kv_bytes(33_000) == 12 * row["kv_bytes"]
     assert full.kv_peak_bytes(33_000) == 12 * row["peak_kv_bytes"]
-    # 32k: 12 KVCache layers × 32,768 slots + 36 ChunkedKVCache × 8,448, 4,096 B each
-    assert full.kv_bytes(32_768) == (12 * 32_768 + 36 * 8_448) * SLOT == 2_856_321_024
+    # 32k, the check command's: 12 KVCache layers × 32,768 slots + 36 ChunkedKVCache × 8,448, 4,096 B each; the
+    # peak after the 2,047-token last chunk, the chunked layers at 8,192 + 2,048 = 10,240 slots
+    k32 = next(r for r in ROWS if (r["prompt_tokens"], r["prefill_step_size"], r["kv_bits"], r["decode_tokens"])
+               == (32_768, 2048, None, 0))
+    assert full.kv_bytes(32_768) == 12 * k32["kv_bytes"] == (12 * 32_768 + 36 * 8_448) * SLOT == 2_856_321_024
+    assert full.kv_peak_bytes(32_768) == 12 * k32["peak_kv_bytes"] == (12 * 32_768 + 36 * 10_240) * SLOT \
+        == 3_120_562_176
 
 
 def test_a_misplaced_chunked_layer_is_refused():
