@@ -16,8 +16,8 @@ Rules, each from mlx-lm's own source (file :: function), measured with the real 
   chunked layers must be exactly those (checked). ``ChunkedKVCache`` has no ``to_quantized``, so
   ``maybe_quantize_kv_cache`` (``generate.py`` lines 305–310, ``hasattr(c, "to_quantized")``) leaves it in the
   model's dtype under ``--kv-bits``: only the KVCache layers quantize.
-- Growth, chunked prefill, ``ChunkedKVCache``'s front trim, the rotating cache's transient ``max_size + S − 1`` tokens, quantization after
-  ``quantized_kv_start``: :mod:`kvplan.engine.mlx_cache`.
+- Growth, chunked prefill, ``ChunkedKVCache``'s front trim, the rotating cache's transient ``max_size + S − 1``
+  tokens, quantization after ``quantized_kv_start``: :mod:`kvplan.engine.mlx_cache`.
 - ``QuantizedKVCache`` (``to_quantized`` → ``mx.quantize``): per head and token, K and V each as
   ``head_dim · bits / 32`` uint32 words plus ``head_dim / group_size`` scales and as many biases in the K/V dtype.
   ``RotatingKVCache.to_quantized`` raises ``NotImplementedError``: quantizing a model with rotating caches fails
@@ -477,6 +477,7 @@ def _check_chunked_layers(model, schedule, module: str) -> None:
     for first, last, layer in schedule.spans():
         for i in range(first, last + 1):
             if bool(getattr(layer, "chunked", False)) != ((i + 1) % 4 != 0):
+                kind = "chunked" if getattr(layer, "chunked", False) else "not chunked"
                 raise FieldError("model", f"mlx-lm's llama4 make_cache gives layer {i} a "
                                  f"{'ChunkedKVCache' if (i + 1) % 4 else 'KVCache'} ((i + 1) % 4 rule), but "
-                                 f"{model.name}'s layer {i} is {'' if getattr(layer, 'chunked', False) else 'not '}chunked")
+                                 f"{model.name}'s layer {i} is {kind}")

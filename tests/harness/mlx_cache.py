@@ -11,10 +11,11 @@ What is shrunk, and why it cannot change the cache: ``num_hidden_layers`` (each 
 one layer, six for gemma-3-1b — one whole 5:1 sliding pattern; rows record the layer count used, the real one and
 the cache of each layer, and kvplan's figure for the real model is the per-layer bytes over the real layer count —
 ``qwen2.5-0.5b`` also runs at its full depth of 24 layers, ``--full-depth``), ``intermediate_size`` (the MLP width, not in any cache
-shape) and ``vocab_size`` (the embedding rows). Llama 4 (``llama-4-scout-17b-16e``): 4 layers, one ``(i + 1) % 4`` pattern of
-``llama4.py`` ``make_cache`` (three ``ChunkedKVCache(8192)``, one ``KVCache``), with ``SHRINK``'s widths and its
-routed experts in float32 (:func:`float32_experts`); its grid is ``CHUNKED_ROWS`` (prompts around the chunk). Hidden size, attention heads, KV heads, head_dim, sliding windows
-and their pattern stay as the config gives them.
+shape) and ``vocab_size`` (the embedding rows). Hidden size, attention heads, KV heads, head_dim, sliding windows
+and their pattern stay as the config gives them, except for Llama 4 (``llama-4-scout-17b-16e``): 4 layers, one
+``(i + 1) % 4`` pattern of ``llama4.py`` ``make_cache`` (three ``ChunkedKVCache(8192)``, one ``KVCache``),
+``SHRINK``'s widths (its hidden size too: its head_dim is the config's own) and its routed experts in float32
+(:func:`float32_experts`); its grid is ``CHUNKED_ROWS`` (prompts around the chunk).
 
 Run (about 40 minutes on 2 cores)::
 
