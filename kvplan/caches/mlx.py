@@ -11,8 +11,13 @@ Rules, each from mlx-lm's own source (file :: function), measured with the real 
   sliding_window)`` and a global one ``KVCache``; every other model attends its window through the mask only and
   caches the whole context (``gemma2``, ``phi3``, ``mistral`` — no ``layer_types``, so ``llama``'s
   ``use_sliding`` is false).
-- Growth, chunked prefill, the rotating cache's transient ``max_size + S − 1`` tokens, quantization after
-  ``quantized_kv_start``: :mod:`kvplan.engine.mlx_cache`.
+- ``mlx_lm/models/llama4.py`` :: ``Model.make_cache`` (lines 318–326): layer ``i`` gets
+  ``ChunkedKVCache(text_config.attention_chunk_size)`` when ``(i + 1) % 4 != 0``, else ``KVCache`` — the profile's
+  chunked layers must be exactly those (checked). ``ChunkedKVCache`` has no ``to_quantized``, so
+  ``maybe_quantize_kv_cache`` (``generate.py`` lines 305–310, ``hasattr(c, "to_quantized")``) leaves it in the
+  model's dtype under ``--kv-bits``: only the KVCache layers quantize.
+- Growth, chunked prefill, ``ChunkedKVCache``'s front trim, the rotating cache's transient ``max_size + S − 1``
+  tokens, quantization after ``quantized_kv_start``: :mod:`kvplan.engine.mlx_cache`.
 - ``QuantizedKVCache`` (``to_quantized`` → ``mx.quantize``): per head and token, K and V each as
   ``head_dim · bits / 32`` uint32 words plus ``head_dim / group_size`` scales and as many biases in the K/V dtype.
   ``RotatingKVCache.to_quantized`` raises ``NotImplementedError``: quantizing a model with rotating caches fails
@@ -31,6 +36,9 @@ from kvplan.caches.facts import Rule, rule
 from kvplan.engine.formats import ElementFormat
 from kvplan.engine.mlx_cache import (
     MLX_STEP_TOKENS,
+    chunked_after_chunks,
+    chunked_cache_sizes,
+    chunked_kv_grow,
     kv_cache_capacities,
     kv_cache_grow,
     kv_capacity_after_chunks,
@@ -106,6 +114,8 @@ class MlxCache:
     rules: tuple[Rule, ...]
     quantized_attention: bool = True  # False: the model's attention fails on a QuantizedKVCache (gemma2)
     misfit_head_dim: int | None = None  # a head_dim that is not a multiple of the group (mx.quantize refuses it)
+    chunked: tuple[tuple[int, int], ...] = ()  # (chunk_size tokens, bytes of one slot over those ChunkedKVCache layers)
+    chunked_layers: int = 0
 
     name = "mlx-lm"
     # the rotating caches' max_size + chunk − 1 tokens and the plain cache before quantization exist only during
@@ -118,20 +128,20 @@ class MlxCache:
 
     @property
     def windowed_layers(self) -> int:
-        return self.rotating_layers
+        return self.rotating_layers + self.chunked_layers
 
     @property
     def windows(self) -> tuple[tuple[int, int], ...]:
-        return self.rotating
+        return tuple(sorted(self.rotating + self.chunked))
 
     @property
     def bytes_per_token(self) -> int:
         per = self.quantized_bytes_per_slot if self.quantized_bytes_per_slot is not None else self.kv_bytes_per_slot
-        return per + sum(b for _, b in self.rotating)
+        return per + sum(b for _, b in self.windows)
 
     @property
     def unbounded(self) -> bool:
-        return self.kv_layers == 0 and bool(self.rotating)
+        return self.kv_layers == 0 and bool(self.windows)
 
     # -- the state after each model call ---------------------------------------------------------------------
     def _states(self, ctx: int) -> list[tuple[int, int]]:
@@ -140,7 +150,9 @@ class MlxCache:
 
         During the full prefill chunks every cache only grows, so the largest total of those is at the chunk
         that crosses ``quantized_kv_start`` (still plain before the conversion) or at the last full chunk; then
-        the shorter last chunk, then the last prompt token (:mod:`kvplan.engine.mlx_cache`)."""
+        the shorter last chunk, then the last prompt token (:mod:`kvplan.engine.mlx_cache`). A ``ChunkedKVCache``
+        grows as a ``KVCache`` until a chunk starts past its ``chunk_size`` and then holds the same slots after
+        every full chunk, so each chunk before that is a point too (at most ``chunk_size / P + 1`` of them)."""
         if ctx <= 0:
             return [(0, 0)]
         self._refuse_quantized_rotating(ctx)
@@ -149,12 +161,17 @@ class MlxCache:
         full_chunks, rest = divmod(ctx - 1, p)
         points = []  # (offset before, offset, capacity, rotating slots per max_size)
         crossing = max(1, -(-start // p))
-        for j in sorted({j for j in (crossing, full_chunks) if 1 <= j <= full_chunks}):
+        untrimmed = max((c // p + 1 for c, _ in self.chunked), default=0)  # chunks before any front trim
+        chosen = {crossing, full_chunks, *range(1, min(untrimmed, full_chunks) + 1)}
+        for j in sorted(j for j in chosen if 1 <= j <= full_chunks):
             offset, capacity = kv_capacity_after_chunks(j, p, MLX_STEP_TOKENS)
             points.append(((j - 1) * p if j > 1 else None, offset, capacity,
-                           [rotating_after_chunks(j, p, m) for m, _ in self.rotating]))
+                           [rotating_after_chunks(j, p, m) for m, _ in self.rotating],
+                           [chunked_after_chunks(j, p, c, MLX_STEP_TOKENS)[1] for c, _ in self.chunked]))
         offset, capacity = kv_capacity_after_chunks(full_chunks, p, MLX_STEP_TOKENS)
         slots = [rotating_after_chunks(full_chunks, p, m) if full_chunks else 0 for m, _ in self.rotating]
+        held = [chunked_after_chunks(full_chunks, p, c, MLX_STEP_TOKENS) if full_chunks else (0, 0)
+                for c, _ in self.chunked]
         if rest:
             before = offset if full_chunks else None
             offset, capacity = kv_cache_grow(offset, capacity, rest, MLX_STEP_TOKENS)
@@ -163,14 +180,17 @@ class MlxCache:
                          for s, (m, _) in zip(slots, self.rotating)]
             else:
                 slots = [min(s, m - 1) + rest if s else rest for s, (m, _) in zip(slots, self.rotating)]
-            points.append((before, offset, capacity, list(slots)))
+            held = [chunked_kv_grow(h, cap, rest, c, MLX_STEP_TOKENS) for (h, cap), (c, _) in zip(held, self.chunked)]
+            points.append((before, offset, capacity, list(slots), [cap for _, cap in held]))
         before = offset if ctx > 1 else None
         slots = [rotating_in_place(offset, s, m, MLX_STEP_TOKENS) for s, (m, _) in zip(slots, self.rotating)]
+        held = [chunked_kv_grow(h, cap, 1, c, MLX_STEP_TOKENS) for (h, cap), (c, _) in zip(held, self.chunked)]
         offset, capacity = kv_cache_grow(offset, capacity, 1, MLX_STEP_TOKENS)
-        points.append((before, offset, capacity, slots))
+        points.append((before, offset, capacity, slots, [cap for _, cap in held]))
         out = []
-        for previous, offset, capacity, slots in points:
+        for previous, offset, capacity, slots, chunk_slots in points:
             rot_bytes = sum(b * s for s, (_, b) in zip(slots, self.rotating))
+            rot_bytes += sum(b * s for s, (_, b) in zip(chunk_slots, self.chunked))
             was = quantizing and previous is not None and previous >= start
             now = quantizing and offset >= start
             q, plain = self.quantized_bytes_per_slot, self.kv_bytes_per_slot
@@ -243,12 +263,13 @@ class MlxCache:
 
     def kv_bytes_read_over_generation(self, n_tokens, sequences=1):
         """Bytes attention reads over ``n_tokens`` decode steps: every step reads the offset's tokens of each
-        ``KVCache`` (``keys[..., :offset, :]``) and ``min(offset, max_size)`` of each rotating one, in the format
-        in force at ``n_tokens`` (an approximation for a quantization that starts midway)."""
+        ``KVCache`` (``keys[..., :offset, :]``) and ``min(offset, max_size)`` of each rotating one (and
+        ``min(offset, chunk_size)`` of each chunked one, which reads up to ``chunk_size + 1``: one token short),
+        in the format in force at ``n_tokens`` (an approximation for a quantization that starts midway)."""
         from kvplan import engine
 
         per = self.quantized_bytes_per_slot if (self.quantized_bytes_per_slot is not None) else self.kv_bytes_per_slot
-        return engine.kv_bytes_sum_over_generation(n_tokens, per, self.rotating) * sequences
+        return engine.kv_bytes_sum_over_generation(n_tokens, per, self.windows) * sequences
 
     def max_ctx(self, allowance_bytes, sequences=1, ctx_limit=math.inf):
         """Largest prompt whose peak fits ``allowance_bytes`` (the peak decides, as it happens during prefill)."""
@@ -280,7 +301,7 @@ class MlxCache:
         hi = int(min(ctx_limit, 1 << 26))
         if self.unbounded:
             # every layer rotates: past max_size + two chunks the peak no longer grows
-            steady = max(m for m, _ in self.rotating) + 2 * self.spec.prefill_step_size + 2
+            steady = max(m for m, _ in self.windows) + 2 * self.spec.prefill_step_size + 2
             if fits(steady):
                 if capped:
                     return min(hi, self.spec.quantized_kv_start - 1)
@@ -314,6 +335,14 @@ class MlxCache:
             rotating.append({"max_size": m, "slots": sizes[-1][1], "peak_slots": peak})
             if peak > sizes[-1][1]:
                 rules.append(rule("mlx_rotating_peak", max_size=m, chunk=p, peak=peak, steady=sizes[-1][1]))
+        chunked = []
+        for c, _ in self.chunked:
+            sizes = chunked_cache_sizes(ctx, p, c) if ctx > 0 else ((0, 0, 0),)
+            peak = max(s for _, _, s in sizes)
+            chunked.append({"chunk_size": c, "slots": sizes[-1][2], "peak_slots": peak,
+                            "start_position": sizes[-1][1]})
+            rules.append(rule("mlx_chunked", chunk=c, layers=self.chunked_layers, slots=sizes[-1][2], peak=peak,
+                              prefill=p))
         quantized = self.quantized_bytes_per_slot is not None and ctx >= self.spec.quantized_kv_start
         if self.kv_layers:
             rules.append(rule("mlx_kv_growth", offset=offset, capacity=capacity, step=MLX_STEP_TOKENS, chunk=p))
@@ -334,7 +363,8 @@ class MlxCache:
                         "quantized_kv_start": self.spec.quantized_kv_start, "batch": sequences,
                         "prompt_cache_size": stored},
             "cells": {"kv_cache_capacity": capacity if self.kv_layers else None, "offset": offset,
-                      "rotating": rotating, "quantized": quantized, "prompt_cache_bytes": held},
+                      "rotating": rotating, "chunked": chunked, "quantized": quantized,
+                      "prompt_cache_bytes": held},
             "dtype": MLX_DTYPES[self.dtype.name],
             "version": MLX_LM_VERSION,
         }
@@ -380,11 +410,13 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
     shared = shared_kv_layers(schedule) if arch in SHARED_KV_CACHE else ()
     if shared:  # no cache of their own (make_cache stops before them)
         schedule = attention_only(schedule)
-    runs = attention_runs(schedule, "mlx-lm")
+    runs = attention_runs(schedule, "mlx-lm", chunked=True)
     if model.schedule.latent:
         raise FieldError("model", f"{model.name} has MLA (latent) attention: the mlx-lm cache model does not price it")
     module = MODEL_REMAPPING.get(arch, arch)
     own_cache = module in OWN_CACHE
+    if schedule.chunked_layers:
+        _check_chunked_layers(model, schedule, module)
     honours_window = arch in ROTATING_SLIDING
     qfmt = quantized_format(bits, group, dtype) if bits is not None else None
     misfit = None  # a head_dim mx.quantize cannot group: MLX-LM fails when it quantizes (from quantized_kv_start)
@@ -396,9 +428,13 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
     kv_slot = q_slot = 0
     kv_layers = 0
     rotating: dict[int, int] = {}
+    chunked: dict[int, int] = {}
     windows_ignored = set()
     for count, layer in runs:
         plain = count * (dtype.row_bytes(layer.k_values) + dtype.row_bytes(layer.v_values))
+        if layer.chunked:  # ChunkedKVCache: never quantized (no to_quantized)
+            chunked[layer.window_tokens] = chunked.get(layer.window_tokens, 0) + plain
+            continue
         max_size = None
         if layer.window_tokens is not None and honours_window:
             max_size = layer.window_tokens
@@ -413,7 +449,7 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
                 q_slot += count * (qfmt.row_bytes(layer.k_values) + qfmt.row_bytes(layer.v_values))
         else:
             rotating[max_size] = rotating.get(max_size, 0) + plain
-    rotating_layers = schedule.layers - kv_layers
+    rotating_layers = schedule.layers - kv_layers - schedule.chunked_layers
     if own_cache:
         rules.append(rule("mlx_own_cache", module=module, ignores_max_kv_size=spec.max_kv_size is not None))
     elif spec.max_kv_size is not None:
@@ -426,5 +462,22 @@ def mlx_cache(spec: MlxLmSpec, model, k_format: ElementFormat | None = None,
     fmt = qfmt or dtype
     return MlxCache(spec, fmt, fmt, dtype, kv_slot, q_slot if qfmt is not None else None,
                     tuple(sorted(rotating.items())), kv_layers, rotating_layers, bits, group, tuple(rules),
-                    module not in NO_QUANTIZED_ATTENTION, misfit)
+                    module not in NO_QUANTIZED_ATTENTION, misfit, tuple(sorted(chunked.items())),
+                    schedule.chunked_layers)
 
+
+
+def _check_chunked_layers(model, schedule, module: str) -> None:
+    """``llama4.py`` ``Model.make_cache`` is the only mlx-lm cache for chunked attention, and it puts a
+    ``ChunkedKVCache`` on layer ``i`` exactly when ``(i + 1) % 4 != 0`` whatever the config says: refuse a profile
+    whose chunked layers are elsewhere (its figure would be some other model's)."""
+    if module != "llama4":
+        raise FieldError("model", f"{model.name} has chunked attention layers but mlx-lm builds {module}, whose cache "
+                         "has no ChunkedKVCache (only llama4.py's make_cache makes one), so it cannot be priced")
+    for first, last, layer in schedule.spans():
+        for i in range(first, last + 1):
+            if bool(getattr(layer, "chunked", False)) != ((i + 1) % 4 != 0):
+                kind = "chunked" if getattr(layer, "chunked", False) else "not chunked"
+                raise FieldError("model", f"mlx-lm's llama4 make_cache gives layer {i} a "
+                                 f"{'ChunkedKVCache' if (i + 1) % 4 else 'KVCache'} ((i + 1) % 4 rule), but "
+                                 f"{model.name}'s layer {i} is {kind}")

@@ -11,6 +11,13 @@ MLX-LM (mlx-lm 0.32.2, ``mlx_lm/models/cache.py`` and ``mlx_lm/generate.py``) ho
   to ensure every token gets at least max_size context"); a one-token update (``_update_in_place``) grows the
   arrays by ``min(step, max_size − offset)`` slots when full and below ``max_size``, and trims them to
   ``max_size`` when larger.
+- ``ChunkedKVCache(chunk_size)`` (``cache.py`` lines 727–801; Llama 4's chunked layers, ``llama4.py``
+  ``Model.make_cache`` lines 318–326): ``LlamaModel.__call__`` (``llama4.py`` lines 228–231) first calls
+  ``maybe_trim_front`` on it, which, when the ``offset − start_position`` tokens it holds exceed ``chunk_size``,
+  slices its arrays to their last ``chunk_size`` tokens (capacity ``chunk_size``); then ``update_and_fetch``
+  grows it exactly as a ``KVCache`` on those held tokens (trim to them when off a step boundary, then
+  ``ceil(S / step) · step`` zero slots). So after a call it holds at most ``chunk_size + S`` tokens, trimmed
+  again only at the next call.
 - ``generate_step``: the first ``N − 1`` prompt tokens in chunks of ``prefill_step_size`` (default 2048), then
   the last one through ``_step`` (one token), then one token per generated token; after every model call
   ``maybe_quantize_kv_cache`` turns each ``KVCache`` whose offset is ``≥ quantized_kv_start`` into a
@@ -239,6 +246,102 @@ def rotating_in_place(offset_tokens: int, slots_tokens: int, max_size_tokens: in
     if slots_tokens == 0 or (offset_tokens >= slots_tokens and slots_tokens < max_size_tokens):
         slots_tokens += min(step_tokens, max_size_tokens - offset_tokens)
     return min(slots_tokens, max_size_tokens)
+
+
+def chunked_kv_grow(held_tokens: int, capacity_tokens: int, update_tokens: int, chunk_tokens: int,
+                    step_tokens: int = MLX_STEP_TOKENS) -> tuple[int, int]:
+    """One model call on a ``ChunkedKVCache``: ``maybe_trim_front`` then ``update_and_fetch``.
+
+    ``mlx_lm/models/cache.py`` (mlx-lm 0.32.2) ``ChunkedKVCache.maybe_trim_front`` (lines 737–746): with ``valid =
+    offset − start_position > chunk_size`` it keeps ``keys[..., valid − chunk_size:valid, :]``, so ``chunk_size``
+    held tokens in ``chunk_size`` slots; ``update_and_fetch`` (lines 748–771) is :func:`kv_cache_grow` on the held
+    tokens (``prev = offset − start_position``).
+
+    Parameters
+    ----------
+    held_tokens : int [tokens]
+        ``offset − start_position`` before the call.
+    capacity_tokens : int [tokens]
+        Slots of its arrays before the call (0: not allocated).
+    update_tokens : int [tokens]
+        Tokens of the call (``S``).
+    chunk_tokens : int [tokens]
+        ``chunk_size`` (the config's ``attention_chunk_size``).
+    step_tokens : int [tokens]
+        The cache's ``step`` (256).
+
+    Returns
+    -------
+    tuple of (int, int) [tokens]
+        The held tokens and the capacity after the call.
+    """
+    if held_tokens > chunk_tokens:
+        held_tokens = capacity_tokens = chunk_tokens
+    return kv_cache_grow(held_tokens, capacity_tokens, update_tokens, step_tokens)
+
+
+def chunked_cache_sizes(prompt_tokens: int, prefill_step_tokens: int, chunk_tokens: int, decode_tokens: int = 0,
+                        step_tokens: int = MLX_STEP_TOKENS) -> tuple[tuple[int, int, int], ...]:
+    """``(offset, start_position, capacity)`` of a ``ChunkedKVCache(chunk_size)`` after each model call of
+    ``generate_step`` (:func:`update_sizes`), by :func:`chunked_kv_grow`.
+
+    Parameters
+    ----------
+    prompt_tokens, prefill_step_tokens, decode_tokens : int [tokens]
+        As in :func:`update_sizes`.
+    chunk_tokens : int [tokens]
+        ``chunk_size``.
+    step_tokens : int [tokens]
+        The cache's ``step`` (256).
+
+    Returns
+    -------
+    tuple of (int, int, int) [tokens]
+        The offset (every token seen), ``start_position`` (tokens trimmed off the front) and the slots of the K
+        (and V) array after each call.
+
+    Notes
+    -----
+    Once it held more than ``chunk_size`` tokens before a call, every later call of ``S`` tokens leaves
+    ``kv_cache_grow(chunk_size, chunk_size, S)``: with a step-aligned chunk, ``chunk_size + ceil(S / 256) · 256``
+    slots (8,448 for Llama 4's 8,192 after a decode step).
+    """
+    offset = held = capacity = 0
+    out = []
+    for s in update_sizes(prompt_tokens, prefill_step_tokens, decode_tokens):
+        held, capacity = chunked_kv_grow(held, capacity, s, chunk_tokens, step_tokens)
+        offset += s
+        out.append((offset, offset - held, capacity))
+    return tuple(out)
+
+
+def chunked_after_chunks(chunks: int, prefill_step_tokens: int, chunk_tokens: int,
+                         step_tokens: int = MLX_STEP_TOKENS) -> tuple[int, int]:
+    """(held tokens, capacity) [tokens] of a ``ChunkedKVCache`` after ``chunks`` full prefill chunks.
+
+    Until a call starts with more than ``chunk_size`` held tokens (chunk ``j`` with ``(j − 1) · P > chunk_size``)
+    nothing is trimmed and it grows as a ``KVCache`` (:func:`kv_capacity_after_chunks`); from then on every chunk
+    starts from ``chunk_size`` tokens in ``chunk_size`` slots (:func:`chunked_kv_grow`).
+
+    Parameters
+    ----------
+    chunks : int [count]
+        Full prefill chunks processed.
+    prefill_step_tokens : int [tokens]
+        Tokens per chunk (``P``).
+    chunk_tokens : int [tokens]
+        ``chunk_size``.
+    step_tokens : int [tokens]
+        The cache's ``step`` (256).
+
+    Returns
+    -------
+    tuple of (int, int) [tokens]
+        The held tokens (``offset − start_position``) and the capacity after the last chunk.
+    """
+    if chunks >= 2 and (chunks - 1) * prefill_step_tokens > chunk_tokens:
+        return kv_cache_grow(chunk_tokens, chunk_tokens, prefill_step_tokens, step_tokens)
+    return kv_capacity_after_chunks(chunks, prefill_step_tokens, step_tokens)
 
 
 def prompt_cache_bytes(stored_caches: int, cache_bytes: int) -> int:

@@ -312,7 +312,7 @@ def _merged(runs: Iterable[tuple[int, Layer]]) -> Schedule:
     return Schedule(tuple((count, layer) for count, layer in out))
 
 
-def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention], ...]:
+def attention_runs(schedule: Schedule, cache: str, chunked: bool = False) -> tuple[tuple[int, Attention], ...]:
     """The schedule's runs, all attention layers; a layer of another kind, or a chunked attention layer, is refused
     by name for ``cache`` (these cache models price plain and sliding-window attention caches only).
 
@@ -321,6 +321,8 @@ def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention
     schedule : Schedule
     cache : str
         The cache model asking (``ideal``, ``llama.cpp`` …), named in the error.
+    chunked : bool
+        True: chunked attention layers pass (a cache model with its own rule for them, mlx-lm's).
 
     Returns
     -------
@@ -336,11 +338,12 @@ def attention_runs(schedule: Schedule, cache: str) -> tuple[tuple[int, Attention
             span = f"layer {first}" if one else f"layers {first}–{last}"
             raise FieldError("model", f"{span} {what} ({layer.kind}); the {cache} cache model prices only "
                              "attention layers, so this model cannot be priced yet")
-        if layer.chunked:
+        if layer.chunked and not chunked:
             span = f"layer {first}" if first == last else f"layers {first}–{last}"
             raise FieldError("model", f"{span} attend in chunks of {layer.window_tokens:,} tokens (chunked attention, "
                              f"Llama 4); the {cache} cache model has no rule for chunked attention, so this model "
-                             "cannot be priced with it (the ideal, llama.cpp and transformers cache models price it)")
+                             "cannot be priced with it (the ideal, llama.cpp, transformers and mlx-lm cache models "
+                             "price it)")
     return schedule.runs  # type: ignore[return-value]
 
 

@@ -90,8 +90,8 @@ COMMANDS = {"mlx-lm": mlx_command, "ollama": ollama_command, "onnxruntime-genai"
 # when a runtime's KV peak happens, by runtime name (the peak row and its table line); the rest peak right after
 # a one-shot prefill (transformers' views of the prompt tensors)
 PEAK_WORDS = {
-    "mlx-lm": ("+ KV at the peak during the chunked prefill (rotating caches' chunk overhang, the cache before "
-               "quantization; peak {peak} in all)", "KV peak (during the chunked prefill)"),
+    "mlx-lm": ("+ KV at the peak during the chunked prefill (rotating and chunked caches' chunk overhang, the cache "
+               "before quantization; peak {peak} in all)", "KV peak (during the chunked prefill)"),
     "onnxruntime-genai": ("+ the past tensors beside the present ones, held from the first decode step on (peak "
                           "{peak} in all)", "KV held at every decode step (past + present)"),
 }

@@ -100,6 +100,10 @@ _WORDS = {
     "mlx_rotating_peak": lambda v: (f"RotatingKVCache({v['max_size']:,}) holds {v['peak']:,} tokens after a prefill "
                                     f"chunk of {v['chunk']:,} (max_size + chunk − 1 at most), {v['steady']:,} after "
                                     "the prompt"),
+    "mlx_chunked": lambda v: (f"ChunkedKVCache({v['chunk']:,}) on {v['layers']} layers (llama4 make_cache): trimmed "
+                              f"to its last {v['chunk']:,} tokens before each call, then grown as a KVCache: "
+                              f"{v['slots']:,} slots after the prompt, {v['peak']:,} after a prefill chunk of "
+                              f"{v['prefill']:,} at most"),
     "mlx_prompt_cache": lambda v: (f"mlx_lm.server's prompt cache (LRUPromptCache) keeps up to {v['caches']} earlier "
                                    f"prompts' caches beside the live one: {v['caches']} × {v['cache_bytes']:,} B = "
                                    f"{v['held_bytes']:,} B if each is as long as this one (--prompt-cache-size)"),

@@ -12,7 +12,10 @@ one layer, six for gemma-3-1b — one whole 5:1 sliding pattern; rows record the
 the cache of each layer, and kvplan's figure for the real model is the per-layer bytes over the real layer count —
 ``qwen2.5-0.5b`` also runs at its full depth of 24 layers, ``--full-depth``), ``intermediate_size`` (the MLP width, not in any cache
 shape) and ``vocab_size`` (the embedding rows). Hidden size, attention heads, KV heads, head_dim, sliding windows
-and their pattern stay as the config gives them.
+and their pattern stay as the config gives them, except for Llama 4 (``llama-4-scout-17b-16e``): 4 layers, one
+``(i + 1) % 4`` pattern of ``llama4.py`` ``make_cache`` (three ``ChunkedKVCache(8192)``, one ``KVCache``),
+``SHRINK``'s widths (its hidden size too: its head_dim is the config's own) and its routed experts in float32
+(:func:`float32_experts`); its grid is ``CHUNKED_ROWS`` (prompts around the chunk).
 
 Run (about 40 minutes on 2 cores)::
 
@@ -60,7 +63,24 @@ MODELS = {
     "mistral-7b-v0.1": 1,  # config sliding_window 4096, mlx_lm maps mistral to llama: no layer_types, plain KVCache
     "gemma-2-2b": 1,  # sliding window 4096 in the config; mlx_lm's gemma2 has no make_cache: plain KVCache
     "llama-3.2-3b": 1,  # the issue's command: 16k prompt, --kv-bits 4 (grid: ISSUE_ROWS)
+    "llama-4-scout-17b-16e": 4,  # one (i + 1) % 4 pattern: 3 ChunkedKVCache(8192) layers, then a KVCache one
 }
+# widths cut on top of intermediate_size / vocab_size, per model: none shapes a cache. llama4's head_dim is the
+# config's own 128 (not hidden_size / heads) and its K/V projections are 8 × 128 wide whatever hidden_size is;
+# experts only change the MLP. The cut keeps a 33k-token prefill at a minute on 2 cores.
+SHRINK = {"llama-4-scout-17b-16e": {"hidden_size": 512, "intermediate_size_mlp": 64, "num_local_experts": 2}}
+# llama4's chunk is 8192: contexts around it (one chunk, one token past, several chunks), two prefill steps, a
+# chunk that is not a multiple of 256, decode across the chunk edge, and --kv-bits (only its KVCache layers
+# quantize: ChunkedKVCache has no to_quantized, maybe_quantize_kv_cache skips it)
+CHUNKED_ROWS = [{"prompt_tokens": n, "prefill_step_size": p} for p in (2048, 512)
+                for n in (100, 8191, 8192, 8193, 8194, 10000, 20000, 33000)] + [
+    {"prompt_tokens": 20000, "prefill_step_size": 1000},
+    {"prompt_tokens": 8190, "decode_tokens": 5},
+    {"prompt_tokens": 8000, "decode_tokens": 400},
+    {"prompt_tokens": 10000, "decode_tokens": 300},
+    {"prompt_tokens": 10000, "kv_bits": 4},
+    {"prompt_tokens": 33000, "kv_bits": 8, "prefill_step_size": 512},
+]
 ISSUE_ROWS = {"llama-3.2-3b": [{"prompt_tokens": 16_384, "kv_bits": 4}, {"prompt_tokens": 16_384}]}
 PROMPTS = (300, 2049, 5000, 10500)
 # without --zero-attention: the real attention product, on a few settings, to show it leaves the cache alone
@@ -69,16 +89,22 @@ REAL_ATTENTION_ROWS = [{"prompt_tokens": 300}, {"prompt_tokens": 2049},
 
 
 def build(name: str, layers: int | None):
-    config = json.loads((CONFIGS / f"{name}.json").read_text())
-    config = dict(config.get("text_config", {}), **{k: v for k, v in config.items() if k != "text_config"}) \
-        if "text_config" in config else config
-    real_layers = config["num_hidden_layers"]
+    outer = json.loads((CONFIGS / f"{name}.json").read_text())
+    nested = outer.get("model_type") == "llama4"  # llama4.ModelArgs takes the text_config itself
+    config = dict(outer.get("text_config", {}), **{k: v for k, v in outer.items() if k != "text_config"}) \
+        if "text_config" in outer and not nested else outer
+    text = config["text_config"] if nested else config
+    real_layers = text["num_hidden_layers"]
     if layers is not None:
-        config["num_hidden_layers"] = layers
-        if isinstance(config.get("layer_types"), list):
-            config["layer_types"] = config["layer_types"][:layers]
-    config["intermediate_size"] = 64
-    config["vocab_size"] = 512
+        text["num_hidden_layers"] = layers
+        for key in ("layer_types", "no_rope_layers", "moe_layers"):
+            if isinstance(text.get(key), list):
+                text[key] = text[key][:layers]
+    text["intermediate_size"] = 64
+    text["vocab_size"] = 512
+    text.update(SHRINK.get(name, {}))
+    if nested:
+        config = dict(config, torch_dtype=text.get("torch_dtype"), num_hidden_layers=text["num_hidden_layers"])
     model_type = MODEL_REMAPPING.get(config["model_type"], config["model_type"])
     if model_type == "gemma3":
         model_type = "gemma3_text"
@@ -87,6 +113,8 @@ def build(name: str, layers: int | None):
     model = arch.Model(args)
     dtype = DTYPES[config.get("torch_dtype") or "bfloat16"]
     model.set_dtype(dtype)
+    if model_type == "llama4":
+        float32_experts(model)
     if ZERO_ATTENTION:
         patch_attention(arch)
     mx.eval(model.parameters())
@@ -94,6 +122,25 @@ def build(name: str, layers: int | None):
 
 
 ZERO_ATTENTION = False
+
+
+def float32_experts(model) -> None:
+    """Run llama4's routed experts in float32: this CPU wheel's ``gather_mm`` (``SwitchGLU``) raises "GatherMM::eval
+    Currently only supports float32" on bfloat16. Their output is cast back to the block's dtype, so the residual
+    stream, the K/V projections and the cache stay in the config's bfloat16."""
+    from mlx_lm.models.switch_layers import SwitchGLU
+
+    for layer in model.layers:
+        experts = getattr(layer.feed_forward, "experts", None)
+        if isinstance(experts, SwitchGLU):
+            experts.set_dtype(mx.float32)
+    if not getattr(SwitchGLU, "_float32", False):
+        plain = SwitchGLU.__call__
+
+        def call(self, x, indices):
+            return plain(self, x.astype(mx.float32), indices).astype(x.dtype)
+
+        SwitchGLU.__call__, SwitchGLU._float32 = call, True
 
 
 def patch_attention(module) -> None:
@@ -114,7 +161,7 @@ def describe(c) -> dict:
         capacity = int(arrays[0].shape[2])
     out = {"class": type(c).__name__, "nbytes": int(c.nbytes), "offset": int(c.offset), "capacity_tokens": capacity,
            "array_nbytes": int(sum(a.nbytes for a in arrays))}
-    for attr in ("max_size", "keep", "bits", "group_size"):
+    for attr in ("max_size", "keep", "bits", "group_size", "chunk_size", "start_position"):
         if hasattr(c, attr):
             out[attr] = getattr(c, attr)
     return out
@@ -162,8 +209,14 @@ def run(model, prompt_tokens: int, *, kv_bits=None, kv_group_size=64, quantized_
             "seconds": round(elapsed, 1)}
 
 
+CHUNKED = {"llama-4-scout-17b-16e"}
+
+
 def grid(name: str):
     """The settings measured for one model: every prompt × plain / 8-bit / 4-bit, plus the rules' edges."""
+    if name in CHUNKED:
+        yield from CHUNKED_ROWS
+        return
     for p in PROMPTS:
         for bits in ((None,) if p == 2049 else (None, 8, 4)):  # 2049 < quantized_kv_start: 8/4 bits = plain
             yield {"prompt_tokens": p, "kv_bits": bits}
@@ -192,6 +245,9 @@ def main() -> int:
                     help="replace the attention product by zeros of its shape (speed only; see patch_attention)")
     ap.add_argument("--full-depth", action="store_true", help="build the listed models at their real depth "
                     "and measure three settings")
+    ap.add_argument("--append", type=json.loads, default=None, metavar="JSON",
+                    help='settings to run and append to the model\'s rows already in --out, e.g. '
+                         '\'[{"prompt_tokens": 32768}]\'')
     args = ap.parse_args()
     global ZERO_ATTENTION
     ZERO_ATTENTION = args.zero_attention
@@ -217,6 +273,9 @@ def main() -> int:
                 settings = ISSUE_ROWS[name]
             if args.quick:
                 settings = settings[:1]
+            if args.append is not None:  # one more setting on a model already measured: keep its rows
+                settings = args.append
+                rows = list(data["models"][key]["rows"])
             for s in settings:
                 row = run(model, **s)
                 rows.append(row)
@@ -225,7 +284,9 @@ def main() -> int:
                                    "mlx_lm_module": model_type, "dtype": dtype,
                                    "layers_used": config["num_hidden_layers"], "real_layers": real_layers,
                                    "has_make_cache": hasattr(model, "make_cache"),
-                                   "attention": "zeros" if ZERO_ATTENTION else "real", "rows": rows}
+                                   "attention": "zeros" if ZERO_ATTENTION else "real",
+                                   "shrunk": {"intermediate_size": 64, "vocab_size": 512, **SHRINK.get(name, {})},
+                                   "rows": rows}
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(data, indent=1) + "\n")
     return 0

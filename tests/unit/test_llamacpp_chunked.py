@@ -98,7 +98,7 @@ def test_the_ideal_and_transformers_hold_one_chunk(scout):
     assert t.kv_bytes(32768) == ideal.kv_bytes(32768)
 
 
-@pytest.mark.parametrize("runtime", ["mlx-lm", "executorch", "onnxruntime-genai", "litert-lm"])
+@pytest.mark.parametrize("runtime", ["executorch", "onnxruntime-genai", "litert-lm"])  # mlx-lm: ChunkedKVCache
 def test_the_other_runtimes_refuse_it_by_name(scout, runtime):
     from kvplan.caches.runtimes import cache_model
     from kvplan.errors import FieldError
