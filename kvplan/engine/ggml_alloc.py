@@ -231,6 +231,20 @@ def largest_tensor_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT) -> int:
     return max(((graph.size[t] + a - 1) // a * a for t in own), default=0)
 
 
+def _readers(g: Graph) -> tuple[list[int], list[int]]:
+    """Per tensor: how many nodes read it (``n_children``) and how many views of it there are (``n_views``), the
+    counts whose reaching zero frees it (``ggml_gallocr_alloc_graph_impl``)."""
+    children = [0] * len(g.size)
+    views = [0] * len(g.size)
+    view_src, srcs = g.view_src, g.srcs
+    for t in g.nodes:
+        if view_src[t] >= 0:
+            views[view_src[t]] += 1
+        for p in srcs[t]:
+            children[p] += 1
+    return children, views
+
+
 def live_floor_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT) -> int:
     """A lower bound on :func:`peak_bytes` of ``graph`` and of every graph with its tensors and nodes but no
     smaller sizes: the most bytes the graph's tensors hold at once.
@@ -261,19 +275,13 @@ def live_floor_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT) -> int:
     a = alignment
     size = [(b + a - 1) // a * a for b in g.size]
     srcs, view_src, output, inplace = g.srcs, g.view_src, g.output, g.inplace
-    children = [0] * n
-    views = [0] * n
+    children, views = _readers(g)
     own = [False] * n
-    live = best = 0
+    live = 0
     for t in g.inputs:
         own[t] = True
         live += size[t]
     best = live
-    for t in g.nodes:
-        if view_src[t] >= 0:
-            views[view_src[t]] += 1
-        for p in srcs[t]:
-            children[p] += 1
     for t in g.nodes:
         if view_src[t] == -1 and not own[t]:
             gone = 0
@@ -329,8 +337,7 @@ def peak_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT, trace: list | None 
     g = graph
     n = len(g.size)
     size, srcs, view_src, layout, output = g.size, g.srcs, g.view_src, g.layout, g.output
-    children = [0] * n
-    views = [0] * n
+    children, views = _readers(g)
     own = [False] * n  # hash_node.allocated
     addr = [0] * n
     done = [False] * n
@@ -353,11 +360,6 @@ def peak_bytes(graph: Graph, alignment: int = CPU_ALIGNMENT, trace: list | None 
 
     for t in g.inputs:
         place(t)
-    for t in g.nodes:
-        if view_src[t] >= 0:
-            views[view_src[t]] += 1
-        for s in srcs[t]:
-            children[s] += 1
 
     is_input = set(g.inputs)
     marks = set(g.marks) if snapshots is not None else ()

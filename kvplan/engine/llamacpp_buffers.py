@@ -477,6 +477,9 @@ _LAYER_ARCHS = {
     "gpt_oss": {"moe": {"moe_gating": "softmax_weight", "moe_norm_w": False}, "qkv_order": "QKV",
                 "late_out_ids": "before_norm"},
     "qwen3_moe": {"moe": {"moe_gating": "softmax", "moe_norm_w": True}},  # qwen3moe.cpp (norm_topk_prob)
+    # llama.cpp's llama.cpp graph with experts (Mixtral): build_moe_ffn as Qwen3-MoE calls it (soft-max gating,
+    # norm_w true, expert_weights_scale unset), no q/k norms, no shared expert
+    "mixtral": {"moe": {"moe_gating": "softmax", "moe_norm_w": True}},
     # llama4.cpp: sigmoid gating with the top-k on the logits, the weights applied before the experts
     # (build_moe_ffn's weight_before_ffn), the shared expert added; a NoPE layer every 4th (its Q times
     # inp_attn_scale), the RoPE layers' Q and K RMS-normed; the chunked layers in the iSWA cache

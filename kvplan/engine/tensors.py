@@ -10,6 +10,11 @@ by llama-cpp-python 0.3.36):
 
 * llama (also Mistral, TinyLlama, SmolLM2): ``rope_freqs`` [head_dim/2] when the
   config's rope scaling is ``llama3`` (conversion/llama.py ``generate_extra_tensors``);
+* mixtral (build 11434: conversion/__init__.py maps MixtralForCausalLM to arch ``llama``; conversion/llama.py
+  ``LlamaModel.modify_tensors`` stacks each layer's ``block_sparse_moe.experts.N.w1/w2/w3`` into 3-D
+  ``ffn_{gate,down,up}_exps``; ``src/models/llama.cpp`` ``load_arch_tensors``, ``n_expert > 0`` branch): llama's
+  attention, ``ffn_norm``, the router ``ffn_gate_inp`` [hidden, n_expert] and 3-D experts as wide as the config's
+  ``intermediate_size`` (the GGUF's feed_forward_length) on every layer, no shared expert;
 * qwen2: q/k/v biases; qwen3: per-head q/k RMSNorms;
 * gemma2: post-attention and post-FFN norms, never an ``output`` tensor (gemma.py drops
   ``lm_head``); gemma3 adds q/k norms and trims ``token_embd`` to the tokenizer's length;
@@ -118,6 +123,7 @@ GGUF_ARCH = {
     "qwen3_5_moe": "qwen35moe", "qwen3_5_moe_text": "qwen35moe", "qwen35moe": "qwen35moe",
     "gemma4": "gemma4", "gemma4_text": "gemma4",
     "llama4": "llama4", "llama4_text": "llama4",
+    "mixtral": "llama",  # conversion/__init__.py: MixtralForCausalLM is written as arch llama (with experts)
 }
 
 #: Gemma 3n's AltUp streams and LAuReL rank: llama.cpp's fixed values (src/llama-hparams.h: n_altup 4,

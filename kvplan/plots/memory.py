@@ -48,7 +48,12 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
     total_line, = ax.plot(x, curves.total_bytes, color=COLORS["total"], linewidth=1.2, label="total", gid="total")
 
     budget = ev.budget_bytes
-    top = max(float(np.max(curves.total_bytes)), budget) * 1.18
+    ram = curves.ram_total_bytes  # a discrete GPU: the RAM budget judges host RAM's part, not the whole stack
+    gpu = curves.gpu_total_bytes
+    # two memories: the stack (every part, wherever it lives) is judged against both budgets together; each
+    # memory's own line against its own budget says which one ends the context
+    both = budget + curves.gpu_budget_bytes if ram is not None and gpu is not None else None
+    top = max(float(np.max(curves.total_bytes)), budget, both or 0) * 1.18
     ax.set_xlim(0, x[-1])
     ax.set_ylim(0, top)
     handles = [*stacks, total_line]
@@ -56,7 +61,9 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
         handles.append(ax.axhspan(budget - ev.margin_bytes, budget, color=COLORS["margin"], alpha=0.25,
                                   linewidth=0, label=f"tight margin ({ev.scenario.margin_fraction * 100:g} %)",
                                   gid="margin"))
-    ram = curves.ram_total_bytes  # a discrete GPU: the RAM budget judges host RAM's part, not the whole stack
+    if both is not None:
+        handles.append(ax.axhline(both, color=COLORS["total"], linestyle=":", linewidth=1.2,
+                                  label=f"RAM + GPU budgets {size_label(both, units)}", gid="both_budgets"))
     handles.append(ax.axhline(budget, color=COLORS["budget"], linestyle="--", linewidth=1.6,
                               label=f"{'RAM ' if ram is not None else ''}budget {size_label(budget, units)}",
                               gid="budget"))
@@ -64,7 +71,6 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
         ram_line, = ax.plot(x, ram, color=COLORS["budget"], linewidth=1.4, linestyle="-.", label="of it in RAM",
                             gid="ram_total")
         handles.append(ram_line)
-    gpu = curves.gpu_total_bytes
     if gpu is not None:  # offloaded: the GPU's own memory against its own budget (max context keeps both within)
         gpu_line, = ax.plot(x, gpu, color=COLORS["gpu"], linewidth=2.0, linestyle="-.",
                             label="of it on the GPU", gid="gpu_total")
@@ -114,6 +120,11 @@ def draw_memory(ax, curves: MemoryCurves, units: str = "si", title: str | None =
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 2})
     if curves.show_ctx and s.ctx:
         verdict = ev.verdict.value.upper()
+        if ev.offload is not None and ev.verdict.value != "fit":  # which memory: the stack alone cannot say
+            named = [m.memory.upper() for m in ev.offload.memories
+                     if m.verdict is not None and m.verdict.value == ev.verdict.value]
+            if named:
+                verdict += " (" + ", ".join(named) + ")"
         ax.axvline(s.ctx, color=COLORS["ctx"], linestyle=":", linewidth=1.2, gid="ctx")
         ax.plot([s.ctx], [ev.total_bytes], "s", color=COLORS["total"], markersize=6, zorder=5, gid="ctx_point")
         right = s.ctx > 0.75 * x[-1]

@@ -1,6 +1,12 @@
-"""`kvplan check` prices a mixture of experts by its active parameters; a bad params_active is refused."""
+"""`kvplan check` prices a mixture of experts by its active parameters (and, with --weight-type, by tensor); a bad
+params_active is refused."""
 
 from __future__ import annotations
+
+import gzip
+import json
+
+from tests.conftest import DATA
 
 
 def test_check_reads_the_active_weights_of_deepseek_v2_lite(run_json):
@@ -20,3 +26,12 @@ def test_params_active_above_params_is_refused(run, tmp_path):
     result = run("profiles", "validate", str(path))
     assert result.exit_code == 2
     assert "params_active: must be at most params" in result.stdout + result.stderr
+
+
+def test_check_prices_a_mixtral_config_by_tensor(run_json):
+    quant = json.loads(gzip.decompress((DATA / "llamacpp" / "quant" / "mixtral-8x7b.json.gz").read_bytes()))
+    code, data = run_json("check", "-d", "pixel8", "-m", str(DATA / "hf_configs_other" / "mixtral-8x7b.json"),
+                          "-c", "4k", "--weight-type", "q4_k_m")
+    assert code == 1  # over: 28 GB of weights on an 8 GB phone
+    # the resident weights are llama-quantize's own Q4_K_M total (build 11434 --dry-run), tensor for tensor
+    assert data["memory"]["weights_bytes"] == quant["types"]["q4_k_m"]["total_bytes"] == 28_447_727_616

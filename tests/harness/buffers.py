@@ -38,25 +38,13 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cprobe import PARSE_TYPE, PRELUDE, compile_probe, compile_shim  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 
-PROBE_SRC = r'''
-#include "llama.h"
-#include "llama-ext.h"
-#include "ggml-backend.h"
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-
-static ggml_type parse_type(const char * s) {
-    if (!strcmp(s, "f16")) return GGML_TYPE_F16;
-    if (!strcmp(s, "f32")) return GGML_TYPE_F32;
-    if (!strcmp(s, "bf16")) return GGML_TYPE_BF16;
-    if (!strcmp(s, "q8_0")) return GGML_TYPE_Q8_0;
-    if (!strcmp(s, "q4_0")) return GGML_TYPE_Q4_0;
-    fprintf(stderr, "bad type %s\n", s); exit(2);
-}
-
+PROBE_SRC = PRELUDE + PARSE_TYPE + r'''
 int main(int argc, char ** argv) {
     if (argc < 11) {
         fprintf(stderr, "usage: %s model n_ctx n_batch n_ubatch n_seq_max fa(0/1) type_k type_v kv_unified(0/1) swa_full(0/1)\n", argv[0]);
@@ -119,18 +107,8 @@ EFF = re.compile(r"PROBE n_ctx=(\d+) n_batch=(\d+) n_ubatch=(\d+) n_seq_max=(\d+
 
 
 def build_probe(build: Path, src_root: Path, work: Path) -> Path:
-    work.mkdir(parents=True, exist_ok=True)
-    src = work / "ctxprobe.cpp"
-    exe = work / "ctxprobe"
-    src.write_text(PROBE_SRC)
-    if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
-        cmd = ["g++", "-O1", "-std=c++17", str(src), "-o", str(exe),
-               f"-I{src_root}/include", f"-I{src_root}/src", f"-I{src_root}/ggml/include",
-               f"-L{build}/bin", "-lllama", "-lggml", "-lggml-base", f"-Wl,-rpath,{build}/bin"]
-        subprocess.run(cmd, check=True)
-    shim_src = work / "nopopulate.c"
-    shim_src.write_text(SHIM_SRC)
-    subprocess.run(["gcc", "-O1", "-shared", "-fPIC", str(shim_src), "-o", str(work / "nopopulate.so"), "-ldl"], check=True)
+    exe = compile_probe(PROBE_SRC, "ctxprobe", build, src_root, work, only_if_changed=True)
+    compile_shim(SHIM_SRC, "nopopulate", work)
     return exe
 
 

@@ -36,27 +36,12 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from buffers import SHIM_SRC  # noqa: E402
+from cprobe import PARSE_TYPE, PRELUDE, compile_probe, compile_shim  # noqa: E402
 
 OUT_DEFAULT = REPO / "tests" / "data" / "llamacpp" / "draft" / "draft_contexts.json"
 
-PROBE_SRC = r'''
-#include "llama.h"
-#include "llama-ext.h"
-#include "ggml-backend.h"
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <algorithm>
-
-static ggml_type parse_type(const char * s) {
-    if (!strcmp(s, "f16")) return GGML_TYPE_F16;
-    if (!strcmp(s, "f32")) return GGML_TYPE_F32;
-    if (!strcmp(s, "bf16")) return GGML_TYPE_BF16;
-    if (!strcmp(s, "q8_0")) return GGML_TYPE_Q8_0;
-    if (!strcmp(s, "q4_0")) return GGML_TYPE_Q4_0;
-    fprintf(stderr, "bad type %s\n", s); exit(2);
-}
-
+PROBE_SRC = PRELUDE + r'''#include <algorithm>
+''' + PARSE_TYPE + r'''
 static void report(const char * tag, llama_context * ctx) {
     for (const auto & kv : llama_get_memory_breakdown(ctx)) {
         printf("PROBE %s buft=%s model=%zu context=%zu compute=%zu\n", tag, ggml_backend_buft_name(kv.first),
@@ -144,15 +129,7 @@ KEEP = re.compile(r"buffer size|llama_kv_cache|llama_context: (n_ctx|n_ctx_seq|n
 
 
 def build_probe(src_root: Path, build: Path, work: Path) -> tuple[Path, Path]:
-    src, exe = work / "draft_probe.cpp", work / "draft_probe"
-    src.write_text(PROBE_SRC)
-    subprocess.run(["g++", "-O1", "-std=c++17", str(src), "-o", str(exe), f"-I{src_root}/include",
-                    f"-I{src_root}/src", f"-I{src_root}/ggml/include", f"-L{build}/bin", "-lllama", "-lggml", "-lggml-base",
-                    f"-Wl,-rpath,{build}/bin"], check=True)
-    shim_src, shim = work / "shim.c", work / "shim.so"
-    shim_src.write_text(SHIM_SRC)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", str(shim_src), "-o", str(shim), "-ldl"], check=True)
-    return exe, shim
+    return compile_probe(PROBE_SRC, "draft_probe", build, src_root, work), compile_shim(SHIM_SRC, "shim", work)
 
 
 def main(argv=None) -> None:

@@ -73,6 +73,7 @@ ARCH_OF_MODEL_TYPE = {
     "gemma4_text": "gemma4",
     "llama4_text": "llama4",  # Llama4Model (conversion/llama.py), LLM_ARCH_LLAMA4
     "llama4": "llama4",
+    "mixtral": "llama",      # MixtralForCausalLM converts to the llama arch with experts (conversion/__init__.py)
 }
 
 # conversion/base.py prepare_tensors: tensors the converter keeps F32 whatever --outtype says (the router, the
@@ -196,11 +197,27 @@ class Spec:
             self.t(f"blk.{i}.attn_norm.weight", [self.n_embd])
             self._attn(i, bias=bias, qk_norm=qk_norm)
             self.t(f"blk.{i}.ffn_norm.weight", [self.n_embd])
-            self._mlp(i)
+            if "num_local_experts" in c and a == "llama":
+                self._mixtral_experts(i)
+            else:
+                self._mlp(i)
         self._head()
+
+    def _mixtral_experts(self, i):
+        """Mixtral (build 11434: conversion/llama.py LlamaModel.modify_tensors stacks block_sparse_moe.experts.N.w1/
+        w2/w3 into 3-D ffn_gate/down/up_exps; src/models/llama.cpp load_arch_tensors, n_expert > 0): a router (F32)
+        and experts of feed_forward_length (intermediate_size); the expert keys come from conversion/base.py."""
+        E, F, n_exp = self.n_embd, self.n_ff, int(self.cfg["num_local_experts"])
+        self.t(f"blk.{i}.ffn_gate_inp.weight", [E, n_exp], F32)
+        self.t(f"blk.{i}.ffn_gate_exps.weight", [E, F, n_exp])
+        self.t(f"blk.{i}.ffn_up_exps.weight", [E, F, n_exp])
+        self.t(f"blk.{i}.ffn_down_exps.weight", [F, E, n_exp])
 
     def build_llama(self):
         self.k("llama.vocab_size", self.n_vocab, "u32")
+        if "num_local_experts" in self.cfg:  # Mixtral: conversion/base.py set_gguf_parameters
+            self.k("llama.expert_count", int(self.cfg["num_local_experts"]), "u32")
+            self.k("llama.expert_used_count", int(self.cfg["num_experts_per_tok"]), "u32")
         self._llama_like()
 
     def build_qwen2(self):

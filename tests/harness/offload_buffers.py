@@ -36,6 +36,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cprobe import compile_probe  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 
 PROBE_SRC = r'''
@@ -108,16 +112,8 @@ EFF = re.compile(r"PROBE n_ctx=(\d+) n_batch=(\d+) n_ubatch=(\d+) n_seq_max=(\d+
 
 
 def build_probe(build: Path, src_root: Path, work: Path) -> Path:
-    work.mkdir(parents=True, exist_ok=True)
-    src = work / "offloadprobe.cpp"
-    exe = work / "offloadprobe"
-    src.write_text(PROBE_SRC)
-    if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
-        cmd = ["g++", "-O1", "-std=c++17", str(src), "-o", str(exe),
-               f"-I{src_root}/include", f"-I{src_root}/src", f"-I{src_root}/ggml/include",
-               f"-L{build}/bin", "-lllama", "-lggml", "-lggml-base", "-lggml-rpc", f"-Wl,-rpath,{build}/bin"]
-        subprocess.run(cmd, check=True)
-    return exe
+    return compile_probe(PROBE_SRC, "offloadprobe", build, src_root, work,
+                         libs=("llama", "ggml", "ggml-base", "ggml-rpc"), only_if_changed=True)
 
 
 def parse_run(text: str) -> dict:

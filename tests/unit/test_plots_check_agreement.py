@@ -189,3 +189,25 @@ def test_figures_draw_at_most_twelve_series(slow_phone, m7b):
     fig = memory_figure([data.memory_curves(s, 4096) for s in scenarios], columns=4)
     assert sum(ax.get_visible() for ax in fig.axes) == 12
     assert fig._suptitle.get_text() == "Memory against context (first 12 of 14 series shown, 2 left out)"
+
+
+def test_a_discrete_gpu_stack_is_judged_against_both_budgets_and_names_the_memory_over():
+    from kvplan.plan import Knobs, build_scenario
+
+    catalog = Catalog()
+    s = build_scenario(catalog.device("laptop-rtx-4060-16gb").profile, catalog.model("qwen3-30b-a3b").profile,
+                       32_768, Knobs(n_cpu_moe=24))
+    c = data.memory_curves(s)
+    ax = memory_figure([c]).axes[0]
+    # the stack holds every part, wherever it lives: its line is RAM's budget plus the GPU's (8 GiB)
+    both = _artist(ax, "both_budgets")
+    assert both.get_ydata()[0] == c.evaluation.budget_bytes + 8 * 2**30
+    assert "RAM + GPU budgets" in both.get_label()
+    # check says GPU OVER, RAM FIT at 32k: the point's label names the GPU
+    label = [t.get_text() for t in ax.texts if t.get_text().startswith("32k:")]
+    assert label and label[0].endswith("OVER (GPU)")
+
+
+def test_one_memory_has_no_combined_budget_line(m7b):
+    ax = memory_figure([data.memory_curves(Scenario(Catalog().device("pixel8").profile, m7b, 4096))]).axes[0]
+    assert not [a for a in ax.get_children() if a.get_gid() == "both_budgets"]

@@ -46,6 +46,8 @@ EXTRA_FIELDS = {
     "granite-4.0-h-tiny": {"n_expert": 64, "n_expert_used": 6, "expert_intermediate": 512, "n_shared_experts": 2},
     "llama-4-scout-17b-16e": {"rope_scaling": "llama3", "n_expert": 16, "n_expert_used": 1,
                               "expert_intermediate": 8192, "n_shared_experts": 1},
+    # session 10 (build 11434): Mixtral-8x7B's 8 experts (2 per token) as wide as its intermediate_size
+    "mixtral-8x7b": {"n_expert": 8, "n_expert_used": 2, "expert_intermediate": 14336},
     # session 10 (build 11434): LFM2-8B-A1B's 32 experts after its num_dense_layers 2 dense layers
     "lfm2-8b-a1b": {"n_expert": 32, "n_expert_used": 4, "expert_intermediate": 1792, "leading_dense_layers": 2},
 }
