@@ -473,6 +473,11 @@ _QWEN35_MOE = dict(_QWEN35, moe={"moe_gating": "softmax", "moe_norm_w": True, "s
 #: mixer it builds, and per-architecture details (``src/models/<arch>.cpp``)
 _LAYER_ARCHS = {
     "lfm2": {"state": {"short_conv": "conv"}, "resid_first": True},  # lfm2.cpp: ggml_add(prev_cur, cur)
+    # lfm2.cpp's graph for lfm2moe too: a dense MLP below n_layer_dense_lead, then build_moe_ffn with sigmoid gating
+    # (expert_gating_func SIGMOID), the expert bias exp_probs_b added to the probabilities the top-k picks from,
+    # the weights renormalised (norm_w true), expert_weights_scale unset (no SCALE)
+    "lfm2_moe": {"state": {"short_conv": "conv"}, "resid_first": True,
+                 "moe": {"moe_gating": "sigmoid", "moe_probs_bias": True, "moe_norm_w": True}, "dense_lead": True},
     "qwen3_5": _QWEN35,
     "qwen3_5_text": _QWEN35,
     "qwen3_5_moe": _QWEN35_MOE,
@@ -519,8 +524,8 @@ def layer_graph_of(profile: Mapping[str, Any]):
         widths (``conv_k`` [tokens], ``n_embd_r`` [values]: ``(conv_kernel − 1) · conv channels``, as
         ``llama_hparams::n_embd_r``; Mamba2's ``d_inner``, ``ssm_H``, ``ssm_N``, ``ssm_G``; Gated DeltaNet's
         ``lin_*`` heads and widths) and the MoE gating; None when llama.cpp's graph for the architecture is
-        not modelled (an unknown state mixer, a hybrid MoE with leading dense layers, a MoE outside
-        :data:`_LAYER_ARCHS`).
+        not modelled (an unknown state mixer, a hybrid MoE with leading dense layers other than LFM2-MoE's, a MoE
+        outside :data:`_LAYER_ARCHS`).
     """
     arch = _arch(profile)
     rule = _LAYER_ARCHS.get(arch)
@@ -559,11 +564,14 @@ def layer_graph_of(profile: Mapping[str, Any]):
             channels = 2 * Hk * Dk + Hv * Dv
         out["n_embd_r"] = (k - 1) * channels
         ffn = rule.get("ffn", "swiglu")
-        if experts:  # a hybrid MoE (Granite-4.0-H-Tiny): experts on every layer, no leading dense layers
-            if int(_field(profile, "dense_layers", 0) or 0):
+        dense = int(_field(profile, "dense_layers", 0) or 0)
+        if experts:  # a hybrid MoE: experts on every layer (Granite-4.0-H-Tiny), or after dense_layers (LFM2-MoE)
+            if dense and not rule.get("dense_lead"):
                 return None
             out.update(rule["moe"])
-            ffn = "moe"
+            out["mixers"] = tuple(mixers)
+            out["ffns"] = tuple("swiglu" if il < dense else "moe" for il in range(L))
+            return tuple(sorted(out.items()))
     else:
         shared = int(_field(profile, "shared_experts", 0) or 0)
         if not experts or int(_field(profile, "dense_layers", 0) or 0) or (shared and not rule.get("shared_expert")):

@@ -266,8 +266,9 @@ def _moe(b, x, s):
 
 def _moe_ffn(b, x, s, after=lambda: None):
     """``build_moe_ffn`` (``src/llama-graph.cpp``) as Qwen3-MoE (soft-max gating, weights renormalised:
-    SUM_ROWS, CLAMP, DIV) and gpt-oss (``softmax_weight``: top-k of the biased logits, SOFT_MAX of the k chosen;
-    expert biases added in place, SWIGLU_OAI) call it, then a shared MLP ``F_shared`` wide (Granite-4.0-H), behind
+    SUM_ROWS, CLAMP, DIV), LFM2-MoE (``sigmoid``: SIGMOID in place of SOFT_MAX, the top-k of the probabilities plus
+    the expert bias with ``moe_probs_bias``, weights renormalised) and gpt-oss (``softmax_weight``: top-k of the
+    biased logits, SOFT_MAX of the k chosen; expert biases added in place, SWIGLU_OAI) call it, then a shared MLP ``F_shared`` wide (Granite-4.0-H), behind
     a sigmoid gate with ``shared_gate`` (Qwen3.5-MoE); x: the normed input [E, T]."""
     g, T, E = b.g, b.T, s["E"]
     n_exp, used, Fe = s["n_expert"], s["n_expert_used"], s["F_expert"]
@@ -280,6 +281,9 @@ def _moe_ffn(b, x, s, after=lambda: None):
         probs = logits if s.get("moe_gating") == "softmax_weight" else g.op(_f32(n_exp, T), logits, inplace=True)
         order = None
     probs_r = g.view(probs)
+    if order is None and s.get("moe_probs_bias"):
+        # LFM2-MoE: the top-k picks from probs + exp_probs_b (ADD: a new tensor, probs being read by the view too)
+        order = g.op(n_exp * T * I32, g.op(_f32(n_exp, T), probs, inplace=True))
     if order is None:
         order = g.op(n_exp * T * I32, probs)  # ARGSORT (ggml_argsort_top_k: a view of its first k)
     topk = g.view(order)

@@ -136,7 +136,7 @@ def _is_70b(s: ModelShape) -> bool:
 
 # Hybrids whose converter writes attention.head_count_kv as a per-layer array, 0 on the state (and MLP-only)
 # layers (conversion/lfm2.py, granite.py GraniteHybridModel, nemotron.py); qwen35 writes one number.
-_KV_HEADS_PER_LAYER = ("lfm2", "granitehybrid", "nemotron_h")
+_KV_HEADS_PER_LAYER = ("lfm2", "lfm2moe", "granitehybrid", "nemotron_h")
 
 
 def _n_gqa(s: ModelShape) -> int:

@@ -51,7 +51,11 @@ by llama-cpp-python 0.3.36):
 
   - LFM2 short convolution (``lfm2``): ``shortconv.in_proj`` [h, 3h], ``shortconv.conv`` [L_cache, h] (the
     checkpoint's [h, 1, L] squeezed), ``shortconv.out_proj`` [h, h]; its final norm is ``token_embd_norm``
-    (``LLM_TENSOR_OUTPUT_NORM_LFM2``); attention layers carry q/k norms.
+    (``LLM_TENSOR_OUTPUT_NORM_LFM2``); attention layers carry q/k norms. LFM2-MoE (``lfm2moe``, build 11434
+    ``src/models/lfm2moe.cpp``; ``conversion/lfm2.py`` ``LFM2MoeModel``, which stacks the per-expert w1/w3/w2
+    into ``ffn_{gate,up,down}_exps``): the same mixers, a dense MLP on the first ``leading_dense_layers``
+    (``num_dense_layers``) and on every later layer the router, the expert stacks and the expert bias
+    ``exp_probs_b.bias`` (:func:`_lfm2_moe`).
   - Mamba2 (``granitehybrid``, ``nemotron_h``), d_inner = heads · head_dim, channels c = d_inner + 2·g·d_state:
     ``ssm_in`` [h, 2·d_inner + 2·g·d_state + heads], ``ssm_conv1d.weight`` [kernel, c] and ``.bias`` [c],
     ``ssm_dt.bias`` [heads], ``ssm_a`` and ``ssm_d`` [1, heads] (no ``.weight`` suffix; A = −exp(A_log)),
@@ -113,7 +117,7 @@ GGUF_ARCH = {
     "gpt_oss": "gpt-oss", "gpt-oss": "gpt-oss", "qwen3_moe": "qwen3moe", "qwen3moe": "qwen3moe",
     "smollm3": "smollm3", "gemma3n": "gemma3n", "gemma3n_text": "gemma3n",
     # hybrids: state layers beside attention (see _state_layer)
-    "lfm2": "lfm2", "qwen3_5": "qwen35", "qwen3_5_text": "qwen35", "qwen35": "qwen35",
+    "lfm2": "lfm2", "lfm2_moe": "lfm2moe", "lfm2moe": "lfm2moe", "qwen3_5": "qwen35", "qwen3_5_text": "qwen35", "qwen35": "qwen35",
     "granitemoehybrid": "granitehybrid", "granitehybrid": "granitehybrid", "nemotron_h": "nemotron_h",
     "falcon_h1": "falcon-h1", "falcon-h1": "falcon-h1",
     "qwen3_5_moe": "qwen35moe", "qwen3_5_moe_text": "qwen35moe", "qwen35moe": "qwen35moe",
@@ -128,7 +132,7 @@ GEMMA3N_ALTUP_INPUTS = 4
 GEMMA3N_LAUREL_RANK = 64
 
 # llama.cpp architecture → the state mixer its state layers hold.
-STATE_MIXER = {"lfm2": "short_conv", "qwen35": "gated_deltanet", "qwen35moe": "gated_deltanet",
+STATE_MIXER = {"lfm2": "short_conv", "lfm2moe": "short_conv", "qwen35": "gated_deltanet", "qwen35moe": "gated_deltanet",
                "granitehybrid": "mamba2", "nemotron_h": "mamba2", "falcon-h1": "mamba2"}
 
 
@@ -316,7 +320,7 @@ def _ffn(s: ModelShape, i: int) -> list[Tensor]:
 def _global_tensors(s: ModelShape, layout: str) -> list[Tensor]:
     vocab = (s.gguf_vocab or s.vocab) if layout == "gguf" else s.vocab
     # LFM2's final norm is named token_embd_norm (src/llama-arch.cpp LLM_TENSOR_OUTPUT_NORM_LFM2)
-    norm = "token_embd_norm.weight" if s.arch == "lfm2" else "output_norm.weight"
+    norm = "token_embd_norm.weight" if s.arch in ("lfm2", "lfm2moe") else "output_norm.weight"
     out = [Tensor("token_embd.weight", (s.hidden, vocab), "embedding"), Tensor(norm, (s.hidden,), "norm")]
     if has_output_tensor(s):
         out.append(Tensor("output.weight", (s.hidden, vocab), "output"))
@@ -424,6 +428,17 @@ def _moe(s: ModelShape, i: int) -> list[Tensor]:
             _blk(i, "ffn_up_shexp.weight", (h, sh), "linear"), _blk(i, "ffn_down_shexp.weight", (sh, h), "linear")]
 
 
+def _lfm2_moe(s: ModelShape, i: int) -> list[Tensor]:
+    """lfm2moe's MoE block (build 11434 src/models/lfm2moe.cpp load_arch_tensors, ``is_moe_layer``): the router,
+    3-D expert stacks and the expert bias ``exp_probs_b.bias`` [n_expert] (LLM_TENSOR_FFN_EXP_PROBS_B; the
+    checkpoint's ``feed_forward.expert_bias``, renamed ``expert_bias.bias`` by conversion/lfm2.py
+    ``LFM2MoeModel.filter_tensors``, so F32: its name does not end in ``.weight``); no shared expert."""
+    h, e, ff = s.hidden, s.n_expert, s.expert_intermediate
+    return [_blk(i, "ffn_gate_inp.weight", (h, e), "router"), _blk(i, "ffn_gate_exps.weight", (h, ff, e), "experts"),
+            _blk(i, "ffn_up_exps.weight", (h, ff, e), "experts"), _blk(i, "ffn_down_exps.weight", (ff, h, e), "experts"),
+            _blk(i, "exp_probs_b.bias", (e,), "bias")]
+
+
 def _gated_deltanet_mixer(s: ModelShape, i: int) -> list[Tensor]:
     # src/models/qwen35.cpp load_arch_tensors (recurrent branch); conversion/qwen.py Qwen3NextModel /
     # _LinearAttentionVReorderBase: in_proj_qkv → attn_qkv, in_proj_z → attn_gate, in_proj_b/a → ssm_beta/alpha,
@@ -452,8 +467,10 @@ def _hybrid_block(s: ModelShape, i: int) -> list[Tensor]:
             _blk(i, "attn_v.weight", (h, kv), "linear"), _blk(i, "attn_output.weight", (q, h), "linear")]
     qk_norms = [_blk(i, "attn_q_norm.weight", (hd,), "norm"), _blk(i, "attn_k_norm.weight", (hd,), "norm")]
     state = i in s.state_layers
-    if s.arch == "lfm2":  # src/models/lfm2.cpp; conversion/lfm2.py squeezes conv.conv to [hidden, L_cache]
-        out += [_blk(i, "ffn_norm.weight", (h,), "norm")] + mlp
+    if s.arch in ("lfm2", "lfm2moe"):  # src/models/lfm2.cpp, lfm2moe.cpp; conversion/lfm2.py squeezes conv.conv
+        # to [hidden, L_cache]; lfm2moe: the MLP below leading_dense_layers, the MoE block (_lfm2_moe) after
+        moe = s.arch == "lfm2moe" and i >= s.leading_dense_layers
+        out += [_blk(i, "ffn_norm.weight", (h,), "norm")] + (_lfm2_moe(s, i) if moe else mlp)
         if state:
             return out + [_blk(i, "shortconv.conv.weight", (s.conv_kernel, h), "conv"),
                           _blk(i, "shortconv.in_proj.weight", (h, 3 * h), "linear"),  # B, C, x gates

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write a weight-less F16 GGUF of a kvplan hybrid model profile (state layers: LFM2's short convolution), with the
-tensor names and shapes llama.cpp's loader asks for (build 11434; LFM2, Granite 4.0-H, Qwen3.5, Nemotron-H and
+tensor names and shapes llama.cpp's loader asks for (build 11434; LFM2, LFM2-MoE, Granite 4.0-H, Qwen3.5, Nemotron-H and
 Falcon-H1 — the builders below name their source files; for LFM2: src/models/lfm2.cpp ::
 llama_model_lfm2::load_arch_tensors) and the metadata its hparams loader reads (``lfm2.shortconv.l_cache``, a
 per-layer ``attention.head_count_kv`` array whose zeros mark the conv layers: ``is_recr_impl[il] = n_head_kv(il)
@@ -38,7 +38,7 @@ class HybridSpec(make_gguf.Spec):
         p = yaml.safe_load(path.read_text())
         self.model = p["name"]
         self.prof, self.cfg = p, {}
-        self.arch = {"lfm2": "lfm2", "granitemoehybrid": "granitehybrid", "qwen3_5_text": "qwen35",
+        self.arch = {"lfm2": "lfm2", "lfm2_moe": "lfm2moe", "granitemoehybrid": "granitehybrid", "qwen3_5_text": "qwen35",
                      "qwen3_5": "qwen35", "nemotron_h": "nemotron_h", "falcon_h1": "falcon-h1",
                      "qwen3_5_moe": "qwen35moe"}[p["architecture"]]
         self.n_layer = int(p["layers"])
@@ -124,19 +124,37 @@ class HybridSpec(make_gguf.Spec):
         self.t(f"{b}.ssm_out.weight", [di, e])
 
     # -- architectures ---------------------------------------------------------------------------------------
-    def build_lfm2(self):
+    def build_lfm2(self, moe=False):
         """src/models/lfm2.cpp :: load_arch_tensors; conversion/lfm2.py squeezes conv.conv to [L_cache, hidden]."""
-        s, e = self.state, self.n_embd
+        s, e, p = self.state, self.n_embd, self.prof
         recurrent = set(s["layers"])
+        moe_rows = []
+        if moe:  # conversion/lfm2.py LFM2MoeModel.set_gguf_parameters (expert_count / used from TextModel)
+            moe_rows = [("expert_count", int(p["experts"]), "u32"),
+                        ("expert_used_count", int(p["experts_per_token"]), "u32"),
+                        ("expert_feed_forward_length", int(p["expert_intermediate_size"]), "u32"),
+                        ("leading_dense_block_count", int(p["dense_layers"]), "u32"),
+                        ("expert_gating_func", 2, "u32")]  # gguf ExpertGatingFuncType.SIGMOID
         self.hparams(self.common_hparams([("feed_forward_length", self.n_ff, "u32")], self.head_kv()) + [
             ("attention.layer_norm_rms_epsilon", 1e-5, "f32"), ("rope.freq_base", 1_000_000.0, "f32"),
-            ("shortconv.l_cache", int(s["conv_kernel_tokens"]), "u32"), ("vocab_size", self.n_vocab, "u32")])
+            ("shortconv.l_cache", int(s["conv_kernel_tokens"]), "u32"), ("vocab_size", self.n_vocab, "u32")]
+            + moe_rows)
         self.embeddings("token_embd_norm.weight")  # LLM_TENSOR_OUTPUT_NORM_LFM2
         for i in range(self.n_layer):
             b = f"blk.{i}"
             self.t(f"{b}.attn_norm.weight", [e])
             self.t(f"{b}.ffn_norm.weight", [e])
-            self.mlp(b)
+            if moe and i >= int(p["dense_layers"]):
+                # the router F32 (make_gguf.ALWAYS_F32), the stacked experts, the expert bias (F32: its name
+                # "exp_probs_b.bias" does not end in ".weight"; filter_tensors renames expert_bias)
+                n_exp, f_exp = int(p["experts"]), int(p["expert_intermediate_size"])
+                self.t(f"{b}.ffn_gate_inp.weight", [e, n_exp])
+                self.t(f"{b}.ffn_gate_exps.weight", [e, f_exp, n_exp])
+                self.t(f"{b}.ffn_up_exps.weight", [e, f_exp, n_exp])
+                self.t(f"{b}.ffn_down_exps.weight", [f_exp, e, n_exp])
+                self.t(f"{b}.exp_probs_b.bias", [n_exp])
+            else:
+                self.mlp(b)
             if i in recurrent:
                 self.t(f"{b}.shortconv.conv.weight", [int(s["conv_kernel_tokens"]), e])  # SHORTCONV_CONV: F32
                 self.t(f"{b}.shortconv.in_proj.weight", [e, 3 * e])
@@ -144,6 +162,11 @@ class HybridSpec(make_gguf.Spec):
             else:
                 self.qk_norms(b)
                 self.attention(b)
+
+    def build_lfm2moe(self):
+        """src/models/lfm2moe.cpp :: load_arch_hparams / load_arch_tensors: lfm2's layers, a dense MLP below
+        leading_dense_block_count, then the router, expert stacks and exp_probs_b (sigmoid gating)."""
+        self.build_lfm2(moe=True)
 
     def build_granitehybrid(self):
         """src/models/granite-hybrid.cpp :: load_arch_hparams / load_arch_tensors (dense: expert_count 0; with

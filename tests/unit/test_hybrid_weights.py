@@ -26,7 +26,7 @@ def _types(name, ftype):
     return {t.name: t for t in price_gguf(_shape(name), ftype).tensors}
 
 
-@pytest.mark.parametrize("name", HYBRIDS + ("granite-4.0-h-tiny",))
+@pytest.mark.parametrize("name", HYBRIDS + ("granite-4.0-h-tiny", "lfm2-8b-a1b"))
 def test_params_equal_the_inventory(name):
     # every profile's params is derived from its config in sources.params; the inventory must sum to it
     model = Catalog().model(name).profile
@@ -149,3 +149,32 @@ def test_granite_tiny_experts_by_tensor():
     assert tensors["blk.5.ffn_down_shexp.weight"].shape == (1024, 1536)  # the shared MLP: 2 × 512 wide
     assert tensors["blk.0.ffn_gate_inp.weight"].float32_in_gguf  # the router stays F32
 
+
+
+def test_lfm2_moe_dense_layers_then_experts_by_tensor():
+    # src/models/lfm2moe.cpp load_arch_tensors: layers 0-1 (num_dense_layers 2) hold the MLP (ffn_gate/up/down),
+    # layers 2-23 the router, 3 expert stacks and exp_probs_b.bias; every block attn_norm and ffn_norm.
+    # Per block: 2 norms + MLP 3 (2 blocks) or MoE 5 (22 blocks); 18 conv blocks × 3, 6 attention × 6 (q, k, v,
+    # o, q/k norms); token_embd, token_embd_norm (tied): 2 + 24 × 2 + 2 × 3 + 22 × 5 + 54 + 36 = 256
+    tensors = {t.name: t for t in tensor_inventory(_shape("lfm2-8b-a1b"))}
+    assert len(tensors) == 256
+    assert tensors["blk.1.ffn_up.weight"].shape == (2048, 7168) and "blk.1.ffn_gate_inp.weight" not in tensors
+    assert "blk.2.ffn_up.weight" not in tensors
+    assert tensors["blk.2.ffn_up_exps.weight"].shape == (2048, 1792, 32)  # [hidden, expert width, experts]
+    assert tensors["blk.2.ffn_down_exps.weight"].shape == (1792, 2048, 32)
+    bias = tensors["blk.23.exp_probs_b.bias"]
+    assert bias.shape == (32,) and bias.float32_in_gguf  # feed_forward.expert_bias, one per expert
+    assert tensors["blk.2.ffn_gate_inp.weight"].float32_in_gguf and tensors["blk.2.attn_q_norm.weight"].shape == (64,)
+    assert tensors["blk.0.shortconv.conv.weight"].shape == (3, 2048) and "token_embd_norm.weight" in tensors
+
+
+def test_lfm2_moe_params_total_and_active():
+    # 18 conv × (3·2048² + 3·2048 + 2048²) + 6 attention × (2·2048² + 2·2048·512 + 2·64) + 2 dense × 3·2048·7168
+    # + 22 × (2048·32 router + 32 × 3·2048·1792 experts + 32 bias) + 24 × 2·2048 norms + 65,536·2048 + 2048
+    conv, attn = 3 * 2048**2 + 3 * 2048 + 2048**2, 2 * 2048**2 + 2 * 2048 * 512 + 2 * 64
+    expert = 3 * 2048 * 1792
+    total = (18 * conv + 6 * attn + 2 * 3 * 2048 * 7168 + 22 * (2048 * 32 + 32 * expert + 32) + 24 * 2 * 2048
+             + 65_536 * 2048 + 2048)
+    model = Catalog().model("lfm2-moe").profile
+    assert model.params == total == 8_339_930_560
+    assert model.params_active == total - 22 * 28 * expert == 1_557_740_992  # 4 of 32 experts run

@@ -13,8 +13,9 @@ Gemma 3n (``buffers/gemma-3n-e2b.json`` and ``models2026/gemma-3n-e{2,4}b.json``
 (``buffers/falcon-h1-0.5b.json``), Gemma 4 E2B (``buffers/gemma-4-e2b.json``, ``models2026/gemma-4-e2b.json``) and
 Granite-4.0-H-Tiny (``state/`` and ``buffers/granite-4.0-h-tiny.json``: the MoE with its shared MLP beside Mamba2,
 weight-less GGUF from ``make_hybrid_gguf.py``) and Qwen3.5-35B-A3B (``state/`` and ``buffers/qwen3.5-35b-a3b.json``:
-Gated DeltaNet with 16 key and 32 value heads, a MoE block with a gated shared expert on every layer) were measured
-the same way on build 11434.
+Gated DeltaNet with 16 key and 32 value heads, a MoE block with a gated shared expert on every layer) and
+LFM2-8B-A1B (``state/`` and ``buffers/lfm2-8b-a1b.json``: the short convolution, a dense MLP on layers 0-1, then 32
+sigmoid-gated experts with an expert bias) were measured the same way on build 11434.
 
 Issue #23 asks for 5 % or 8 MiB; every row is equal to the byte. Also here: the dense phi-4-mini and smollm3-3b
 (``models2026/``) and gemma-3-4b with ``--swa-full`` (``buffers/gemma-3-4b.json``), measured on the same build.
@@ -52,6 +53,9 @@ FILES = (
     + [("buffers", "llama-4-scout-17b-16e"), ("chunked", "llama-4-scout-17b-16e")]
     # Qwen3.5-35B-A3B (qwen35moe.cpp: qwen35's trunk, build_moe_ffn plus the sigmoid-gated shared expert)
     + [("state", "qwen3.5-35b-a3b"), ("buffers", "qwen3.5-35b-a3b")]
+    # LFM2-8B-A1B (lfm2.cpp's graph for lfm2moe: a dense MLP on layers 0-1, then build_moe_ffn with sigmoid gating
+    # and the expert bias beside the short convolution)
+    + [("state", "lfm2-8b-a1b"), ("buffers", "lfm2-8b-a1b")]
 )
 
 
@@ -104,11 +108,12 @@ def test_compute_buffer_equals_build_11434(catalog, model, p, measured, request)
 
 
 def test_the_data_covers_the_grid():
-    # 8 models + Gemma 3n E2B, E4B + Gemma 4 E2B + Granite-H-Tiny + Qwen3.5-35B-A3B
-    assert len(_runs(("state", "models2026"))) == 13 * 36
+    # 8 models + Gemma 3n E2B, E4B + Gemma 4 E2B + Granite-H-Tiny + Qwen3.5-35B-A3B + LFM2-8B-A1B
+    assert len(_runs(("state", "models2026"))) == 14 * 36
     runs = [r.values[1] for r in _runs(("buffers",))]
-    # 7 models + gemma-3n-e2b, falcon-h1-0.5b, gemma-4-e2b, granite-4.0-h-tiny, llama-4-scout, qwen3.5-35b-a3b
-    assert len(runs) == 13 * 32
+    # 7 models + gemma-3n-e2b, falcon-h1-0.5b, gemma-4-e2b, granite-4.0-h-tiny, llama-4-scout, qwen3.5-35b-a3b,
+    # lfm2-8b-a1b
+    assert len(runs) == 14 * 32
     assert len(_runs(("chunked",))) == 36
     assert {p["flash_attn"] for p in runs} == {False, True}
     assert {p["n_ubatch"] for p in runs} == {256, 512, 1024}
@@ -134,7 +139,7 @@ def test_swa_full_is_what_the_measurement_needs(catalog):
 @pytest.mark.parametrize("model", ["lfm2-1.2b", "qwen3.5-2b", "granite-4.0-h-1b", "nemotron-nano-9b-v2",
                                    "gpt-oss-20b", "qwen3-30b-a3b", "gemma-3n-e2b", "gemma-3n-e4b",
                                    "falcon-h1-0.5b", "gemma-4-e2b", "granite-4.0-h-tiny", "llama-4-scout-17b-16e",
-                                   "qwen3.5-35b-a3b"])
+                                   "qwen3.5-35b-a3b", "lfm2-8b-a1b"])
 def test_the_hybrid_and_moe_buffers_are_priced_now(catalog, model):
     m = catalog.model(model).profile
     assert unpriced_because(m) is None
@@ -260,3 +265,37 @@ def test_swa_full_prices_the_windowed_mask_at_every_cell():
     windowed = lb.compute_buffer_bytes(n_swa=1024, **shape)
     # the windowed mask grows from pad(1024 + 512, 256) = 1,536 to 32,768 cells: 31,232 · 512 · 2 B (f16 mask)
     assert full - windowed >= 31_232 * 512 * 2
+
+
+def test_lfm2_moe_is_lfm2_with_dense_layers_then_sigmoid_experts(catalog):
+    g = dict(lb.layer_graph_of(catalog.model("lfm2-8b-a1b").profile))
+    # lfm2.cpp's graph (lfm2moe too): is_moe_layer = il >= n_layer_dense_lead (2): build_dense_feed_forward on
+    # layers 0-1, build_moe_feed_forward (build_moe_ffn: SIGMOID gating, exp_probs_b, norm_w true) after
+    assert g["ffns"] == ("swiglu",) * 2 + ("moe",) * 22
+    assert (g["moe_gating"], g["moe_probs_bias"], g["moe_norm_w"]) == ("sigmoid", True, True)
+    # 18 conv mixers and 6 attention layers (2, 6, 10, 14, 18, 21); the conv state (3 − 1) · 2,048 = 4,096 values
+    assert [i for i, k in enumerate(g["mixers"]) if k == "attn"] == [2, 6, 10, 14, 18, 21]
+    assert g["mixers"].count("conv") == 18 and g["n_embd_r"] == 4_096 and g["resid_first"]
+
+
+def test_the_expert_bias_is_one_add_per_moe_layer(catalog, monkeypatch):
+    # build_moe_ffn: selection_probs = ggml_add(probs, exp_probs_b), a new [n_expert, T] f32 tensor (probs is read
+    # by its reshape for GET_ROWS too, so the ADD cannot take its block) that ARGSORT reads; -ub 512, 22 MoE layers
+    from kvplan.engine import ggml_alloc
+
+    graphs = []
+    real = ggml_alloc.peak_bytes
+    monkeypatch.setattr(ggml_alloc, "peak_bytes", lambda g, *a, **k: graphs.append(g) or real(g, *a, **k))
+    lb.compute_buffer_bytes.cache_clear()
+    rule = lb._LAYER_ARCHS["lfm2_moe"]
+    for bias in (True, False):
+        if not bias:
+            monkeypatch.setitem(lb._LAYER_ARCHS, "lfm2_moe", dict(rule, moe=dict(rule["moe"], moe_probs_bias=False)))
+        lb.compute_buffer_bytes_from_profile(_ProfileView(catalog.model("lfm2-8b-a1b").profile), n_ctx=4096,
+                                             n_batch=2048, n_ubatch=512, flash_attn=True, n_seq_max=1,
+                                             kv_unified=False, n_outputs=1, build="b11434")
+    lb.compute_buffer_bytes.cache_clear()
+    biased, plain = graphs
+    assert len(biased.nodes) - len(plain.nodes) == 22
+    # 32 · 512 · 4 = 65,536 B a layer; the last layer's FFN runs on the 1 output row only (llama-server's -np 1)
+    assert sum(biased.size) - sum(plain.size) == 21 * 32 * 512 * 4 + 32 * 1 * 4 == 1_376_384

@@ -13,7 +13,9 @@ tests/harness/make_hybrid_gguf.py): every row, exact to the byte.
   session 7 on the same build);
 * falcon-h1-0.5b (a parallel hybrid: every one of its 36 layers in llama_kv_cache *and* llama_memory_recurrent) and
   qwen3.5-35b-a3b (qwen35moe: the Gated DeltaNet hybrid with a MoE block on every layer; its weight-less GGUF holds
-  the 34,660,610,688 parameters): the built-in profiles.
+  the 34,660,610,688 parameters): the built-in profiles;
+* lfm2-8b-a1b (lfm2moe, session 10: LFM2's short convolution with 32 experts after 2 dense layers; its weight-less
+  GGUF holds the 8,339,930,560 values of the profile's params): the built-in profile.
 """
 
 from __future__ import annotations
@@ -49,15 +51,18 @@ MIB = 2**20
 #   + s: 128 × 1,536 × 4 = 786,432 B) = 36 × 807,936 = 29,085,696 B — and every one of them holds KV too
 # qwen3.5-35b-a3b: 30 Gated DeltaNet layers × (r: 3 × (2 · 16 · 128 + 32 · 128) × 4 = 98,304 B
 #   + s: 128 × (32 · 128) × 4 = 2,097,152 B) = 30 × 2,195,456 = 65,863,680 B
+# lfm2-8b-a1b (lfm2moe, session 10): 18 conv layers × 2,048 channels × (3 − 1) × 4 B = 294,912 B (no s rows)
 STATE_PER_CELL = {"lfm2-1.2b": 163_840, "synthetic-granitemoehybrid": 14_515_200, "synthetic-qwen3_5_text": 6_733_824,
                   "synthetic-nemotron_h": 4_390_912, "qwen3.5-2b": 20_201_472, "granite-4.0-h-1b": 58_060_800,
                   "granite-4.0-h-tiny": 58_060_800,
-                  "nemotron-nano-9b-v2": 145_539_072, "falcon-h1-0.5b": 29_085_696, "qwen3.5-35b-a3b": 65_863_680}
+                  "nemotron-nano-9b-v2": 145_539_072, "falcon-h1-0.5b": 29_085_696, "qwen3.5-35b-a3b": 65_863_680,
+                  "lfm2-8b-a1b": 294_912}
 BUILT_IN = ("lfm2-1.2b", "qwen3.5-2b", "granite-4.0-h-1b", "nemotron-nano-9b-v2", "falcon-h1-0.5b", "qwen3.5-35b-a3b",
-            "granite-4.0-h-tiny")
+            "granite-4.0-h-tiny", "lfm2-8b-a1b")
 # KV bytes per cell by hand at f16: falcon-h1-0.5b 36 layers × 2 × 2 heads × 64 × 2 B = 18,432;
-# qwen3.5-35b-a3b 10 layers × 2 × 2 heads × 256 × 2 B = 20,480 (q8_0: 34 B per 32 values, × 34/64)
-KV_PER_CELL_F16 = {"falcon-h1-0.5b": 18_432, "qwen3.5-35b-a3b": 20_480}
+# qwen3.5-35b-a3b 10 layers × 2 × 2 heads × 256 × 2 B = 20,480 (q8_0: 34 B per 32 values, × 34/64);
+# lfm2-8b-a1b 6 layers × 2 × 8 heads × 64 × 2 B = 12,288
+KV_PER_CELL_F16 = {"falcon-h1-0.5b": 18_432, "qwen3.5-35b-a3b": 20_480, "lfm2-8b-a1b": 12_288}
 
 
 def _profile(name):

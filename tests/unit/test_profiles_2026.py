@@ -113,3 +113,18 @@ def test_granite_4_h_tiny_imports_its_experts():
     assert m.params_active == total - 40 * 58 * expert == 1_465_470_528
     built_in = Catalog().model("granite-4.0-h").profile  # the alias people type
     assert (built_in.params, built_in.params_active, built_in.schedule) == (m.params, m.params_active, m.schedule)
+
+
+def test_lfm2_8b_a1b_imports_its_experts_after_two_dense_layers():
+    # Lfm2MoeDecoderLayer: a dense Lfm2MoeMLP (intermediate_size 7168) below num_dense_layers 2, then 32 experts of
+    # moe_intermediate_size 1792 (4 per token), no shared expert; the conv layers are every layer but 2, 6, 10, 14,
+    # 18, 21 (layer_types)
+    m = profile_from_hf_file(DATA / "hf_configs_other" / "lfm2-8b-a1b.json").model
+    assert (m.experts, m.experts_per_token, m.expert_intermediate_size, m.shared_experts, m.dense_layers) == \
+        (32, 4, 1792, 0, 2)
+    built_in = Catalog().model("lfm2-moe").profile  # the alias
+    assert m.state.layers == built_in.state.layers and len(built_in.state.layers) == 18
+    # transformers' parameters leave out the expert bias (a registered buffer): 22 MoE layers × 32 values fewer
+    # than the GGUF tensor inventory the built-in profile counts
+    assert built_in.params - m.params == 22 * 32 == 704
+    assert built_in.params_active - m.params_active == 704

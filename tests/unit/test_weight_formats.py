@@ -48,6 +48,8 @@ EXTRA_FIELDS = {
                               "expert_intermediate": 8192, "n_shared_experts": 1},
     # session 10 (build 11434): Mixtral-8x7B's 8 experts (2 per token) as wide as its intermediate_size
     "mixtral-8x7b": {"n_expert": 8, "n_expert_used": 2, "expert_intermediate": 14336},
+    # session 10 (build 11434): LFM2-8B-A1B's 32 experts after its num_dense_layers 2 dense layers
+    "lfm2-8b-a1b": {"n_expert": 32, "n_expert_used": 4, "expert_intermediate": 1792, "leading_dense_layers": 2},
 }
 
 
