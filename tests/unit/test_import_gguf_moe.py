@@ -37,6 +37,8 @@ EXPECTED = {
     "qwen3-30b-a3b": (128, 8, 768, 0, 0),
     # deepseek2: ffn_gate_exps 64 × 1,408 × 2,048; ffn_up_shexp 2,816 × 2,048 = 2 × 1,408; leading_dense_block_count 1
     "deepseek-v2-lite": (64, 6, 1_408, 2, 1),
+    # lfm2moe: ffn_gate_exps 32 × 1,792 × 2,048; leading_dense_block_count 2
+    "lfm2-8b-a1b": (32, 4, 1_792, 0, 2),
 }
 
 
