@@ -28,14 +28,15 @@ def _shape_of(tensors: list[tuple], suffixes: tuple[str, ...]) -> tuple | None:
     return None
 
 
-def _routed_width(tensors: list[tuple], experts: int) -> tuple[int | None, str]:
+def _routed_width(tensors: list[tuple], experts: int) -> tuple[int | None, str, tuple]:
+    """(width, the tensor it was read from, its shape), or (None, "", ())."""
     found = _shape_of(tensors, ("ffn_up_exps.weight", "ffn_gate_exps.weight"))
     if found and len(found[0]) == 3 and found[0][0] == experts:
-        return int(found[0][1]), f"the middle dimension of {found[1]} ({' × '.join(map(str, found[0]))})"
+        return int(found[0][1]), found[1], found[0]
     found = _shape_of(tensors, ("ffn_down_exps.weight",))
     if found and len(found[0]) == 3 and found[0][0] == experts:
-        return int(found[0][2]), f"the last dimension of ffn_down_exps.weight ({' × '.join(map(str, found[0]))})"
-    return None, ""
+        return int(found[0][2]), found[1], found[0]
+    return None, "", ()
 
 
 def _shared_width(tensors: list[tuple]) -> int | None:
@@ -61,7 +62,9 @@ def gguf_moe_fields(meta: dict, tensors: list[tuple], arch: str, layers: int, co
     used = count(k + "expert_used_count", 0)
     if not used or used > experts:
         return {}  # params_active says so already (kvplan.importers.gguf._active_params)
-    width, how = _routed_width(tensors, experts)
+    width, tensor, shape = _routed_width(tensors, experts)
+    where_in = "last" if tensor == "ffn_down_exps.weight" else "middle"
+    how = f"the {where_in} dimension of {tensor} ({' × '.join(map(str, shape))})" if tensor else ""
     keyed = count(k + "expert_feed_forward_length", 1)
     if width is None and keyed:
         width, how = keyed, f"{k}expert_feed_forward_length"
