@@ -191,11 +191,22 @@ def prefill_placement(ev: Evaluation) -> WarningFact | None:
     return warning("prefill_placement", layers_on_gpu=o.layers_on_gpu, layers=o.layers, discrete=not o.unified)
 
 
+def mlx_chunked_batch(ev: Evaluation) -> WarningFact | None:
+    """Several sequences of a model with chunked attention under MLX-LM: its batched path cannot merge a
+    ``ChunkedKVCache`` (``generate.py`` ``_merge_caches``: the class has no ``merge``), so the sequences are priced as
+    that many separate one-sequence runs, which mlx-lm serves one after another."""
+    if getattr(ev.cache, "name", None) != "mlx-lm" or ev.scenario.sequences < 2:
+        return None
+    if not getattr(ev.cache, "chunked_layers", 0):
+        return None
+    return warning("mlx_chunked_batch", sequences=ev.scenario.sequences, chunked_layers=ev.cache.chunked_layers)
+
+
 def warnings_of(ev: Evaluation) -> tuple[WarningFact, ...]:
     """Every warning about one evaluation, most important first."""
     out = []
     for found in (ignored_window(ev), window_override(ev), unpriced_buffers(ev), gpu_working_set(ev),
-                  speculation_slower(ev), prefill_placement(ev)):
+                  speculation_slower(ev), prefill_placement(ev), mlx_chunked_batch(ev)):
         if found:
             out.append(found)
     s = ev.scenario  # the tokens one sequence attends as requested (llama.cpp's padded cells would overstate it)

@@ -97,6 +97,10 @@ _WORDS = {
     "window_ignored": _window_ignored,
     "window_override": _window_override,
     "mlx_wired_limit": _mlx_wired_limit,
+    "mlx_chunked_batch": lambda v: (f"mlx-lm cannot batch the {v['chunked_layers']} chunked-attention layers' "
+                                    "ChunkedKVCache (it has no merge, so BatchGenerator refuses the prompts): the "
+                                    f"{v['sequences']} sequences are priced as {v['sequences']} separate "
+                                    "one-sequence caches, which mlx-lm would run one after another"),
     "metal_working_set": _metal_working_set,
     "buffers_unpriced": lambda v: ("llama.cpp's compute and output buffers are not counted in the total: "
                                    + reason_text(v["reason"])),

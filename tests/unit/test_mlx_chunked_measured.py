@@ -168,3 +168,15 @@ def test_candidate_points_equal_every_call(n, step, bits, start):
         offset_before = offset
     assert c.kv_bytes(n) == totals[-1]
     assert c.kv_peak_bytes(n) == max(totals)
+
+
+def test_several_sequences_of_llama4_under_mlx_lm_warn_that_it_cannot_batch_them():
+    from kvplan.plan import Knobs, build_scenario, evaluate
+    from kvplan.profiles.catalog import Catalog
+    from kvplan.profiles.runtime import runtime_spec
+
+    catalog = Catalog()
+    device, model = catalog.device("macbook-pro-m4-pro-24gb").profile, catalog.model("llama-4-scout").profile
+    codes = {n: [w.kind for w in evaluate(build_scenario(device, model, 8192, Knobs(
+        runtime=runtime_spec("mlx-lm"), sequences=n))).warnings] for n in (1, 2)}
+    assert "mlx_chunked_batch" not in codes[1] and "mlx_chunked_batch" in codes[2]

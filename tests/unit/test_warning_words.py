@@ -86,6 +86,10 @@ WARNINGS = [
      "MLX-LM will print its warning: the weights (6.00 GB) pass 90% of the GPU working set (5.73 GB): \"Generating "
      "with a model that requires 5722 MB which is close to the maximum recommended size of 5461 MB. This can be "
      "slow.\" (mlx_lm wired_limit; MB there are MiB)"),
+    (warning("mlx_chunked_batch", sequences=2, chunked_layers=36),
+     "mlx-lm cannot batch the 36 chunked-attention layers' ChunkedKVCache (it has no merge, so BatchGenerator "
+     "refuses the prompts): the 2 sequences are priced as 2 separate one-sequence caches, which mlx-lm would run "
+     "one after another"),
     (warning("metal_working_set", metal_bytes=7_000_000_000, weights_bytes=3_000_000_000, kv_bytes=3_800_000_000,
              compute_bytes=200_000_000, working_set_bytes=5_726_630_052, ggml_warns=False),
      "llama.cpp on Metal: the weights, the KV cache and the compute buffer (7.00 GB, every layer on the GPU) pass "
