@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from kvplan.caches.facts import Reason, reason
 from kvplan.engine import llamacpp_buffers as lb
 from kvplan.engine.schedule import split_runs
+from kvplan.profiles.memo import PerModel
+
+_VIEWS = PerModel()
 
 #: model fields the compute-buffer formula reads; without them the buffer is unknown, not zero
 SHAPE_FIELDS = ("hidden_size", "intermediate_size", "vocab_size")
@@ -70,6 +73,12 @@ class _ProfileView:
         return default if value is None else value
 
 
+def _view_of(model) -> _ProfileView:
+    """:class:`_ProfileView` of ``model``, built once per profile (a gate or a max-context search asks for it
+    hundreds of times, and each build walks the model's layer schedule)."""
+    return _VIEWS.get(model, "view", lambda: _ProfileView(model))
+
+
 def missing_shape_fields(model) -> tuple[str, ...]:
     """The shape fields a profile lacks for the compute buffer (empty: it can be priced). A MoE with experts on
     every layer (Qwen3.5-MoE) has no dense MLP: its graph reads the experts' width, not ``intermediate_size``."""
@@ -85,7 +94,7 @@ def unpriced_because(model) -> Reason | None:
     missing = missing_shape_fields(model)
     if missing:
         return reason("missing_shape_fields", fields=missing)
-    view = _ProfileView(model)
+    view = _view_of(model)
     if lb.graph_of(view) == "layers" and lb.layer_graph_of(view) is not None:
         return None  # a hybrid or MoE graph the engine writes (lfm2, qwen3_5, qwen3_5_moe, granitemoehybrid …)
     if lb.graph_of(view) == "gemma3n":
@@ -126,7 +135,7 @@ def llamacpp_buffers(spec, model, ctx: int, sequences: int, type_k: str = "f16",
     if not ctx:  # no context, no graph: as the cache, which holds nothing at ctx 0
         return LlamaCppBuffers(0, 0, fa, 0)
     requested = int(ctx)
-    view = _ProfileView(model)
+    view = _view_of(model)
     n_outputs = lb.reserved_outputs(spec.build, int(sequences))
     if outputs_max is not None and n_outputs is not None:
         n_outputs = int(outputs_max)

@@ -623,9 +623,10 @@ def graph_of(profile: Mapping[str, Any]) -> str:
         ``llama``, ``gemma``, ``phi3``, ``mla`` or ``layers`` (the architectures of :data:`_LAYER_ARCHS`; whether
         a given profile's graph is modelled is :func:`layer_graph_of`'s answer).
     """
-    if _arch(profile) in _LAYER_ARCHS:
+    arch = _arch(profile)
+    if arch in _LAYER_ARCHS:
         return "layers"
-    graph = _GRAPH_OF_ARCH.get(_arch(profile), "llama")
+    graph = _GRAPH_OF_ARCH.get(arch, "llama")
     if graph == "mla" and not _field(profile, "mla"):
         return "llama"
     return graph
