@@ -44,6 +44,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from kvplan.engine import ggml_alloc, llamacpp_graph
+from kvplan.engine.arch_names import GGUF_ARCH
 
 #: bytes of one f32 value (the output buffer's logits; the graph's element sizes live in llamacpp_graph)
 F32 = llamacpp_graph.F32
@@ -425,10 +426,10 @@ _SWA_PERIOD = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "gpt_oss": 2, "gemma3
                "llama4": 4, "llama4_text": 4}
 #: Llama 4's chunk as llama.cpp's loader fixes it (src/models/llama4.cpp load_arch_hparams: n_swa = 8192)
 _CHUNK_OF_ARCH = {"llama4": 8192, "llama4_text": 8192}
-#: llama.cpp's architecture names (what ``kvplan import gguf`` writes) → the Hugging Face model_type these tables use
-_HF_OF_GGUF = {"qwen3moe": "qwen3_moe", "gpt-oss": "gpt_oss", "granitehybrid": "granitemoehybrid",
-               "qwen35": "qwen3_5", "qwen35moe": "qwen3_5_moe", "falcon-h1": "falcon_h1", "deepseek2": "deepseek_v2",
-               "lfm2moe": "lfm2_moe"}
+#: llama.cpp's architecture names (what ``kvplan import gguf`` writes) → the Hugging Face model_type these tables use:
+#: the first model_type :data:`kvplan.engine.arch_names.GGUF_ARCH` gives each name (``llama`` stays: its model_types
+#: differ by more than the name, see :func:`_arch`)
+_HF_OF_GGUF = {gguf: hf for hf, gguf in reversed(GGUF_ARCH.items()) if hf != gguf and gguf != "llama"}
 
 
 def _arch(profile) -> str:
