@@ -76,9 +76,8 @@ def gguf_moe_fields(meta: dict, tensors: list[tuple], arch: str, layers: int, co
         return {}
     routers = sorted({int(m.group(1)) for m in map(_BLOCK.match, (t[0] for t in tensors))
                       if m and m.group(2) == "ffn_gate_inp.weight" and int(m.group(1)) < layers})
-    leading = count(k + "leading_dense_block_count", 0)
-    if leading is None:
-        leading = routers[0] if routers else 0
+    keyed_dense = count(k + "leading_dense_block_count", 0)
+    leading = keyed_dense if keyed_dense is not None else routers[0] if routers else 0
     if routers and routers != list(range(leading, layers)):
         notes.append(f"experts on blocks {routers[0]}…{routers[-1]} but not on every block from {leading}: kvplan's "
                      "profile holds leading dense layers only, so the expert layout is not written (params_active "
@@ -98,7 +97,7 @@ def gguf_moe_fields(meta: dict, tensors: list[tuple], arch: str, layers: int, co
     elif shared_n:
         shared, shared_how = shared_n, f"{k}expert_shared_count"
     source = (f"{k}expert_count {experts}, {k}expert_used_count {used}; width {width} ({how}); {shared_how}; "
-              f"dense layers {leading} (" + (f"{k}leading_dense_block_count" if count(k + "leading_dense_block_count", 0)
-                                            is not None else "blocks before the first ffn_gate_inp") + ")")
+              f"dense layers {leading} (" + (f"{k}leading_dense_block_count" if keyed_dense is not None
+                                            else "blocks before the first ffn_gate_inp") + ")")
     return {"experts": experts, "experts_per_token": used, "expert_intermediate_size": width,
             "shared_experts": shared, "dense_layers": leading, "source": source}
