@@ -705,6 +705,19 @@ def _gemma3n_attention(b, s, cur, group, pos, k_rot, v_rot, fa, shared):
     return _rot(g, g.op(_f32(Dv * H, T), g.view(g.op(_f32(Dv, T, H), kq))), v_rot)  # permute + CONT
 
 
+def _project_per_layer_inputs(b, x, ple, P, L, T):
+    """``project_per_layer_inputs`` of Gemma 3n and Gemma 4 (``src/models/gemma3n.cpp``, ``gemma4.cpp``): the
+    embeddings ``x`` projected to ``P · L`` per-layer values, normed, added to the per-layer table's rows ``ple``
+    and scaled, then permuted to [P, T, L]; returns that tensor."""
+    g = b.g
+    pp = g.op(_f32(P * L, T), b.mm(P * L, x), inplace=True)  # MUL_MAT, SCALE
+    pp = g.op(_f32(P * L, T), g.view(pp))  # RMS_NORM of the reshape
+    pp = g.op(_f32(P * L, T), pp, inplace=True)  # MUL per_layer_proj_norm
+    pp = g.op(_f32(P * L, T), pp, ple, inplace=True)  # ADD
+    pp = g.op(_f32(P * L, T), pp, inplace=True)  # SCALE: inp_per_layer
+    return g.op(_f32(P, T, L), g.view(pp))  # permute + CONT
+
+
 def _gemma3n(s, fa):
     """Gemma 3n (``src/models/gemma3n.cpp``, build 11434): per-layer embeddings, AltUp (``n_altup`` streams of
     [E, T]), LAuReL, Gaussian top-k sparsity in the first ``n_layer_sparsity`` layers, shared-KV layers from
@@ -790,13 +803,8 @@ def _gemma3n(s, fa):
         rest = g.view(corr)
         fp = g.op(_f32(E, T), g.view(corr))  # MUL by altup_correct_scale
         fp = g.op(_f32(P, T), b.mm(P, fp), inplace=True)  # per_layer inp_gate, GELU
-        if ple_proj is None:  # project_per_layer_inputs, placed at its first use
-            pp = g.op(_f32(P * L, T), b.mm(P * L, x), inplace=True)  # MUL_MAT, SCALE
-            pp = g.op(_f32(P * L, T), g.view(pp))  # RMS_NORM of the reshape
-            pp = g.op(_f32(P * L, T), pp, inplace=True)  # MUL per_layer_proj_norm
-            pp = g.op(_f32(P * L, T), pp, ple, inplace=True)  # ADD
-            pp = g.op(_f32(P * L, T), pp, inplace=True)  # SCALE: inp_per_layer
-            ple_proj = g.op(_f32(P, T, L), g.view(pp))  # permute + CONT
+        if ple_proj is None:  # placed at its first use
+            ple_proj = _project_per_layer_inputs(b, x, ple, P, L, T)
         fp = g.op(_f32(P, T), fp, g.view(ple_proj), inplace=True)  # MUL by this layer's slice
         fp = b.rms_norm(b.mm(E, fp), E)  # per_layer proj, post_norm
         tmp = g.op(_f32(E, T, A - 1), rest, fp, inplace=True)  # ADD (of a view: a new tensor)
@@ -901,13 +909,8 @@ def _gemma4(s, fa):
         ffn = b.rms_norm(b.mm(E, act), E)  # ffn_down, ffn_post_norm
         pe_in = b.add(ffn, attn_out, E)
         gate = g.op(_f32(P, T), b.mm(P, pe_in), inplace=True)  # inp_gate, GELU
-        if ple_proj is None:  # project_per_layer_inputs, placed at its first use
-            pp = g.op(_f32(P * L, T), b.mm(P * L, scaled), inplace=True)  # MUL_MAT, SCALE
-            pp = g.op(_f32(P * L, T), g.view(pp))  # RMS_NORM of the reshape
-            pp = g.op(_f32(P * L, T), pp, inplace=True)  # MUL per_layer_proj_norm
-            pp = g.op(_f32(P * L, T), pp, ple, inplace=True)  # ADD
-            pp = g.op(_f32(P * L, T), pp, inplace=True)  # SCALE: inp_per_layer
-            ple_proj = g.op(_f32(P, T, L), g.view(pp))  # permute + CONT
+        if ple_proj is None:  # placed at its first use
+            ple_proj = _project_per_layer_inputs(b, scaled, ple, P, L, T)
         gate = g.op(_f32(P, T), gate, g.view(ple_proj), inplace=True)  # MUL by this layer's slice
         pe = b.rms_norm(b.mm(E, gate), E)  # proj, post_norm
         x = g.op(_f32(E, T), b.add(pe_in, pe, E), inplace=True)  # residual, then MUL by layer_output_scale
